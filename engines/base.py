@@ -1,0 +1,155 @@
+"""The interfaces the gateway may call on a speech engine.
+
+A TTS engine is loaded once and shared by every session. It opens a *stream*
+per utterance; the stream yields PCM frames as soon as they exist and can be
+cancelled between frames. Engines that run many streams at once must not need a
+model copy per stream (Pocket batches them; OmniVoice serialises them).
+
+Concurrency contract: ``TtsEngine`` methods are called from the event loop and
+must not block it for more than a few milliseconds; model compute runs on the
+engine's own worker thread(s). ``TtsStream.frames()`` is an async iterator that
+is consumed by exactly one task.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+
+class EngineState(str, enum.Enum):
+    """Lifecycle of an engine as reported by ``/v1/engines`` and ``/health``."""
+
+    LOADING = "loading"
+    READY = "ready"
+    MISSING = "missing"  # weights or an optional package are not on this machine
+    FAILED = "failed"  # present but could not be loaded
+
+
+@dataclass(frozen=True)
+class EngineStatus:
+    state: EngineState
+    detail: str = ""  # what is missing / what failed
+    hint: str = ""  # how to fix it (a command, a package)
+
+    def to_dict(self) -> dict:
+        out = {"state": self.state.value}
+        if self.detail:
+            out["detail"] = self.detail
+        if self.hint:
+            out["hint"] = self.hint
+        return out
+
+
+@dataclass(frozen=True)
+class TtsInfo:
+    id: str  # "pocket", "omnivoice"
+    sample_rate: int  # native output rate
+    frame_samples: int  # native frame size (Pocket: 1920 = 80 ms at 24 kHz)
+    languages: tuple[str, ...] = ("en",)
+    can_clone: bool = False
+    default_voice: str | None = None
+
+    def to_dict(self) -> dict:
+        return {
+            "id": self.id,
+            "sample_rate": self.sample_rate,
+            "frame_samples": self.frame_samples,
+            "languages": list(self.languages),
+            "can_clone": self.can_clone,
+            "default_voice": self.default_voice,
+        }
+
+
+@dataclass(frozen=True)
+class Voice:
+    id: str
+    engine: str
+    name: str = ""
+    language: str = "en"
+    source: str = "builtin"  # "builtin" (shipped with the model) or "cloned" (added at runtime)
+
+    def to_dict(self) -> dict:
+        return {"id": self.id, "engine": self.engine, "name": self.name or self.id,
+                "language": self.language, "source": self.source}
+
+
+@dataclass(frozen=True)
+class SynthesisOptions:
+    temperature: float | None = None  # None: the engine's default
+    seed: int | None = None  # None: a fresh random seed per utterance
+    extra: dict = field(default_factory=dict)
+
+
+class EngineError(Exception):
+    """Raised by an engine; ``code`` is the protocol error code."""
+
+    code = "engine_error"
+
+    def __init__(self, message: str, *, code: str | None = None, hint: str = "") -> None:
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+        self.hint = hint
+
+
+class EngineUnavailable(EngineError):
+    code = "engine_unavailable"
+
+
+class UnknownVoice(EngineError):
+    code = "unknown_voice"
+
+    def __init__(self, voice: str, available: list[str]) -> None:
+        super().__init__(
+            f"unknown voice {voice!r}; available voices: {', '.join(available) or '(none)'}"
+        )
+        self.voice = voice
+        self.available = available
+
+
+class CloneRefused(EngineError):
+    code = "clone_unsupported"
+
+
+@runtime_checkable
+class TtsStream(Protocol):
+    """One utterance being synthesised."""
+
+    def frames(self) -> AsyncIterator[np.ndarray]:
+        """Yield float32 mono PCM frames at ``info().sample_rate``, in order."""
+        ...
+
+    def cancel(self) -> None:
+        """Stop at the next frame boundary; ``frames()`` then ends. Idempotent."""
+        ...
+
+
+@runtime_checkable
+class TtsEngine(Protocol):
+    def info(self) -> TtsInfo: ...
+
+    def status(self) -> EngineStatus: ...
+
+    async def load(self) -> None:
+        """Load weights (off the event loop). Never raises: failures go to status()."""
+        ...
+
+    async def close(self) -> None: ...
+
+    def voices(self) -> list[Voice]: ...
+
+    def open_stream(self, text: str, voice: str | None = None,
+                    options: SynthesisOptions | None = None) -> TtsStream:
+        """Start synthesising ``text``. Raises UnknownVoice / EngineUnavailable at once."""
+        ...
+
+    async def clone_voice(self, voice_id: str, wav_bytes: bytes) -> Voice:
+        """Make a new voice from a short WAV and keep it. Raises CloneRefused if unsupported."""
+        ...
+
+    async def delete_voice(self, voice_id: str) -> None: ...

@@ -1,0 +1,155 @@
+"""The app factory. ``create_app(settings)`` returns a Starlette app whose lifespan
+owns every resource: auth state, session registry, engines, the ASR sidecar.
+
+The lifespan yields its resources as Starlette lifespan *state*; routes and the
+auth middleware read them from ``scope["state"]`` (``request.state``), never from
+module globals. Engines load in background tasks owned by the lifespan, so
+``/health`` answers 503 ``starting`` at once and 200 when loading is over.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.staticfiles import StaticFiles
+
+from auth import AuthConfig, AuthMiddleware, AuthState, auth_routes
+from auth.access import RouteClass, make_classifier, mount
+from engines.base import TtsEngine
+
+from .config import Settings
+from .dictation_routes import dictation_routes
+from .http_api import core_routes
+from .sessions import SessionRegistry
+from .startup import Startup
+from .tts_routes import tts_routes
+
+log = logging.getLogger("voxgate")
+
+STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
+
+
+def auth_config(settings: Settings) -> AuthConfig:
+    return AuthConfig(
+        server_mode=settings.server_mode,
+        api_key=settings.api_key,
+        trusted_networks=settings.trusted_networks,
+        allowed_origins=settings.allowed_origins,
+        forwarded_allow_ips=settings.forwarded_allow_ips,
+        allow_anonymous=settings.allow_anonymous,
+    )
+
+
+def build_tts_engines(settings: Settings) -> dict[str, TtsEngine]:
+    """The TTS engines named in ``settings.engines``, not yet loaded."""
+    engines: dict[str, TtsEngine] = {}
+    if "pocket" in settings.engines:
+        from engines.pocket.engine import PocketEngine
+
+        engines["pocket"] = PocketEngine(
+            model_dir=settings.pocket_model_dir,
+            voices_dir=settings.voices_dir / "pocket",
+            quantize=settings.pocket_quantize,
+            threads=settings.tts_threads,
+        )
+    if "omnivoice" in settings.engines:
+        from engines.omnivoice import OmniVoiceEngine
+
+        engines["omnivoice"] = OmniVoiceEngine(cache_dir=settings.data_dir / "omnivoice")
+    return engines
+
+
+def build_asr(settings: Settings) -> Any:
+    """The ASR sidecar supervisor, or None when ASR is not enabled."""
+    if "asr" not in settings.engines:
+        return None
+    from .asr_client import AsrSupervisor
+
+    return AsrSupervisor.from_settings(settings)
+
+
+def create_app(
+    settings: Settings,
+    *,
+    tts_engines: Mapping[str, TtsEngine] | None = None,
+    asr: Any = None,
+    share_listener: Any = None,
+) -> Starlette:
+    """Build the ASGI app. Tests may inject engines, an ASR supervisor or a share
+    listener; by default they are built from ``settings``."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
+        engines = dict(tts_engines) if tts_engines is not None else build_tts_engines(settings)
+        asr_service = asr if asr is not None else build_asr(settings)
+        if share_listener is not None:
+            listener = share_listener
+        else:
+            from .lan_share import UvicornShareListener
+
+            listener = UvicornShareListener(settings)
+        auth_state = AuthState(auth_config(settings), share_listener=listener)
+        sessions = SessionRegistry(limits={"tts": settings.max_tts_sessions,
+                                           "dictation": settings.max_dictation_streams})
+        startup = Startup()
+        state: dict[str, Any] = {
+            "settings": settings,
+            "auth": auth_state,
+            "sessions": sessions,
+            "tts": engines,
+            "asr": asr_service,
+            "startup": startup,
+        }
+        if hasattr(listener, "bind_state"):
+            listener.bind_state(state)
+        loader = asyncio.create_task(_load_engines(startup, engines, asr_service), name="engine-loader")
+        try:
+            yield state
+        finally:
+            loader.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await loader
+            await auth_state.aclose()
+            if asr_service is not None:
+                await asr_service.aclose()
+            for engine in engines.values():
+                with contextlib.suppress(Exception):
+                    await engine.close()
+
+    routes = [
+        *core_routes(),
+        *auth_routes(),
+        *_feature_routes(),
+        mount("/static", StaticFiles(directory=STATIC_DIR), access=RouteClass.PUBLIC, name="static"),
+    ]
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.add_middleware(AuthMiddleware, classify=make_classifier(routes))
+    return app
+
+
+def _feature_routes() -> list:
+    """Routes of the speech features (TTS, dictation), each from its own module."""
+    return [*tts_routes(), *dictation_routes()]
+
+
+async def _load_engines(startup: Startup, engines: Mapping[str, TtsEngine], asr_service: Any) -> None:
+    """Load every engine, one after the other (they share 2 cores), reporting the step."""
+    try:
+        if asr_service is not None:
+            startup.step = "starting ASR sidecar"
+            await asr_service.start()
+        for name, engine in engines.items():
+            startup.step = f"loading {name}"
+            await engine.load()
+            status = engine.status()
+            log.info("engine %s: %s%s", name, status.state.value, f" ({status.detail})" if status.detail else "")
+    except Exception:  # an engine's load() must not raise; if one does, keep serving
+        log.exception("engine loading failed")
+    finally:
+        startup.done()

@@ -1,0 +1,266 @@
+"""Settings: one frozen object, built once at the edge from env vars and CLI flags.
+
+Every option is declared once in ``OPTIONS`` (name, env var, parser, default,
+help). ``Settings.from_env`` and the CLI both go through it, so a bad value
+always names the variable and says why, and the README table can be checked
+against this list. Nothing below the app factory reads ``os.environ``.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+ENV_PREFIX = "VOXGATE_"
+
+
+class ConfigError(ValueError):
+    """A setting has a bad value; the message names the variable and why."""
+
+
+# ---- parsers: each takes the raw string and returns the typed value or raises ValueError
+
+
+def _bool(raw: str) -> bool:
+    low = raw.strip().lower()
+    if low in ("1", "true", "yes", "on"):
+        return True
+    if low in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError("is not a boolean (use 1/0, true/false, yes/no, on/off)")
+
+
+def _int_range(lo: int, hi: int) -> Callable[[str], int]:
+    def parse(raw: str) -> int:
+        try:
+            value = int(raw.strip())
+        except ValueError:
+            raise ValueError("is not an integer") from None
+        if not lo <= value <= hi:
+            raise ValueError(f"is out of range ({lo}..{hi})")
+        return value
+
+    return parse
+
+
+def _float_range(lo: float, hi: float) -> Callable[[str], float]:
+    def parse(raw: str) -> float:
+        try:
+            value = float(raw.strip())
+        except ValueError:
+            raise ValueError("is not a number") from None
+        if not lo <= value <= hi:
+            raise ValueError(f"is out of range ({lo}..{hi})")
+        return value
+
+    return parse
+
+
+def _str(raw: str) -> str:
+    return raw.strip()
+
+
+def _opt_str(raw: str) -> str | None:
+    return raw.strip() or None
+
+
+def _path(raw: str) -> Path:
+    if not raw.strip():
+        raise ValueError("is empty")
+    return Path(raw.strip()).expanduser()
+
+
+def _opt_path(raw: str) -> Path | None:
+    return Path(raw.strip()).expanduser() if raw.strip() else None
+
+
+def _choice(*allowed: str) -> Callable[[str], str]:
+    def parse(raw: str) -> str:
+        value = raw.strip().lower()
+        if value not in allowed:
+            raise ValueError(f"must be one of: {', '.join(allowed)}")
+        return value
+
+    return parse
+
+
+def _csv(raw: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in raw.split(",") if part.strip())
+
+
+def _networks(raw: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+    out = []
+    for part in _csv(raw):
+        try:
+            out.append(ipaddress.ip_network(part, strict=False))
+        except ValueError:
+            raise ValueError(f"has {part!r}, which is not an IP network (CIDR like 192.168.1.0/24)") from None
+    return tuple(out)
+
+
+def _origins(raw: str) -> tuple[str, ...]:
+    out = []
+    for part in _csv(raw):
+        if not (part.startswith("http://") or part.startswith("https://")) or part.count("/") > 2:
+            raise ValueError(f"has {part!r}; an origin is scheme://host[:port] with no path")
+        out.append(part.lower())
+    return tuple(out)
+
+
+def _engines(raw: str) -> tuple[str, ...]:
+    known = ("pocket", "omnivoice", "asr")
+    values = tuple(v.lower() for v in _csv(raw))
+    for value in values:
+        if value not in known and value != "none":
+            raise ValueError(f"has {value!r}; known engines: {', '.join(known)} (or none)")
+    return tuple(v for v in values if v != "none")
+
+
+@dataclass(frozen=True)
+class Option:
+    name: str  # Settings attribute
+    parse: Callable[[str], Any]
+    default: str  # raw default, parsed like any other value ("" = unset)
+    help: str
+    secret: bool = False
+
+    @property
+    def env(self) -> str:
+        return ENV_PREFIX + self.name.upper()
+
+
+def _default_data_dir() -> str:
+    # Resolved at the edge only (Settings.from_env); ~ is expanded by _path.
+    return "~/.local/share/voxgate"
+
+
+OPTIONS: tuple[Option, ...] = (
+    # listener and mode
+    Option("host", _str, "127.0.0.1", "Address to bind. A non-loopback address needs a credential (see docs/auth.md)."),
+    Option("port", _int_range(0, 65535), "8000", "TCP port to bind."),
+    Option("server_mode", _bool, "0", "Server mode: remote admin with the API key (the container default)."),
+    Option("api_key", _opt_str, "", "API key for consume (and admin in server mode). Prefer VOXGATE_API_KEY_FILE.", secret=True),
+    Option("api_key_file", _opt_path, "", "File holding the API key (first line); wins over VOXGATE_API_KEY."),
+    Option("allow_anonymous", _bool, "0", "Allow consume without any credential on a non-loopback bind (deliberately open)."),
+    Option("trusted_networks", _networks, "", "Comma-separated CIDRs whose clients may consume without a credential."),
+    Option("allowed_origins", _origins, "", "Extra browser origins allowed for cookie credentials and WebSockets."),
+    Option("forwarded_allow_ips", _networks, "", "Proxies whose X-Forwarded-For is trusted (CIDRs)."),
+    Option("share_host", _opt_str, "", "LAN address for the PIN-share listener (default: the primary LAN address)."),
+    Option("share_port", _int_range(0, 65535), "0", "Port for the PIN-share listener (0: main port + 1)."),
+    Option("data_dir", _path, _default_data_dir(), "Where voices, models and other state are kept."),
+    Option("log_level", _choice("debug", "info", "warning", "error"), "info", "Log level."),
+    # engines
+    Option("engines", _engines, "pocket,asr", "Engines to load at startup: pocket, omnivoice, asr (comma-separated, or none)."),
+    Option("tts_engine", _choice("pocket", "omnivoice"), "pocket", "Default TTS engine for requests that name none."),
+    Option("pocket_dir", _opt_path, "", "Pocket TTS model directory (default: <data_dir>/models/pocket)."),
+    Option("pocket_quantize", _choice("none", "int8"), "int8", "Pocket TTS weight quantization of the LM linears."),
+    Option("tts_threads", _int_range(0, 256), "0", "Torch threads for TTS (0: all cores)."),
+    Option("max_tts_sessions", _int_range(1, 10000), "16", "Concurrent /v1/tts sockets; above it new ones close 1013."),
+    Option("asr_model", _str, "tiny.en", "ASR model: a bundled id (tiny.en, whisper-base), a faster-whisper name or a CTranslate2 directory."),
+    Option("asr_compute_type", _str, "int8", "CTranslate2 compute type for the ASR model."),
+    Option("asr_threads", _int_range(0, 256), "0", "CPU threads for the ASR sidecar (0: all cores)."),
+    Option("max_dictation_streams", _int_range(1, 10000), "8", "Concurrent /v1/dictation sockets; above it new ones close 1013."),
+    Option("idle_timeout_s", _float_range(1, 3600), "30", "Close a socket (4408) after this long with no message or read."),
+)
+
+_BY_NAME = {opt.name: opt for opt in OPTIONS}
+
+
+@dataclass(frozen=True)
+class Settings:
+    host: str = "127.0.0.1"
+    port: int = 8000
+    server_mode: bool = False
+    api_key: str | None = field(default=None, repr=False)
+    api_key_file: Path | None = None
+    allow_anonymous: bool = False
+    trusted_networks: tuple = ()
+    allowed_origins: tuple[str, ...] = ()
+    forwarded_allow_ips: tuple = ()
+    share_host: str | None = None
+    share_port: int = 0
+    data_dir: Path = Path("~/.local/share/voxgate").expanduser()
+    log_level: str = "info"
+    engines: tuple[str, ...] = ("pocket", "asr")
+    tts_engine: str = "pocket"
+    pocket_dir: Path | None = None
+    pocket_quantize: str = "int8"
+    tts_threads: int = 0
+    max_tts_sessions: int = 16
+    asr_model: str = "tiny.en"
+    asr_compute_type: str = "int8"
+    asr_threads: int = 0
+    max_dictation_streams: int = 8
+    idle_timeout_s: float = 30.0
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+        """Parse ``VOXGATE_*`` from ``environ`` (default ``os.environ``), then apply overrides.
+
+        Overrides are typed values (from CLI flags that were already parsed) or raw
+        strings, which go through the same parser as the env var.
+        """
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for opt in OPTIONS:
+            raw = env.get(opt.env)
+            values[opt.name] = parse_option(opt.name, opt.default if raw is None else raw)
+        for name, value in overrides.items():
+            if name not in _BY_NAME:
+                raise ConfigError(f"unknown setting {name!r}")
+            if value is None:
+                continue
+            values[name] = parse_option(name, value) if isinstance(value, str) else value
+        settings = cls(**values)
+        return settings.with_key_file()
+
+    def with_key_file(self) -> Settings:
+        """Read ``api_key_file`` (if set) into ``api_key``; the file wins."""
+        if self.api_key_file is None:
+            return self
+        try:
+            text = self.api_key_file.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"VOXGATE_API_KEY_FILE={str(self.api_key_file)!r} cannot be read: {exc.strerror}") from None
+        key = text.strip().splitlines()[0].strip() if text.strip() else ""
+        if not key:
+            raise ConfigError(f"VOXGATE_API_KEY_FILE={str(self.api_key_file)!r} is empty")
+        return replace(self, api_key=key)
+
+    def replace(self, **changes: Any) -> Settings:
+        return replace(self, **changes)
+
+    @property
+    def pocket_model_dir(self) -> Path:
+        return self.pocket_dir or self.data_dir / "models" / "pocket"
+
+    @property
+    def voices_dir(self) -> Path:
+        return self.data_dir / "voices"
+
+    def describe(self) -> dict[str, Any]:
+        """Every setting for a startup log or /v1/admin, secrets masked."""
+        out = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "api_key":
+                value = "(set)" if value else "(unset)"
+            elif isinstance(value, tuple):
+                value = [str(v) for v in value]
+            elif isinstance(value, Path):
+                value = str(value)
+            out[f.name] = value
+        return out
+
+
+def parse_option(name: str, raw: str) -> Any:
+    opt = _BY_NAME[name]
+    try:
+        return opt.parse(raw)
+    except ValueError as exc:
+        shown = "(hidden)" if opt.secret else repr(raw)
+        raise ConfigError(f"{opt.env}={shown} {exc}") from None

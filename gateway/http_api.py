@@ -1,0 +1,43 @@
+"""Core HTTP routes: /health, the browser client, and the admin session list."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response
+
+from auth.access import RouteClass, http_route
+
+from . import __version__
+
+RETRY_AFTER_STARTING_S = 2
+
+
+async def health(request: Request) -> Response:
+    state = request.state
+    startup = state.startup
+    body: dict = {"version": __version__,
+                  "engines": {name: e.status().to_dict() for name, e in state.tts.items()}}
+    if state.asr is not None:
+        body["asr"] = state.asr.status().to_dict()
+    if not startup.ready:
+        body = {"status": "starting", "step": startup.step, **body}
+        return JSONResponse(body, status_code=503, headers={"Retry-After": str(RETRY_AFTER_STARTING_S)})
+    return JSONResponse({"status": "ok", **body})
+
+
+async def index(request: Request) -> Response:
+    from .app import STATIC_DIR
+
+    return FileResponse(STATIC_DIR / "index.html", media_type="text/html")
+
+
+async def admin_sessions(request: Request) -> Response:
+    return JSONResponse({"sessions": request.state.sessions.list()})
+
+
+def core_routes() -> list:
+    return [
+        http_route("/", index, access=RouteClass.PUBLIC, methods=["GET"]),
+        http_route("/health", health, access=RouteClass.PUBLIC, methods=["GET"]),
+        http_route("/v1/admin/sessions", admin_sessions, access=RouteClass.ADMIN, methods=["GET"]),
+    ]
