@@ -31,6 +31,18 @@ async def index(request: Request) -> Response:
     return FileResponse(STATIC_DIR / "index.html", media_type="text/html")
 
 
+async def list_engines(request: Request) -> Response:
+    """Every configured engine with its state (ready / loading / missing + hint)."""
+    state = request.state
+    out = []
+    for name, engine in state.tts.items():
+        out.append({"kind": "tts", "default": name == state.settings.tts_engine,
+                    **engine.info().to_dict(), **engine.status().to_dict()})
+    if state.asr is not None:
+        out.append({"kind": "asr", "id": "asr", **state.asr.info(), **state.asr.status().to_dict()})
+    return JSONResponse({"engines": out})
+
+
 async def admin_sessions(request: Request) -> Response:
     return JSONResponse({"sessions": request.state.sessions.list()})
 
@@ -39,5 +51,6 @@ def core_routes() -> list:
     return [
         http_route("/", index, access=RouteClass.PUBLIC, methods=["GET"]),
         http_route("/health", health, access=RouteClass.PUBLIC, methods=["GET"]),
+        http_route("/v1/engines", list_engines, access=RouteClass.CONSUME, methods=["GET"]),
         http_route("/v1/admin/sessions", admin_sessions, access=RouteClass.ADMIN, methods=["GET"]),
     ]

@@ -1,0 +1,130 @@
+"""The ``voxgate`` command: ``serve``, and the subcommands of the feature modules.
+
+Each feature module under ``gateway/cli_*.py`` exposes ``register(subparsers)``;
+this file wires them and implements ``serve``. Settings are built here, once,
+from the environment and the flags.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from collections.abc import Sequence
+
+from . import __version__
+from .config import ConfigError, Settings
+
+log = logging.getLogger("voxgate")
+
+FEATURE_COMMANDS = ("gateway.cli_models", "gateway.cli_say", "gateway.cli_transcribe")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except ConfigError as exc:
+        print(f"voxgate: configuration error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="voxgate", description="Self-hosted WebSocket gateway for real-time speech.")
+    parser.add_argument("--version", action="version", version=f"voxgate {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _register_serve(sub)
+    import importlib
+
+    for module_name in FEATURE_COMMANDS:
+        importlib.import_module(module_name).register(sub)
+    return parser
+
+
+def _register_serve(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("serve", help="run the gateway",
+                       description="Run the gateway. Every flag also has a VOXGATE_* variable; flags win.")
+    p.add_argument("--host", help="address to bind (VOXGATE_HOST, default 127.0.0.1)")
+    p.add_argument("--port", help="port (VOXGATE_PORT, default 8000)")
+    p.add_argument("--server-mode", action="store_const", const=True, default=None,
+                   help="server mode: remote admin with the API key (VOXGATE_SERVER_MODE)")
+    p.add_argument("--api-key-file", help="file holding the API key (VOXGATE_API_KEY_FILE); "
+                   "the key itself is only taken from VOXGATE_API_KEY or this file, never a flag")
+    p.add_argument("--allow-anonymous", action="store_const", const=True, default=None,
+                   help="allow consume with no credential on a non-loopback bind (VOXGATE_ALLOW_ANONYMOUS)")
+    p.add_argument("--trusted-networks", help="CIDRs that may consume without a credential (VOXGATE_TRUSTED_NETWORKS)")
+    p.add_argument("--data-dir", help="state directory (VOXGATE_DATA_DIR)")
+    p.add_argument("--engines", help="engines to load: pocket,omnivoice,asr or none (VOXGATE_ENGINES)")
+    p.add_argument("--log-level", help="debug, info, warning, error (VOXGATE_LOG_LEVEL)")
+    p.set_defaults(func=serve)
+
+
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    overrides = {name: getattr(args, name, None) for name in (
+        "host", "port", "server_mode", "api_key_file", "allow_anonymous", "trusted_networks",
+        "data_dir", "engines", "log_level")}
+    return Settings.from_env(**overrides)
+
+
+def serve(args: argparse.Namespace) -> int:
+    settings = settings_from_args(args)
+    configure_logging(settings.log_level)
+    from auth import refuse_unsafe_bind
+
+    from .app import auth_config
+
+    refusal = refuse_unsafe_bind(auth_config(settings), settings.host)
+    if refusal:
+        print(f"voxgate: refusing to start: {refusal}", file=sys.stderr)
+        return 2
+    return asyncio.run(_serve(settings))
+
+
+async def _serve(settings: Settings) -> int:
+    import uvicorn
+
+    from .app import create_app
+
+    app = create_app(settings)
+    config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level=settings.log_level,
+                            ws_max_size=16 * 1024 * 1024, proxy_headers=False, server_header=False,
+                            access_log=settings.log_level == "debug")
+    server = uvicorn.Server(config)
+    print(banner(settings), file=sys.stderr, flush=True)
+    await server.serve()
+    return 0 if server.started else 1
+
+
+def banner(settings: Settings) -> str:
+    host = f"[{settings.host}]" if ":" in settings.host else settings.host
+    creds = []
+    if settings.api_key:
+        creds.append("API key" + (" (from file)" if settings.api_key_file else ""))
+    if settings.trusted_networks:
+        creds.append("trusted networks " + ", ".join(str(n) for n in settings.trusted_networks))
+    if settings.allow_anonymous:
+        creds.append("anonymous consume allowed")
+    creds.append("loopback clients")
+    lines = [
+        f"voxgate {__version__} on http://{host}:{settings.port}/",
+        f"  mode:        {'server' if settings.server_mode else 'local'}",
+        f"  credentials: {'; '.join(creds)}",
+        f"  engines:     {', '.join(settings.engines) or 'none'} (loading in the background; GET /health)",
+        f"  data dir:    {settings.data_dir}",
+    ]
+    return "\n".join(lines)
+
+
+def configure_logging(level: str) -> None:
+    logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
