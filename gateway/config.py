@@ -264,3 +264,16 @@ def parse_option(name: str, raw: str) -> Any:
     except ValueError as exc:
         shown = "(hidden)" if opt.secret else repr(raw)
         raise ConfigError(f"{opt.env}={shown} {exc}") from None
+
+
+def markdown_table() -> str:
+    """The README's configuration table, generated from ``OPTIONS``."""
+    rows = ["| variable | default | meaning |", "|---|---|---|"]
+    for opt in OPTIONS:
+        default = f"`{opt.default}`" if opt.default else "(unset)"
+        rows.append(f"| `{opt.env}` | {default} | {opt.help} |")
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":
+    print(markdown_table())

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Install voxgate into ./.venv (created if missing).
+#   scripts/setup.sh          the gateway with its ASR and Pocket TTS engines
+#   scripts/setup.sh --test   the same plus everything the test suite needs (apt packages included)
+# torch: a CPU build of torch 2.13.0 is installed first when no torch is present,
+# so pip never pulls a multi-GB CUDA build as a side effect of the [tts] extra.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+extras="asr,tts"
+want_test=0
+if [[ "${1:-}" == "--test" ]]; then
+  extras="test"
+  want_test=1
+fi
+
+if [[ $want_test == 1 ]] && command -v apt-get >/dev/null 2>&1; then
+  sudo_cmd=""
+  if [[ $(id -u) != 0 ]]; then sudo_cmd="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo_cmd apt-get update -qq
+  $sudo_cmd apt-get install -y -qq --no-install-recommends espeak-ng sox libsox-fmt-all >/dev/null
+fi
+
+python=${PYTHON:-python3}
+if [[ ! -x .venv/bin/python ]]; then
+  "$python" -m venv .venv
+fi
+pip=(.venv/bin/python -m pip --disable-pip-version-check -q)
+if ! .venv/bin/python -c "import torch" >/dev/null 2>&1; then
+  "${pip[@]}" install "torch==2.13.0"
+fi
+"${pip[@]}" install -e ".[${extras}]"
+echo "voxgate installed in $(pwd)/.venv"
