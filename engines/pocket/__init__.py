@@ -1,0 +1,85 @@
+"""Kyutai Pocket TTS in plain torch: a flow LM over Mimi continuous latents.
+
+24 kHz mono, 12.5 frames/s, one model step = one 1920-sample (80 ms) frame.
+
+Model API (what the engine wrapper and the scheduler build on)
+--------------------------------------------------------------
+
+Loading::
+
+    model = load_model(model_dir, quantize=False)          # -> PocketModel
+    # model_dir holds model.safetensors, tokenizer.model, embeddings/<voice>.safetensors.
+    # Geometry is read off tensor shapes. Any missing file or wrong shape raises
+    # PocketModelError (an engines.base.EngineError) whose message names the file,
+    # the expected and the found shape; .code is "model_file_missing" or
+    # "model_file_invalid".
+
+``PocketModel`` (immutable after load; its methods may be called from one worker
+thread at a time -- the model holds no per-stream state):
+
+- ``sample_rate`` (24000), ``frame_samples`` (1920), ``geometry`` (PocketGeometry),
+  ``defaults`` (GenerationSettings: temperature 0.3, lsd_steps 1, eos_threshold,
+  max_tokens_per_chunk 50, frames_after_eos None = the reference's guess).
+- ``voice_ids() -> list[str]`` voices under ``embeddings/``.
+- ``load_voice(voice_id) -> VoiceState`` (reads ``embeddings/<id>.safetensors``;
+  raises PocketModelError on a bad file, KeyError-free: unknown ids raise
+  ``engines.base.UnknownVoice``).
+- ``can_clone`` (False when the Mimi encoder weights are all zero).
+- ``clone_voice(wav: np.ndarray, sample_rate: int) -> VoiceState`` (mono or
+  [channels, samples] float audio at any rate; raises ``engines.base.CloneRefused``
+  on the ungated checkpoint).
+- ``new_batch(max_streams=8) -> StreamBatch``.
+- ``stream(text, voice, settings=None, seed=None) -> PocketStream`` single-stream
+  convenience: iterate it for float32 frames of shape (1920,); ``cancel()`` stops it
+  between frames.
+- ``synthesize(text, voice, settings=None, seed=None) -> np.ndarray`` whole utterance.
+
+``save_voice_file(voice, path)`` / ``load_voice_file(path, geometry)`` read and write a
+voice in the shipped layout (``transformer.layers.N.self_attn/cache`` [2,1,T,H,D] with
+rope applied, I64 ``.../offset``), interchangeable with the reference's export.
+
+``StreamBatch`` -- many independent utterances stepped together (owned by ONE thread,
+not thread-safe). Each stream has its own KV cache length and Mimi decoder state;
+streams join and leave between steps::
+
+    batch = model.new_batch(max_streams=8)
+    sid = batch.add(text, voice, settings=None, seed=None)  # text prompt pass now
+    for out in batch.step():            # ONE batched forward for every active stream
+        out.stream_id, out.pcm, out.done  # pcm: float32 (1920,) or None; done: finished
+    batch.remove(sid)                   # cancel; finished streams are removed by step()
+    len(batch), batch.stream_ids()
+
+``GenerationSettings`` (dataclass): temperature, lsd_steps, eos_threshold,
+frames_after_eos, max_tokens_per_chunk. ``prepare_text`` / ``split_text`` expose the
+reference's text preparation and chunking (``engines.pocket.generation``).
+
+With ``temperature == 0`` the flow noise is exactly zero: output is deterministic.
+With a ``seed`` the noise stream is ``torch.Generator().manual_seed(seed)`` drawn
+exactly as the reference draws from the global generator after ``torch.manual_seed``.
+"""
+
+from __future__ import annotations
+
+from engines.pocket.errors import PocketModelError
+from engines.pocket.generation import GenerationSettings, prepare_text, split_text
+from engines.pocket.geometry import PocketGeometry
+from engines.pocket.model import PocketModel, load_model
+from engines.pocket.batch import StepOutput, StreamBatch
+from engines.pocket.stream import PocketStream
+from engines.pocket.voice import VoiceState, load_voice_file, save_voice_file
+
+__all__ = [
+    "GenerationSettings",
+    "PocketGeometry",
+    "PocketModel",
+    "PocketModelError",
+    "PocketStream",
+    "StepOutput",
+    "StreamBatch",
+    "VoiceState",
+    "load_model",
+    "load_voice_file",
+    "prepare_text",
+    "save_voice_file",
+    "split_text",
+]
