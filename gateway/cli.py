@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from . import __version__
 from .config import ConfigError, Settings
+from .logging_setup import configure_logging
 
 log = logging.getLogger("voxgate")
 
@@ -93,7 +94,7 @@ async def _serve(settings: Settings) -> int:
     from .app import create_app
 
     app = create_app(settings)
-    config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level=settings.log_level,
+    config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level=settings.log_level, log_config=None,
                             ws_max_size=16 * 1024 * 1024, proxy_headers=False, server_header=False,
                             access_log=settings.log_level == "debug")
     server = uvicorn.Server(config)
@@ -120,10 +121,6 @@ def banner(settings: Settings) -> str:
         f"  data dir:    {settings.data_dir}",
     ]
     return "\n".join(lines)
-
-
-def configure_logging(level: str) -> None:
-    logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 
 if __name__ == "__main__":

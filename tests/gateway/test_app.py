@@ -1,0 +1,121 @@
+"""The app factory and its lifespan: /health while engines load, core routes."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+from starlette.testclient import TestClient
+
+from engines.base import EngineState, EngineStatus, TtsInfo
+from gateway.app import create_app
+from gateway.config import Settings
+
+LOOPBACK = ("127.0.0.1", 50000)
+
+
+class GatedEngine:
+    """A TTS engine whose load() waits until the test opens the gate."""
+
+    def __init__(self) -> None:
+        self.gate = threading.Event()
+        self.state = EngineState.LOADING
+        self.closed = False
+
+    def info(self) -> TtsInfo:
+        return TtsInfo(id="pocket", sample_rate=24000, frame_samples=1920)
+
+    def status(self) -> EngineStatus:
+        if self.state is EngineState.MISSING:
+            return EngineStatus(self.state, "model.safetensors not found", "voxgate models pull pocket")
+        return EngineStatus(self.state)
+
+    async def load(self) -> None:
+        await asyncio.to_thread(self.gate.wait, 30)
+        self.state = EngineState.MISSING
+
+    async def close(self) -> None:
+        self.closed = True
+
+    def voices(self):
+        return []
+
+
+class NullListener:
+    running = False
+
+    def bind_state(self, state) -> None:
+        pass
+
+    async def start(self, *a, **kw):
+        raise RuntimeError("not used")
+
+    async def stop(self) -> None:
+        pass
+
+
+def make_app(engine, tmp_path):
+    return create_app(Settings(engines=(), data_dir=tmp_path), tts_engines={"pocket": engine},
+                      share_listener=NullListener())
+
+
+def wait_until_ready(client: TestClient) -> dict:
+    for _ in range(200):
+        r = client.get("/health")
+        if r.status_code == 200:
+            return r.json()
+        threading.Event().wait(0.02)
+    raise AssertionError(f"never ready: {r.json()}")
+
+
+def test_health_is_503_starting_while_engines_load_then_200(tmp_path):
+    engine = GatedEngine()
+    with TestClient(make_app(engine, tmp_path), client=LOOPBACK) as client:
+        r = client.get("/health")
+        assert r.status_code == 503
+        assert r.headers["retry-after"] == "2"
+        assert r.json()["status"] == "starting"
+        assert r.json()["step"] == "loading pocket"
+        assert r.json()["engines"] == {"pocket": {"state": "loading"}}
+        engine.gate.set()
+        body = wait_until_ready(client)
+        assert body["status"] == "ok"
+        # a missing model is reported, the gateway keeps serving
+        assert body["engines"] == {"pocket": {"state": "missing", "detail": "model.safetensors not found",
+                                              "hint": "voxgate models pull pocket"}}
+    assert engine.closed, "the lifespan closes the engines it owns"
+
+
+def test_health_is_public_for_remote_clients(tmp_path):
+    engine = GatedEngine()
+    engine.gate.set()
+    with TestClient(make_app(engine, tmp_path), client=("203.0.113.9", 40000)) as client:
+        assert wait_until_ready(client)["status"] == "ok"
+
+
+def test_engines_route_reports_state_and_hint(tmp_path):
+    engine = GatedEngine()
+    engine.gate.set()
+    with TestClient(make_app(engine, tmp_path), client=LOOPBACK) as client:
+        wait_until_ready(client)
+        assert client.get("/v1/engines").json() == {"engines": [{
+            "kind": "tts", "default": True, "id": "pocket", "sample_rate": 24000, "frame_samples": 1920,
+            "languages": ["en"], "can_clone": False, "default_voice": None,
+            "state": "missing", "detail": "model.safetensors not found", "hint": "voxgate models pull pocket"}]}
+
+
+def test_admin_sessions_is_empty_with_no_sockets(tmp_path):
+    engine = GatedEngine()
+    engine.gate.set()
+    with TestClient(make_app(engine, tmp_path), client=LOOPBACK) as client:
+        r = client.get("/v1/admin/sessions")
+        assert r.status_code == 200 and r.json() == {"sessions": []}
+
+
+def test_index_page_is_served(tmp_path):
+    engine = GatedEngine()
+    engine.gate.set()
+    with TestClient(make_app(engine, tmp_path), client=("203.0.113.9", 40000)) as client:
+        r = client.get("/")
+        assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
+        assert "<title>voxgate</title>" in r.text
