@@ -58,10 +58,6 @@ def build_tts_engines(settings: Settings) -> dict[str, TtsEngine]:
             quantize=settings.pocket_quantize,
             threads=settings.tts_threads,
         )
-    if "omnivoice" in settings.engines:
-        from engines.omnivoice import OmniVoiceEngine
-
-        engines["omnivoice"] = OmniVoiceEngine(cache_dir=settings.data_dir / "omnivoice")
     return engines
 
 

@@ -62,7 +62,7 @@ def _register_serve(sub: argparse._SubParsersAction) -> None:
                    help="allow consume with no credential on a non-loopback bind (VOXGATE_ALLOW_ANONYMOUS)")
     p.add_argument("--trusted-networks", help="CIDRs that may consume without a credential (VOXGATE_TRUSTED_NETWORKS)")
     p.add_argument("--data-dir", help="state directory (VOXGATE_DATA_DIR)")
-    p.add_argument("--engines", help="engines to load: pocket,omnivoice,asr or none (VOXGATE_ENGINES)")
+    p.add_argument("--engines", help="engines to load: pocket,asr or none (VOXGATE_ENGINES)")
     p.add_argument("--log-level", help="debug, info, warning, error (VOXGATE_LOG_LEVEL)")
     p.set_defaults(func=serve)
 

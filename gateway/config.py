@@ -112,7 +112,7 @@ def _origins(raw: str) -> tuple[str, ...]:
 
 
 def _engines(raw: str) -> tuple[str, ...]:
-    known = ("pocket", "omnivoice", "asr")
+    known = ("pocket", "asr")
     values = tuple(v.lower() for v in _csv(raw))
     for value in values:
         if value not in known and value != "none":
@@ -154,8 +154,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("data_dir", _path, _default_data_dir(), "Where voices, models and other state are kept."),
     Option("log_level", _choice("debug", "info", "warning", "error"), "info", "Log level."),
     # engines
-    Option("engines", _engines, "pocket,asr", "Engines to load at startup: pocket, omnivoice, asr (comma-separated, or none)."),
-    Option("tts_engine", _choice("pocket", "omnivoice"), "pocket", "Default TTS engine for requests that name none."),
+    Option("engines", _engines, "pocket,asr", "Engines to load at startup: pocket, asr (comma-separated, or none)."),
+    Option("tts_engine", _choice("pocket"), "pocket", "Default TTS engine for requests that name none."),
     Option("pocket_dir", _opt_path, "", "Pocket TTS model directory (default: <data_dir>/models/pocket)."),
     Option("pocket_quantize", _choice("none", "int8"), "int8", "Pocket TTS weight quantization of the LM linears."),
     Option("tts_threads", _int_range(0, 256), "0", "Torch threads for TTS (0: all cores)."),
