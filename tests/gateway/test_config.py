@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.config import OPTIONS, ConfigError, Settings
+from gateway.config import OPTIONS, ConfigError, Settings, markdown_table
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -88,6 +88,7 @@ def test_settings_are_frozen():
 
 def test_every_option_is_a_field_and_documented_in_the_readme():
     readme = (ROOT / "README.md").read_text()
+    assert markdown_table() in readme, "README's table is stale: python -m gateway.config prints it"
     documented = set(re.findall(r"`(VOXGATE_[A-Z0-9_]+)`", readme))
     declared = {opt.env for opt in OPTIONS}
     assert declared - documented == set(), "undocumented settings"
