@@ -1,0 +1,50 @@
+"""``python -m engines.asr --model SOURCE``: the ASR sidecar process.
+
+Frames on stdin/stdout (see framing.py). The real stdout file descriptor is
+kept for frames only: fd 1 is pointed at stderr before anything else is
+imported, so a stray ``print`` in a library can never corrupt the frame stream.
+On a model that cannot load it writes one ``fatal`` frame and exits 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    frames_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb", buffering=0)
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    sys.stdout = sys.stderr
+
+    parser = argparse.ArgumentParser(prog="python -m engines.asr")
+    parser.add_argument("--model", required=True, help="CTranslate2 model directory or faster-whisper name")
+    parser.add_argument("--model-id", help="the name to report (default: --model)")
+    parser.add_argument("--compute-type", default="int8")
+    parser.add_argument("--threads", type=int, default=0)
+    parser.add_argument("--log-level", default="warning")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
+                        format="asr-sidecar %(levelname)s %(name)s: %(message)s")
+
+    from .framing import write_frame
+
+    try:
+        from .decoder import WhisperDecoder
+
+        decoder = WhisperDecoder(args.model, compute_type=args.compute_type, threads=args.threads)
+    except Exception as exc:  # report why, in one frame the gateway can show to users
+        write_frame(frames_out, {"ev": "fatal", "message": f"cannot load ASR model {args.model!r}: "
+                                 f"{type(exc).__name__}: {exc}"})
+        return 1
+
+    from .server import SidecarServer
+
+    server = SidecarServer(decoder, frames_out, args.model_id or args.model)
+    return server.serve(sys.stdin.buffer)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,119 @@
+"""The whisper wrapper: one loaded faster-whisper model, one decode at a time.
+
+Not thread-safe by contract: the sidecar calls ``decode`` from its single
+decode worker thread only. Every call is deterministic (temperature 0, no
+fallback) and guarded against the known failure modes of short-window
+re-decoding: repetition loops (a cap on new tokens per audio second, segments
+with a compression ratio above 2.4 dropped) and text invented for non-speech
+(segments with no_speech_prob > 0.6 and avg_logprob < -1 dropped).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+SAMPLE_RATE = 16000
+MAX_COMPRESSION_RATIO = 2.4
+NO_SPEECH_PROB = 0.6
+LOW_LOGPROB = -1.0
+TOKENS_PER_AUDIO_S = 8  # English speech runs ~3-4 tokens/s; twice that is generous
+
+
+@dataclass
+class Word:
+    word: str
+    start: float
+    end: float
+    probability: float
+
+    def to_dict(self) -> dict:
+        return {"word": self.word, "start": round(self.start, 3), "end": round(self.end, 3),
+                "probability": round(self.probability, 4)}
+
+
+@dataclass
+class Transcript:
+    text: str
+    language: str
+    words: list[Word] = field(default_factory=list)
+    segments: list[dict] = field(default_factory=list)  # offline transcription only
+    decode_s: float = 0.0
+
+
+class WhisperDecoder:
+    """Loads a model once; ``decode`` transcribes one window of 16 kHz audio."""
+
+    def __init__(self, source: str, compute_type: str = "int8", threads: int = 0) -> None:
+        from faster_whisper import WhisperModel
+
+        self.model = WhisperModel(source, device="cpu", compute_type=compute_type, cpu_threads=threads)
+        self.multilingual = bool(self.model.model.is_multilingual)
+
+    def languages(self) -> list[str]:
+        if not self.multilingual:
+            return ["en"]
+        return list(self.model.supported_languages)
+
+    def decode(self, audio: np.ndarray, *, language: str | None, beam_size: int = 1,
+               prefix: str = "", word_timestamps: bool = False, offset_s: float = 0.0) -> Transcript:
+        """Transcribe one utterance window (at most ~30 s). ``language=None`` detects it."""
+        import time
+
+        started = time.perf_counter()
+        if not self.multilingual:
+            language = "en"
+        audio_s = len(audio) / SAMPLE_RATE
+        segments, info = self.model.transcribe(
+            audio, language=language, beam_size=beam_size, best_of=1, temperature=0.0,
+            condition_on_previous_text=False, without_timestamps=not word_timestamps,
+            word_timestamps=word_timestamps, prefix=prefix or None,
+            max_new_tokens=min(220, int(TOKENS_PER_AUDIO_S * audio_s) + 8 + len(prefix.split()) * 2),
+            compression_ratio_threshold=None, log_prob_threshold=LOW_LOGPROB,
+            no_speech_threshold=NO_SPEECH_PROB, vad_filter=False)
+        texts, words = [], []
+        for segment in segments:
+            if not _plausible(segment):
+                continue
+            texts.append(segment.text.strip())
+            for w in segment.words or ():
+                words.append(Word(w.word.strip(), offset_s + w.start, offset_s + w.end, w.probability))
+        text = " ".join(t for t in texts if t)
+        return Transcript(text=text, language=info.language, words=words,
+                          decode_s=time.perf_counter() - started)
+
+    def transcribe_file(self, audio: np.ndarray, *, language: str | None,
+                        word_timestamps: bool = False) -> Transcript:
+        """A whole file, offline: VAD-filtered, beam 5, long audio handled by faster-whisper."""
+        import time
+
+        started = time.perf_counter()
+        if not self.multilingual:
+            language = "en"
+        segments, info = self.model.transcribe(
+            audio, language=language, beam_size=5, temperature=0.0, condition_on_previous_text=False,
+            word_timestamps=word_timestamps, vad_filter=True, compression_ratio_threshold=None,
+            log_prob_threshold=LOW_LOGPROB, no_speech_threshold=NO_SPEECH_PROB)
+        out_segments, words, texts = [], [], []
+        for segment in segments:
+            if not _plausible(segment):
+                continue
+            texts.append(segment.text.strip())
+            item = {"id": len(out_segments), "start": round(segment.start, 3), "end": round(segment.end, 3),
+                    "text": segment.text.strip(), "avg_logprob": round(segment.avg_logprob, 4),
+                    "no_speech_prob": round(segment.no_speech_prob, 4),
+                    "compression_ratio": round(segment.compression_ratio, 4)}
+            out_segments.append(item)
+            for w in segment.words or ():
+                words.append(Word(w.word.strip(), w.start, w.end, w.probability))
+        return Transcript(text=" ".join(t for t in texts if t), language=info.language, words=words,
+                          segments=out_segments, decode_s=time.perf_counter() - started)
+
+
+def _plausible(segment) -> bool:
+    if segment.compression_ratio > MAX_COMPRESSION_RATIO:
+        return False
+    if segment.no_speech_prob > NO_SPEECH_PROB and segment.avg_logprob < LOW_LOGPROB:
+        return False
+    return bool(segment.text.strip())

@@ -1,0 +1,354 @@
+"""The streaming policy of one dictation stream: VAD gating, partials, finals.
+
+Grammar of the events it produces, per utterance n (in order):
+``speech_started(n)``, ``partial(n)*``, then exactly one of ``final(n)`` or
+``discarded(n)`` (no words and not closed by finalize/end).
+
+- Silero VAD runs on every 32 ms window. An utterance opens after ~100 ms of
+  speech (so a click does not open one) and closes after ``silence_ms`` of
+  silence. Audio outside utterances is never decoded.
+- While an utterance is open its audio is re-decoded about every 0.5 s
+  (greedy) for a ``partial``; LocalAgreement-2 fixes the ``stable`` prefix,
+  which is then forced as the decoder prefix so later hypotheses keep it.
+- When silence begins, a final decode (beam 5) starts speculatively; if the
+  silence lasts, its result IS the final, so end-of-speech to final costs about
+  the silence window rather than silence + queue + decode. Speech resuming
+  discards it (a generation counter).
+- An utterance longer than ~25 s is cut at its quietest window.
+
+Pure logic: no threads, no I/O. The sidecar's main thread owns every instance;
+decodes are handed out as ``DecodeJob`` snapshots and come back through
+``on_result``. Sample positions are absolute on the stream's 16 kHz clock.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .agreement import Agreement, split_words
+from .decoder import Transcript
+from .vad import WINDOW, StreamingVad
+
+RATE = 16000
+THRESHOLD = 0.5
+NEG_THRESHOLD = 0.35
+OPEN_WINDOWS = 3  # ~100 ms of speech opens an utterance
+PAD = int(0.4 * RATE)  # speech pad on both sides of an utterance
+PARTIAL_STEP = int(0.5 * RATE)
+MAX_UTTERANCE = int(25 * RATE)
+MIN_CUT_OFFSET = int(5 * RATE)  # a forced cut leaves at least this much in the first part
+IDLE_KEEP = PAD + WINDOW * 4  # audio kept while idle, for the leading pad
+FINAL_BEAM = 5
+
+
+@dataclass(frozen=True)
+class StreamOptions:
+    language: str | None = None  # None: detect per utterance
+    interim: bool = True
+    word_timestamps: bool = False
+    silence_ms: int = 500
+    offset: int = 0  # absolute sample position of the first audio (after a restart: > 0)
+    first_utterance: int = 0
+    stable: str = ""  # committed words carried into the first utterance after a restart
+
+
+@dataclass
+class DecodeJob:
+    stream: str
+    kind: str  # "partial" | "final"
+    utterance: int
+    audio: np.ndarray
+    start_sample: int
+    end_sample: int
+    language: str | None
+    prefix: str
+    beam_size: int
+    word_timestamps: bool
+    generation: int
+    audio_ready_at: float  # monotonic time the newest sample in ``audio`` arrived
+
+
+@dataclass
+class _Utterance:
+    index: int
+    start: int  # first sample given to the decoder (speech onset minus the pad)
+    speech_start: int
+    agreement: Agreement
+    language: str | None
+    probs: list[tuple[int, float]] = field(default_factory=list)
+    silence_since: int | None = None
+    generation: int = 0
+    last_partial_pos: int = 0
+    partial_due: float | None = None
+    spec_due: float | None = None
+    spec_running: bool = False
+    spec_result: Transcript | None = None
+    spec_end: int = 0
+
+
+@dataclass
+class _Closed:
+    index: int
+    start: int
+    speech_start: int
+    end: int
+    prefix: str
+    language: str | None
+    forced: bool  # closed by finalize/end: a final even when empty
+    since: float
+    audio: np.ndarray | None  # None while waiting for the speculative decode
+    result: Transcript | None = None
+    dispatched: bool = False
+
+
+class StreamPolicy:
+    def __init__(self, stream: str, options: StreamOptions) -> None:
+        self.stream = stream
+        self.options = options
+        self.vad = StreamingVad(options.offset)
+        self.pos = options.offset
+        self._audio: deque[np.ndarray] = deque()
+        self._audio_start = options.offset
+        self._audio_len = 0
+        self._speech_run = 0
+        self._run_start = 0
+        self._next_index = options.first_utterance
+        self._carry_stable = options.stable
+        self._prev_end = options.offset
+        self.utterance: _Utterance | None = None
+        self.closed: deque[_Closed] = deque()
+        self.ending = False
+        self.lag_s = 0.0
+        self._ready_at = 0.0
+        self.audio_samples = 0
+
+    # ---- audio in
+
+    def feed(self, samples: np.ndarray, now: float) -> list[dict]:
+        events: list[dict] = []
+        if len(samples) == 0:
+            return events
+        self._audio.append(samples)
+        self._audio_len += len(samples)
+        self.pos += len(samples)
+        self.audio_samples += len(samples)
+        self._ready_at = now
+        for start, prob in self.vad.feed(samples):
+            self._on_window(start, prob, now, events)
+        u = self.utterance
+        if u is not None and self.options.interim and u.silence_since is None and u.partial_due is None \
+                and self.pos - u.last_partial_pos >= PARTIAL_STEP:
+            u.partial_due = now
+        self._trim()
+        return events
+
+    def _on_window(self, start: int, prob: float, now: float, events: list[dict]) -> None:
+        u = self.utterance
+        if u is None:
+            if prob >= THRESHOLD:
+                if self._speech_run == 0:
+                    self._run_start = start
+                self._speech_run += 1
+                if self._speech_run >= OPEN_WINDOWS:
+                    self._open(self._run_start, now, events)
+            elif prob < NEG_THRESHOLD:
+                self._speech_run = 0
+            return
+        u.probs.append((start, prob))
+        if prob >= THRESHOLD:
+            if u.silence_since is not None:
+                u.silence_since = None
+                u.generation += 1
+                u.spec_due, u.spec_result, u.spec_running = None, None, False
+        elif prob < NEG_THRESHOLD and u.silence_since is None:
+            u.silence_since = start
+        if u.silence_since is not None:
+            silent = start + WINDOW - u.silence_since
+            if silent >= self._spec_after() and u.spec_due is None and not u.spec_running and u.spec_result is None:
+                u.spec_due = now
+            if silent >= self.options.silence_ms * RATE // 1000:
+                self._close(min(u.silence_since + PAD, start + WINDOW), u.silence_since, now, forced=False)
+                return
+        if start + WINDOW - u.start > MAX_UTTERANCE:
+            self._force_cut(now, events)
+
+    def _spec_after(self) -> int:
+        return min(int(0.24 * RATE), self.options.silence_ms * RATE // 2000)
+
+    def _open(self, speech_start: int, now: float, events: list[dict]) -> None:
+        start = max(speech_start - PAD, self._audio_start, self._prev_end)
+        committed = split_words(self._carry_stable)
+        self._carry_stable = ""
+        u = _Utterance(index=self._next_index, start=start, speech_start=speech_start,
+                       agreement=Agreement(committed), language=self.options.language,
+                       last_partial_pos=speech_start)
+        self._next_index += 1
+        self._speech_run = 0
+        self.utterance = u
+        events.append({"ev": "speech_started", "stream": self.stream, "utterance": u.index,
+                       "at": round(speech_start / RATE, 3), "start_sample": start})
+
+    def _close(self, end: int, speech_end: int, now: float, *, forced: bool, use_prefix: bool = True) -> None:
+        u = self.utterance
+        assert u is not None
+        self.utterance = None
+        self._prev_end = end
+        closed = _Closed(index=u.index, start=u.start, speech_start=u.speech_start, end=speech_end,
+                         prefix=u.agreement.stable if use_prefix else "", language=u.language,
+                         forced=forced, since=now, audio=None)
+        if u.spec_result is not None:
+            closed.result, closed.dispatched = u.spec_result, True
+        elif u.spec_running:
+            closed.dispatched = True  # the running speculative decode will answer for it
+        else:
+            closed.audio = self._slice(u.start, end)
+        self.closed.append(closed)
+
+    def _force_cut(self, now: float, events: list[dict]) -> None:
+        u = self.utterance
+        assert u is not None
+        candidates = [(p, -s) for s, p in u.probs if u.start + MIN_CUT_OFFSET <= s <= self.pos - RATE]
+        cut = (-min(candidates)[1] + WINDOW // 2) if candidates else self.pos
+        # a speculative decode may reach past the cut: never let it stand for the first part
+        u.generation += 1
+        u.spec_due, u.spec_result, u.spec_running = None, None, False
+        self._close(cut, cut, now, forced=False, use_prefix=False)
+        u2 = _Utterance(index=self._next_index, start=cut, speech_start=cut, agreement=Agreement(),
+                        language=u.language, last_partial_pos=cut,
+                        probs=[(s, p) for s, p in u.probs if s >= cut])
+        self._next_index += 1
+        self.utterance = u2
+        events.append({"ev": "speech_started", "stream": self.stream, "utterance": u2.index,
+                       "at": round(cut / RATE, 3), "start_sample": cut})
+
+    def finalize(self, now: float) -> None:
+        """Close the open utterance now; its final comes even if it holds no words."""
+        u = self.utterance
+        if u is None:
+            return
+        speech_end = u.silence_since if u.silence_since is not None else self.pos
+        if u.silence_since is None:
+            u.spec_result, u.spec_running = None, False  # the speculative audio is missing the latest speech
+        self._close(self.pos, speech_end, now, forced=True)
+
+    def end(self, now: float) -> None:
+        self.finalize(now)
+        self.ending = True
+
+    # ---- scheduling
+
+    def want_since(self) -> float | None:
+        """When this stream's most urgent undispatched decode became due (None: nothing due)."""
+        for c in self.closed:
+            if not c.dispatched:
+                return c.since
+        u = self.utterance
+        if u is not None:
+            if u.spec_due is not None:
+                return u.spec_due
+            if u.partial_due is not None:
+                return u.partial_due
+        return None
+
+    def take_job(self) -> DecodeJob | None:
+        for c in self.closed:
+            if not c.dispatched:
+                c.dispatched = True
+                return DecodeJob(self.stream, "final", c.index, c.audio, c.start, c.start + len(c.audio),
+                                 c.language, c.prefix, FINAL_BEAM, self.options.word_timestamps, -1, self._ready_at)
+        u = self.utterance
+        if u is None:
+            return None
+        if u.spec_due is not None:
+            u.spec_due, u.spec_running, u.spec_end = None, True, self.pos
+            return DecodeJob(self.stream, "final", u.index, self._slice(u.start, self.pos), u.start, self.pos,
+                             u.language, u.agreement.stable, FINAL_BEAM, self.options.word_timestamps,
+                             u.generation, self._ready_at)
+        if u.partial_due is not None:
+            u.partial_due, u.last_partial_pos = None, self.pos
+            return DecodeJob(self.stream, "partial", u.index, self._slice(u.start, self.pos), u.start, self.pos,
+                             u.language, u.agreement.stable, 1, False, u.generation, self._ready_at)
+        return None
+
+    # ---- results
+
+    def on_result(self, job: DecodeJob, result: Transcript, now: float) -> list[dict]:
+        self.lag_s = max(0.0, now - job.audio_ready_at)
+        events: list[dict] = []
+        u = self.utterance
+        if job.kind == "partial":
+            if u is not None and u.index == job.utterance:
+                if u.language is None and self.options.language is None:
+                    u.language = result.language
+                words = u.agreement.update(split_words(result.text))
+                if words:
+                    events.append({"ev": "partial", "stream": self.stream, "utterance": u.index,
+                                   "text": " ".join(words), "stable": u.agreement.stable,
+                                   "start": round(u.speech_start / RATE, 3),
+                                   "end": round(job.end_sample / RATE, 3), "lag_s": round(self.lag_s, 3)})
+        elif job.generation == -1:
+            for c in self.closed:
+                if c.index == job.utterance and c.result is None:
+                    c.result = result
+                    break
+        elif u is not None and u.index == job.utterance:
+            if job.generation == u.generation and u.spec_running:
+                u.spec_running, u.spec_result = False, result
+        else:
+            for c in self.closed:  # a speculative decode that became the final while it ran
+                if c.index == job.utterance and c.result is None and c.audio is None:
+                    c.result = result
+                    break
+        events.extend(self._flush_finals())
+        return events
+
+    def _flush_finals(self) -> list[dict]:
+        events = []
+        while self.closed and self.closed[0].result is not None:
+            c = self.closed.popleft()
+            r = c.result
+            assert r is not None
+            if not r.text and not c.forced:
+                events.append({"ev": "discarded", "stream": self.stream, "utterance": c.index,
+                               "end_sample": c.end})
+                continue
+            event = {"ev": "final", "stream": self.stream, "utterance": c.index, "text": r.text,
+                     "start": round(c.speech_start / RATE, 3), "end": round(c.end / RATE, 3),
+                     "language": r.language, "lag_s": round(self.lag_s, 3), "end_sample": c.end}
+            if self.options.word_timestamps:
+                event["words"] = [w.to_dict() for w in r.words]
+            events.append(event)
+        return events
+
+    def settle(self) -> list[dict]:
+        """Finals whose results are already known (e.g. a speculative decode done before the close)."""
+        return self._flush_finals()
+
+    @property
+    def done(self) -> bool:
+        """Ending and nothing left to send."""
+        return self.ending and not self.closed and self.utterance is None
+
+    @property
+    def utterances(self) -> int:
+        return self._next_index - self.options.first_utterance
+
+    # ---- audio buffer
+
+    def _slice(self, a: int, b: int) -> np.ndarray:
+        if not self._audio:
+            return np.zeros(0, dtype=np.float32)
+        data = np.concatenate(list(self._audio)) if len(self._audio) > 1 else self._audio[0]
+        if len(self._audio) > 1:
+            self._audio = deque([data])
+        return data[max(0, a - self._audio_start):max(0, b - self._audio_start)].copy()
+
+    def _trim(self) -> None:
+        keep_from = self.utterance.start if self.utterance is not None else self.pos - IDLE_KEEP
+        while self._audio and self._audio_start + len(self._audio[0]) <= keep_from:
+            first = self._audio.popleft()
+            self._audio_start += len(first)
+            self._audio_len -= len(first)

@@ -1,0 +1,238 @@
+"""The sidecar's main loop: frames in, policy, one decode worker, events out.
+
+Threads and who owns what:
+- a reader thread turns stdin frames into inbox items (and blocks when the
+  inbox is full, which pushes back on the gateway through the pipe);
+- the decode worker thread runs one ``DecodeJob`` at a time on the model;
+- the main thread owns every ``StreamPolicy``, picks the next job and writes
+  every outgoing frame, so stream state is never shared between threads.
+
+Scheduling: when the worker is free, the job that has waited longest across
+all streams runs next (finals of a stream before its partials; a stream has at
+most one pending partial, always for its newest audio, so stale partial work is
+dropped under load and finals never are). Each stream's ``lag_s`` (how old its
+newest decoded audio was when the result went out, or how long its pending
+work has waited) is reported in partials, finals and a once-a-second ``lag``
+event, so a sidecar that cannot keep up says so.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, BinaryIO
+
+import numpy as np
+
+from .decoder import Transcript, WhisperDecoder
+from .framing import FrameError, encode_frame, pcm_from_bytes, read_frame
+from .policy import DecodeJob, StreamOptions, StreamPolicy
+
+log = logging.getLogger("voxgate.asr")
+
+INBOX_SIZE = 256
+LAG_REPORT_S = 1.0
+MAX_STREAMS = 10000
+
+
+@dataclass
+class FileJob:
+    req: str
+    audio: np.ndarray
+    language: str | None
+    word_timestamps: bool
+    since: float
+
+
+class SidecarServer:
+    def __init__(self, decoder: WhisperDecoder, out: BinaryIO, model_id: str) -> None:
+        self.decoder = decoder
+        self.out = out
+        self.model_id = model_id
+        self.languages = decoder.languages()
+        self.streams: dict[str, StreamPolicy] = {}
+        self.files: deque[FileJob] = deque()
+        self.inbox: queue.Queue = queue.Queue(maxsize=INBOX_SIZE)
+        self._work: queue.Queue = queue.Queue(maxsize=1)
+        self._busy = False
+        self._last_lag_report = 0.0
+
+    # ---- output
+
+    def emit(self, event: dict[str, Any]) -> None:
+        self.out.write(encode_frame(event))
+        self.out.flush()
+
+    def emit_all(self, events: list[dict]) -> None:
+        for event in events:
+            self.emit(event)
+
+    # ---- threads
+
+    def _read_loop(self, stdin: BinaryIO) -> None:
+        try:
+            while True:
+                frame = read_frame(stdin)
+                if frame is None:
+                    break
+                self.inbox.put(("frame", *frame))
+        except (FrameError, OSError) as exc:
+            log.error("bad input from the gateway: %s", exc)
+        self.inbox.put(("eof", None, None))
+
+    def _work_loop(self) -> None:
+        while True:
+            job = self._work.get()
+            if job is None:
+                return
+            try:
+                if isinstance(job, FileJob):
+                    result: Transcript | Exception = self.decoder.transcribe_file(
+                        job.audio, language=job.language, word_timestamps=job.word_timestamps)
+                else:
+                    result = self.decoder.decode(job.audio, language=job.language, beam_size=job.beam_size,
+                                                 prefix=job.prefix, word_timestamps=job.word_timestamps,
+                                                 offset_s=job.start_sample / 16000)
+            except Exception as exc:  # a failed decode is reported, the sidecar goes on
+                log.exception("decode failed")
+                result = exc
+            self.inbox.put(("result", job, result))
+
+    def serve(self, stdin: BinaryIO) -> int:
+        self.emit({"ev": "ready", "model": self.model_id, "multilingual": self.decoder.multilingual,
+                   "languages": self.languages})
+        reader = threading.Thread(target=self._read_loop, args=(stdin,), name="asr-reader", daemon=True)
+        worker = threading.Thread(target=self._work_loop, name="asr-decoder", daemon=True)
+        reader.start()
+        worker.start()
+        try:
+            while True:
+                try:
+                    kind, a, b = self.inbox.get(timeout=LAG_REPORT_S)
+                except queue.Empty:
+                    kind, a, b = "tick", None, None
+                now = time.monotonic()
+                if kind == "eof":
+                    return 0
+                if kind == "frame":
+                    self._on_frame(a, b, now)
+                elif kind == "result":
+                    self._busy = False
+                    self._on_result(a, b, now)
+                self._dispatch()
+                self._report_lag(now)
+        finally:
+            self._work.put(None)
+
+    # ---- frames from the gateway
+
+    def _on_frame(self, header: dict, payload: bytes, now: float) -> None:
+        op, sid = header.get("op"), header.get("stream")
+        try:
+            if op == "audio":
+                policy = self.streams.get(sid)
+                if policy is not None:
+                    self.emit_all(policy.feed(pcm_from_bytes(payload), now))
+            elif op == "open":
+                self._open(sid, header)
+            elif op in ("finalize", "end"):
+                policy = self.streams.get(sid)
+                if policy is not None:
+                    (policy.end if op == "end" else policy.finalize)(now)
+                    self._after_change(sid, policy)
+            elif op == "close":
+                self.streams.pop(sid, None)
+            elif op == "transcribe":
+                language = header.get("language")
+                self._check_language(language)
+                self.files.append(FileJob(str(header.get("req")), pcm_from_bytes(payload), language,
+                                          bool(header.get("word_timestamps")), now))
+            else:
+                raise ValueError(f"unknown op {op!r}")
+        except (ValueError, FrameError) as exc:
+            code = getattr(exc, "code", "bad_request")
+            target = {"req": header["req"]} if "req" in header else {"stream": sid}
+            self.emit({"ev": "error", **target, "code": code, "message": str(exc)})
+
+    def _check_language(self, language: str | None) -> None:
+        if language is not None and language not in self.languages:
+            err = ValueError(f"model {self.model_id} does not support language {language!r}; "
+                             f"available: {', '.join(self.languages[:12])}"
+                             + (" ..." if len(self.languages) > 12 else ""))
+            err.code = "unsupported_language"  # type: ignore[attr-defined]
+            raise err
+
+    def _open(self, sid: Any, header: dict) -> None:
+        if not isinstance(sid, str) or not sid:
+            raise ValueError("open needs a stream id")
+        if len(self.streams) >= MAX_STREAMS:
+            raise ValueError("too many streams")
+        language = header.get("language")
+        self._check_language(language)
+        options = StreamOptions(
+            language=language, interim=bool(header.get("interim", True)),
+            word_timestamps=bool(header.get("word_timestamps", False)),
+            silence_ms=int(header.get("silence_ms", 500)), offset=int(header.get("offset", 0)),
+            first_utterance=int(header.get("first_utterance", 0)), stable=str(header.get("stable", "")))
+        self.streams[sid] = StreamPolicy(sid, options)
+
+    def _after_change(self, sid: str, policy: StreamPolicy) -> None:
+        self.emit_all(policy.settle())
+        if policy.done:
+            self.streams.pop(sid, None)
+            self.emit({"ev": "ended", "stream": sid, "utterances": policy.utterances,
+                       "audio_s": round(policy.audio_samples / 16000, 3)})
+
+    # ---- decode results and scheduling
+
+    def _on_result(self, job: DecodeJob | FileJob, result: Transcript | Exception, now: float) -> None:
+        if isinstance(job, FileJob):
+            if isinstance(result, Exception):
+                self.emit({"ev": "error", "req": job.req, "code": "asr_failed", "message": str(result)})
+            else:
+                self.emit({"ev": "transcription", "req": job.req, "text": result.text, "language": result.language,
+                           "duration": round(len(job.audio) / 16000, 3), "segments": result.segments,
+                           "words": [w.to_dict() for w in result.words]})
+            return
+        policy = self.streams.get(job.stream)
+        if policy is None:
+            return
+        if isinstance(result, Exception):
+            self.emit({"ev": "error", "stream": job.stream, "code": "asr_failed",
+                       "message": f"decode failed: {result}"})
+            result = Transcript(text="", language=job.language or "en")
+        self.emit_all(policy.on_result(job, result, now))
+        self._after_change(job.stream, policy)
+
+    def _dispatch(self) -> None:
+        if self._busy:
+            return
+        best_since, best = None, None
+        for policy in self.streams.values():
+            since = policy.want_since()
+            if since is not None and (best_since is None or since < best_since):
+                best_since, best = since, policy
+        if self.files and (best_since is None or self.files[0].since < best_since):
+            self._busy = True
+            self._work.put(self.files.popleft())
+            return
+        if best is not None:
+            job = best.take_job()
+            if job is not None:
+                self._busy = True
+                self._work.put(job)
+
+    def _report_lag(self, now: float) -> None:
+        if now - self._last_lag_report < LAG_REPORT_S or not self.streams:
+            return
+        self._last_lag_report = now
+        lags = {}
+        for sid, policy in self.streams.items():
+            since = policy.want_since()
+            waiting = now - since if since is not None else 0.0
+            lags[sid] = round(max(policy.lag_s if since is not None else 0.0, waiting), 3)
+        self.emit({"ev": "lag", "streams": lags})
