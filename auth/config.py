@@ -1,0 +1,49 @@
+"""The auth settings: one frozen object, built by the app from gateway settings."""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass, field
+
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+DEFAULT_TICKET_PATHS = ("/v1/tts", "/v1/dictation")
+
+
+@dataclass(frozen=True)
+class AuthConfig:
+    """What the middleware enforces.
+
+    ``allowed_origins`` are lower-case ``scheme://host[:port]``. The tunables
+    after ``allow_anonymous`` have the defaults of AUTH.md; tests shorten none of
+    them, they move the clock instead.
+    """
+
+    server_mode: bool = False
+    api_key: str | None = field(default=None, repr=False)
+    trusted_networks: tuple[IPNetwork, ...] = ()
+    allowed_origins: tuple[str, ...] = ()
+    forwarded_allow_ips: tuple[IPNetwork, ...] = ()
+    allow_anonymous: bool = False
+    session_ttl_s: float = 8 * 3600
+    ticket_ttl_s: float = 30
+    lockout_failures: int = 10  # this many failures in the window lock a client out
+    lockout_window_s: float = 60
+    pin_failure_budget: int = 100  # failed PIN attempts (all clients) before the PIN is revoked
+    max_sessions: int = 10_000  # oldest sessions are dropped past this
+    max_tickets: int = 10_000  # oldest unused tickets are dropped past this
+    max_tracked_clients: int = 10_000  # failure counters kept; the stalest are dropped past this
+    ticket_paths: tuple[str, ...] = DEFAULT_TICKET_PATHS
+
+    def __post_init__(self) -> None:
+        if self.api_key is not None and not self.api_key.strip():
+            raise ValueError("api_key is empty; leave it unset (None) to run without a key")
+        if self.lockout_failures < 1 or self.pin_failure_budget < 1:
+            raise ValueError("lockout_failures and pin_failure_budget must be at least 1")
+        for origin in self.allowed_origins:
+            if origin != origin.lower() or "://" not in origin or origin.count("/") > 2:
+                raise ValueError(f"allowed_origins has {origin!r}; use lower-case scheme://host[:port]")
+
+    @property
+    def has_key(self) -> bool:
+        return self.api_key is not None

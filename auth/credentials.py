@@ -1,0 +1,93 @@
+"""Finding the credential a request presents.
+
+One credential is used per request, the first found in this order:
+``Authorization`` (scheme case-insensitive), ``X-API-Key``, ``?api_key=``,
+``?ticket=``, ``X-Voxgate-Pin``, the ``vg_session`` cookie, the ``vg_pin``
+cookie. Explicit credentials come before cookies, so a client that presents one
+is judged by it alone, and a stale cookie riding along cannot change the answer.
+Empty values count as absent.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from urllib.parse import parse_qsl
+
+from starlette.requests import cookie_parser
+
+SESSION_COOKIE = "vg_session"
+PIN_COOKIE = "vg_pin"
+PIN_HEADER = "x-voxgate-pin"
+KEY_HEADER = "x-api-key"
+
+
+class CredentialKind(str, enum.Enum):
+    BEARER = "bearer"  # Authorization: Bearer: the API key or a session token
+    API_KEY = "api_key"  # X-API-Key or ?api_key=: the API key only
+    TICKET = "ticket"  # ?ticket=: a WebSocket ticket
+    PIN = "pin"  # X-Voxgate-Pin or the vg_pin cookie
+    SESSION_COOKIE = "session_cookie"  # vg_session: a session token
+    UNSUPPORTED = "unsupported"  # an Authorization scheme other than Bearer
+
+    @property
+    def is_pin(self) -> bool:
+        return self is CredentialKind.PIN
+
+
+@dataclass(frozen=True)
+class Credential:
+    kind: CredentialKind
+    value: str = field(repr=False)
+    from_cookie: bool = False
+
+
+def header_values(scope: dict, name: str) -> list[str]:
+    """Every value of header ``name`` (lower-case), decoded as latin-1 like the ASGI spec says."""
+    wanted = name.encode("latin-1")
+    return [v.decode("latin-1") for k, v in scope.get("headers", ()) if k.lower() == wanted]
+
+
+def first_header(scope: dict, name: str) -> str | None:
+    values = header_values(scope, name)
+    return values[0] if values else None
+
+
+def query_params(scope: dict) -> dict[str, str]:
+    """The first value of each query parameter."""
+    raw = scope.get("query_string", b"").decode("latin-1")
+    out: dict[str, str] = {}
+    for k, v in parse_qsl(raw, keep_blank_values=True):
+        out.setdefault(k, v)
+    return out
+
+
+def cookies(scope: dict) -> dict[str, str]:
+    return cookie_parser("; ".join(header_values(scope, "cookie")))
+
+
+def presented_credential(scope: dict) -> Credential | None:
+    """The one credential this request presents, or None."""
+    for credential in _candidates(scope):
+        if credential.value:
+            return credential
+    return None
+
+
+def _candidates(scope: dict) -> Iterable[Credential]:
+    authorization = first_header(scope, "authorization")
+    if authorization is not None and authorization.strip():
+        scheme, _, token = authorization.strip().partition(" ")
+        if scheme.lower() == "bearer":
+            yield Credential(CredentialKind.BEARER, token.strip())
+        else:
+            yield Credential(CredentialKind.UNSUPPORTED, authorization)
+    yield Credential(CredentialKind.API_KEY, (first_header(scope, KEY_HEADER) or "").strip())
+    query = query_params(scope)
+    yield Credential(CredentialKind.API_KEY, query.get("api_key", ""))
+    yield Credential(CredentialKind.TICKET, query.get("ticket", ""))
+    yield Credential(CredentialKind.PIN, (first_header(scope, PIN_HEADER) or "").strip())
+    jar = cookies(scope)
+    yield Credential(CredentialKind.SESSION_COOKIE, jar.get(SESSION_COOKIE, ""), from_cookie=True)
+    yield Credential(CredentialKind.PIN, jar.get(PIN_COOKIE, ""), from_cookie=True)

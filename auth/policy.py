@@ -1,0 +1,124 @@
+"""The decision: may this request reach its route? One function, both transports.
+
+``decide`` is the whole table of AUTH.md. It returns the Principal to record or
+the Refusal to send; the middleware only translates a Refusal to the wire.
+
+Order of checks:
+1. public routes pass (nothing is checked, nothing counted);
+2. a locked-out client is refused before any credential is looked at;
+3. loopback clients may everything;
+4. a credential, if presented, decides alone (an invalid one is final);
+5. with none: the trusted network, then whatever credential could help.
+Ambient authority (a cookie, or the loopback / trusted-network address) also
+needs an acceptable Origin on mutations and WebSocket upgrades (see origin.py).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from .access import RouteClass
+from .client_address import ClientAddress, resolve_client
+from .credentials import Credential, CredentialKind, presented_credential
+from .origin import needs_origin_check, origin_acceptable
+from .principal import Principal, PrincipalKind
+from .state import AuthState
+
+log = logging.getLogger("voxgate.auth")
+
+PIN_REQUIRED = "PIN required"
+KEY_REQUIRED = "API key required"
+LOOPBACK_REQUIRED = "loopback origin required"
+ADMIN_GATE = "loopback origin or admin API key required"
+ORIGIN_REJECTED = "browser origin rejected"
+TOO_MANY_ATTEMPTS = "Too many authentication attempts"
+
+
+@dataclass(frozen=True)
+class Refusal:
+    status: int  # HTTP status; a WebSocket always closes 1008 with ``detail`` as reason
+    detail: str
+    retry_after_s: int | None = None
+
+
+def decide(scope: dict, route_class: RouteClass, state: AuthState) -> Principal | Refusal:
+    config = state.config
+    client = resolve_client(scope, config.forwarded_allow_ips)
+    if route_class is RouteClass.PUBLIC:
+        kind = PrincipalKind.LOOPBACK if client.is_loopback else PrincipalKind.ANONYMOUS
+        return Principal(kind, client.host, may_admin=client.is_loopback)
+
+    retry_after = state.failures.retry_after_s(client.host)
+    if retry_after is not None:
+        return Refusal(429, TOO_MANY_ATTEMPTS, retry_after)
+
+    ambient_ok = not needs_origin_check(scope) or origin_acceptable(scope, client.scheme, config.allowed_origins)
+    if client.is_loopback:
+        return Principal(PrincipalKind.LOOPBACK, client.host, may_admin=True) if ambient_ok else Refusal(403, ORIGIN_REJECTED)
+
+    credential = presented_credential(scope)
+    if credential is not None and credential.from_cookie and not ambient_ok:
+        return Refusal(403, ORIGIN_REJECTED)
+    if route_class is RouteClass.ADMIN:
+        return _decide_admin(scope, credential, client, state)
+    if credential is not None:
+        return judge_credential(scope, credential, client, state)
+    return _no_credential(client, state, ambient_ok)
+
+
+def missing_credential_refusal(state: AuthState) -> Refusal:
+    """What a non-loopback client without a credential is told on a consume route
+    when neither the trusted network nor --allow-anonymous lets it in."""
+    if state.pin_active:
+        return Refusal(401, PIN_REQUIRED)
+    if state.config.has_key:
+        return Refusal(401, KEY_REQUIRED)
+    return Refusal(403, LOOPBACK_REQUIRED)
+
+
+def admin_refusal(state: AuthState) -> Refusal:
+    """The admin gate's answer: whether the key could help decides the detail."""
+    if state.config.server_mode and state.config.has_key:
+        return Refusal(403, ADMIN_GATE)
+    return Refusal(403, LOOPBACK_REQUIRED)
+
+
+def _decide_admin(scope: dict, credential: Credential | None, client: ClientAddress,
+                  state: AuthState) -> Principal | Refusal:
+    gate = admin_refusal(state)
+    # Without a key that can satisfy the gate, and for a PIN (which never can),
+    # nothing is checked: no answer could differ, so none is counted either.
+    if credential is None or gate.detail == LOOPBACK_REQUIRED or credential.kind.is_pin:
+        return gate
+    judged = judge_credential(scope, credential, client, state)
+    if isinstance(judged, Refusal):
+        return judged
+    return judged if judged.may_admin else gate
+
+
+def judge_credential(scope: dict, credential: Credential, client: ClientAddress,
+                     state: AuthState) -> Principal | Refusal:
+    """Check one presented credential; a failure is counted and its refusal returned."""
+    pin_was_active = state.pin_active  # a failed check may revoke it
+    principal = state.verify(credential, client.host, path=scope.get("path", ""),
+                             websocket=scope["type"] == "websocket")
+    if principal is not None:
+        return principal
+    state.failures.record_failure(client.host)
+    log.info("auth: invalid %s credential from %s for %s", credential.kind.value, client.host, scope.get("path", ""))
+    if credential.kind is not CredentialKind.PIN:
+        return Refusal(401, KEY_REQUIRED)
+    if pin_was_active:
+        return Refusal(401, PIN_REQUIRED)
+    # No PIN exists, so asking for one would offer a login that cannot succeed.
+    return Refusal(401, KEY_REQUIRED) if state.config.has_key else Refusal(403, LOOPBACK_REQUIRED)
+
+
+def _no_credential(client: ClientAddress, state: AuthState, ambient_ok: bool) -> Principal | Refusal:
+    config = state.config
+    if client.in_networks(config.trusted_networks):
+        return Principal(PrincipalKind.TRUSTED_NETWORK, client.host) if ambient_ok else Refusal(403, ORIGIN_REJECTED)
+    if config.allow_anonymous and not config.has_key and not state.pin_active:
+        return Principal(PrincipalKind.ANONYMOUS, client.host)
+    return missing_credential_refusal(state)

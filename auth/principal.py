@@ -1,0 +1,31 @@
+"""Who is asking, as the middleware recorded it in ``scope["voxgate.principal"]``."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+SCOPE_KEY = "voxgate.principal"
+
+
+class PrincipalKind(str, enum.Enum):
+    LOOPBACK = "loopback"
+    API_KEY = "api_key"
+    SESSION = "session"  # a session token minted from the API key
+    PIN_SESSION = "pin_session"  # a session token minted from the PIN
+    TICKET = "ticket"
+    PIN = "pin"
+    TRUSTED_NETWORK = "trusted_network"
+    ANONYMOUS = "anonymous"  # a public route, or a consume route under --allow-anonymous
+
+
+@dataclass(frozen=True)
+class Principal:
+    kind: PrincipalKind
+    client: str  # the client address after trusted proxy headers
+    may_admin: bool = False
+
+
+def principal_of(scope: dict) -> Principal | None:
+    """The principal the middleware recorded, or None outside the middleware."""
+    return scope.get(SCOPE_KEY)

@@ -1,0 +1,182 @@
+"""The credential exchange and LAN-sharing routes, each declared with its class.
+
+- ``POST /v1/auth/session`` (public: it checks the key or PIN itself, through
+  the same policy functions and lockout as the middleware)
+- ``DELETE /v1/auth/session`` (public: revoking needs no rights)
+- ``POST /v1/auth/ticket`` (consume: any valid credential)
+- ``POST|GET|DELETE /v1/admin/share`` (admin)
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from .access import RouteClass, http_route
+from .client_address import resolve_client
+from .credentials import PIN_COOKIE, SESSION_COOKIE, Credential, CredentialKind, presented_credential
+from .origin import origin_acceptable
+from .policy import ORIGIN_REJECTED, TOO_MANY_ATTEMPTS, Refusal, judge_credential, missing_credential_refusal
+from .principal import PrincipalKind, principal_of
+from .share import ShareUnavailable
+from .state import SOURCE_KEY, SOURCE_PIN, AuthState
+
+MAX_BODY_BYTES = 4096
+TRANSPORTS = ("cookie", "bearer")
+MINTING_KINDS = {PrincipalKind.API_KEY: SOURCE_KEY, PrincipalKind.PIN: SOURCE_PIN}
+
+
+class BodyError(Exception):
+    """The request body cannot be used; the message says which field and why."""
+
+
+def _detail(status: int, detail: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"detail": detail}, status_code=status, headers=headers)
+
+
+def _refusal(refusal: Refusal) -> JSONResponse:
+    headers = {"Retry-After": str(refusal.retry_after_s)} if refusal.retry_after_s is not None else None
+    return _detail(refusal.status, refusal.detail, headers)
+
+
+async def _json_object(request: Request) -> dict[str, Any]:
+    raw = await request.body()
+    if len(raw) > MAX_BODY_BYTES:
+        raise BodyError(f"body is larger than {MAX_BODY_BYTES} bytes")
+    if not raw.strip():
+        return {}
+    try:
+        body = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        raise BodyError("body is not valid JSON") from None
+    if not isinstance(body, dict):
+        raise BodyError("body must be a JSON object")
+    return body
+
+
+def _cookie_header(name: str, value: str, *, secure: bool, max_age_s: int | None) -> str:
+    parts = [f"{name}={value}", "HttpOnly", "SameSite=Strict", "Path=/"]
+    if max_age_s is not None:
+        parts.append(f"Max-Age={max_age_s}")
+    if secure:
+        parts.append("Secure")
+    return "; ".join(parts)
+
+
+async def create_session(request: Request) -> Response:
+    state: AuthState = request.state.auth
+    scope = request.scope
+    client = resolve_client(scope, state.config.forwarded_allow_ips)
+    retry_after = state.failures.retry_after_s(client.host)
+    if retry_after is not None:
+        return _refusal(Refusal(429, TOO_MANY_ATTEMPTS, retry_after))
+    try:
+        body = await _json_object(request)
+        transport = body.get("transport", "cookie")
+        if transport not in TRANSPORTS:
+            raise BodyError('transport must be "cookie" or "bearer"')
+        pin = body.get("pin")
+        if pin is not None and not isinstance(pin, str):
+            raise BodyError("pin must be a string of 6 digits")
+    except BodyError as exc:
+        return _detail(400, str(exc))
+
+    if pin is not None:
+        credential: Credential | None = Credential(CredentialKind.PIN, pin)
+    else:
+        credential = presented_credential(scope)
+    if credential is None or not credential.value:
+        return _refusal(missing_credential_refusal(state))
+    if credential.from_cookie and not origin_acceptable(scope, client.scheme, state.config.allowed_origins):
+        return _refusal(Refusal(403, ORIGIN_REJECTED))
+    judged = judge_credential(scope, credential, client, state)
+    if isinstance(judged, Refusal):
+        return _refusal(judged)
+    source = MINTING_KINDS.get(judged.kind)
+    if source is None:
+        return _detail(400, "a session is minted from the API key or the PIN; present one of them")
+
+    secure = client.scheme == "https"
+    if transport == "bearer":
+        token = state.mint_session(source)
+        return JSONResponse({"token": token, "expires_in": int(state.config.session_ttl_s)}, status_code=201)
+    response = Response(status_code=204)
+    if source == SOURCE_PIN:
+        response.headers.append("set-cookie", _cookie_header(PIN_COOKIE, credential.value, secure=secure, max_age_s=None))
+    else:
+        token = state.mint_session(source)
+        response.headers.append("set-cookie", _cookie_header(SESSION_COOKIE, token, secure=secure,
+                                                             max_age_s=int(state.config.session_ttl_s)))
+    return response
+
+
+async def delete_session(request: Request) -> Response:
+    state: AuthState = request.state.auth
+    credential = presented_credential(request.scope)
+    if credential is not None and credential.kind in (CredentialKind.BEARER, CredentialKind.SESSION_COOKIE):
+        state.sessions.revoke(credential.value)
+    token = request.cookies.get(SESSION_COOKIE)
+    if token:
+        state.sessions.revoke(token)
+    response = Response(status_code=204)
+    for name in (SESSION_COOKIE, PIN_COOKIE):
+        response.headers.append("set-cookie", _cookie_header(name, "", secure=False, max_age_s=0))
+    return response
+
+
+async def create_ticket(request: Request) -> Response:
+    state: AuthState = request.state.auth
+    allowed = state.config.ticket_paths
+    try:
+        body = await _json_object(request)
+        path = body.get("path")
+        if not isinstance(path, str) or path not in allowed:
+            raise BodyError(f"path must be one of: {', '.join(allowed)}")
+    except BodyError as exc:
+        return _detail(400, str(exc))
+    ticket = state.mint_ticket(path)
+    return JSONResponse({"ticket": ticket, "expires_in": int(state.config.ticket_ttl_s)}, status_code=201)
+
+
+async def start_share(request: Request) -> Response:
+    state: AuthState = request.state.auth
+    try:
+        info = await state.start_sharing(request.scope["app"])
+    except ShareUnavailable as exc:
+        return _detail(503, str(exc))
+    return JSONResponse({"pin": info.pin, "url": info.url, "port": info.port}, status_code=201)
+
+
+async def share_status(request: Request) -> Response:
+    state: AuthState = request.state.auth
+    info = state.share.active
+    if info is None:
+        return JSONResponse({"enabled": False, "url": None, "port": None})
+    body: dict[str, Any] = {"enabled": True, "url": info.url, "port": info.port}
+    principal = principal_of(request.scope)
+    if principal is not None and principal.may_admin:
+        body["pin"] = info.pin
+    else:  # the URL carries the PIN too
+        body["url"] = info.url.split("?", 1)[0]
+    return JSONResponse(body)
+
+
+async def stop_share(request: Request) -> Response:
+    state: AuthState = request.state.auth
+    await state.stop_sharing()
+    return Response(status_code=204)
+
+
+def auth_routes() -> list:
+    """The routes of the credential exchange and LAN sharing, classes declared."""
+    return [
+        http_route("/v1/auth/session", create_session, access=RouteClass.PUBLIC, methods=["POST"], name="auth_session_create"),
+        http_route("/v1/auth/session", delete_session, access=RouteClass.PUBLIC, methods=["DELETE"], name="auth_session_delete"),
+        http_route("/v1/auth/ticket", create_ticket, access=RouteClass.CONSUME, methods=["POST"], name="auth_ticket"),
+        http_route("/v1/admin/share", start_share, access=RouteClass.ADMIN, methods=["POST"], name="share_start"),
+        http_route("/v1/admin/share", share_status, access=RouteClass.ADMIN, methods=["GET"], name="share_status"),
+        http_route("/v1/admin/share", stop_share, access=RouteClass.ADMIN, methods=["DELETE"], name="share_stop"),
+    ]

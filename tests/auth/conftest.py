@@ -1,0 +1,5 @@
+"""Fixtures of the auth tests; the harness itself lives in auth_harness.py."""
+
+from __future__ import annotations
+
+from auth_harness import harness, leak_guard  # noqa: F401  (pytest fixtures)
