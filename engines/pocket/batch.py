@@ -1,0 +1,165 @@
+"""Many independent utterances stepped together, one 80 ms frame per step.
+
+Every active stream is a row of the flow LM's cache and of Mimi's decoder state; rows
+are kept packed at the front (a leaving stream's row is refilled from the last one),
+so one step is one batched forward over ``len(batch)`` rows. Streams join (:meth:`add`)
+and leave (:meth:`remove`, or by finishing) between steps. Rows differ in cache length
+and decoder position; masks keep them independent, so a stream's audio does not
+depend on who else is in the batch.
+
+Not thread-safe: one thread (the scheduler's worker) owns a batch.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+
+from engines.base import EngineError
+from engines.pocket.generation import GenerationSettings, Utterance, plan_chunks
+from engines.pocket.voice import VoiceState
+
+if TYPE_CHECKING:
+    from engines.pocket.model import PocketModel
+
+FADE_IN_SAMPLES = 120  # 5 ms: a fresh decoder state starts with a small step, heard as a click
+
+
+@dataclass(frozen=True)
+class StepOutput:
+    stream_id: int
+    pcm: np.ndarray | None  # float32 (frame_samples,), None when this step made no audio
+    done: bool  # the stream has finished and left the batch
+
+
+@dataclass
+class _Row:
+    stream_id: int
+    voice: VoiceState
+    utterance: Utterance
+    next_input: torch.Tensor  # [latent_dim], NaN = BOS
+    fade: bool = True
+
+
+class StreamBatch:
+    def __init__(self, model: PocketModel, max_streams: int = 8, initial_capacity: int = 512) -> None:
+        if max_streams < 1:
+            raise ValueError("max_streams: must be at least 1")
+        self.model = model
+        self.max_streams = max_streams
+        self._lm = model.flow_lm.new_cache(max_streams, initial_capacity)
+        self._mimi = model.mimi.new_decoder_state(max_streams)
+        self._rows: list[_Row] = []
+        self._ids = itertools.count(1)
+        g = model.geometry
+        self._nan = torch.full((g.latent_dim,), float("nan"))
+        self._fade = torch.linspace(0, 1, FADE_IN_SAMPLES)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def stream_ids(self) -> list[int]:
+        return [row.stream_id for row in self._rows]
+
+    @torch.no_grad()
+    def add(self, text: str, voice: VoiceState, settings: GenerationSettings | None = None,
+            seed: int | None = None) -> int:
+        """Start an utterance; runs its first text prompt now. Returns its stream id.
+
+        Raises ValueError for text with nothing to say, EngineError when full.
+        """
+        if len(self._rows) >= self.max_streams:
+            raise EngineError(f"batch is full ({self.max_streams} streams)", code="over_capacity")
+        settings = settings or self.model.defaults
+        plans = plan_chunks(self.model.tokenizer, text, settings)
+        generator = torch.Generator()
+        if seed is None:
+            generator.seed()
+        else:
+            generator.manual_seed(seed)
+        utterance = Utterance(plans, settings, self.model.geometry.latent_dim, generator)
+        row = _Row(next(self._ids), voice, utterance, self._nan)
+        index = len(self._rows)
+        self._lm.load_row(index, list(voice.layers), voice.length)
+        self._rows.append(row)
+        self._begin_chunk(index)
+        return row.stream_id
+
+    def remove(self, stream_id: int) -> bool:
+        """Drop a stream (cancel). False if it is not in the batch."""
+        for index, row in enumerate(self._rows):
+            if row.stream_id == stream_id:
+                self._drop(index)
+                return True
+        return False
+
+    def _drop(self, index: int) -> None:
+        last = len(self._rows) - 1
+        if index != last:
+            self._lm.copy_row(last, index)
+            self._mimi.copy_row(last, index)
+            self._rows[index] = self._rows[last]
+        self._rows.pop()
+
+    def _begin_chunk(self, index: int) -> None:
+        row = self._rows[index]
+        tokens = row.utterance.begin_chunk()
+        self._lm.lengths[index] = row.voice.length  # the voice prefix is never overwritten
+        self._lm.ensure_capacity(row.voice.length + len(tokens) + row.utterance.plan.max_steps)
+        flow_lm = self.model.flow_lm
+        flow_lm.prompt(flow_lm.embed_text(tokens), self._lm.select(slice(index, index + 1)))
+        self._mimi.reset_row(index)
+        row.next_input, row.fade = self._nan, True
+
+    @torch.no_grad()
+    def step(self) -> list[StepOutput]:
+        """Advance every stream by one frame in one batched forward."""
+        for index, row in enumerate(self._rows):
+            if row.utterance.chunk_done:
+                self._begin_chunk(index)
+        n = len(self._rows)
+        if n == 0:
+            return []
+        model = self.model
+        inputs = torch.stack([row.next_input for row in self._rows])
+        cond, eos_logits = model.flow_lm.step(inputs, self._lm.select(slice(0, n)))
+        noise = torch.stack([row.utterance.noise() for row in self._rows])
+        latents = self._sample(cond, noise)
+        eos = eos_logits.tolist()
+        keep = [row.utterance.accept(eos[i]) for i, row in enumerate(self._rows)]
+        audio = None
+        if any(keep):
+            frames = latents * model.flow_lm.emb_std + model.flow_lm.emb_mean
+            audio = model.mimi.decode(frames[:, None, :], self._mimi.select(slice(0, n)))
+        outputs = []
+        for i, row in enumerate(self._rows):
+            pcm = None
+            if keep[i]:
+                assert audio is not None
+                frame = audio[i]
+                if row.fade:
+                    frame = frame.clone()
+                    frame[:FADE_IN_SAMPLES] *= self._fade
+                    row.fade = False
+                pcm = frame.numpy().astype(np.float32, copy=True)
+                row.next_input = latents[i]
+            outputs.append(StepOutput(row.stream_id, pcm, row.utterance.finished))
+        for index in reversed(range(n)):
+            if self._rows[index].utterance.finished:
+                self._drop(index)
+        return outputs
+
+    def _sample(self, cond: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
+        head = self.model.flow_lm.flow_net
+        steps = [row.utterance.settings.lsd_steps for row in self._rows]
+        if len(set(steps)) == 1:
+            return head.sample(cond, noise, steps[0])
+        out = torch.empty_like(noise)
+        for count in set(steps):
+            idx = torch.tensor([i for i, s in enumerate(steps) if s == count])
+            out[idx] = head.sample(cond[idx], noise[idx], count)
+        return out

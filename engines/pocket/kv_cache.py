@@ -1,0 +1,127 @@
+"""Key/value stores with one row per stream.
+
+``RowKvCache`` (flow LM): preallocated ``[layers, 2, rows, capacity, Hkv, D]`` plus a
+length per row, so streams of different lengths share one batched forward; keys past a
+row's length are masked out. ``RingKvCache`` (Mimi's decoder transformer): a fixed
+``context``-slot ring per row, so the cost per frame stays flat however long the
+utterance is.
+
+Both operate on a leading block of rows ``[0, n)`` or on one row; rows are moved with
+:meth:`copy_row` when the batch compacts.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+class RowKvCache:
+    def __init__(self, layers: int, rows: int, capacity: int, kv_heads: int, head_dim: int,
+                 dtype: torch.dtype = torch.float32) -> None:
+        self.data = torch.zeros(layers, 2, rows, capacity, kv_heads, head_dim, dtype=dtype)
+        self.lengths = torch.zeros(rows, dtype=torch.long)
+        self._rows = slice(0, rows)
+
+    @property
+    def capacity(self) -> int:
+        return self.data.shape[3]
+
+    def ensure_capacity(self, needed: int) -> None:
+        """Grow every row to hold ``needed`` positions (rare: re-allocates)."""
+        if needed <= self.capacity:
+            return
+        size = max(needed, self.capacity * 3 // 2)
+        grown = self.data.new_zeros(*self.data.shape[:3], size, *self.data.shape[4:])
+        grown[:, :, :, : self.capacity] = self.data
+        self.data = grown
+
+    def select(self, rows: slice) -> RowKvCache:
+        """Work on rows ``rows`` (a view: writes land in this cache)."""
+        view = object.__new__(RowKvCache)
+        view.data = self.data[:, :, rows]
+        view.lengths = self.lengths[rows]
+        view._rows = rows
+        return view
+
+    def load_row(self, row: int, keys_values: list[torch.Tensor], length: int) -> None:
+        """Put a voice prefix (per layer [2, T, Hkv, D]) into ``row``."""
+        self.ensure_capacity(length)
+        for layer, kv in enumerate(keys_values):
+            self.data[layer, :, row, :length] = kv[:, :length]
+        self.lengths[row] = length
+
+    def copy_row(self, src: int, dst: int) -> None:
+        used = int(self.lengths[src])
+        self.data[:, :, dst, :used] = self.data[:, :, src, :used]
+        self.lengths[dst] = used
+
+    def positions(self, steps: int) -> torch.Tensor:
+        """Absolute positions [B, steps] of the next ``steps`` tokens of every row."""
+        return self.lengths[:, None] + torch.arange(steps)
+
+    def extend(self, layer: int, k: torch.Tensor, v: torch.Tensor,
+               pos_q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        rows = torch.arange(k.shape[0])[:, None]
+        cache = self.data[layer]
+        cache[0][rows, pos_q] = k
+        cache[1][rows, pos_q] = v
+        used = int(pos_q.max()) + 1
+        keys = cache[0, :, :used].permute(0, 2, 1, 3)
+        values = cache[1, :, :used].permute(0, 2, 1, 3)
+        mask = torch.arange(used)[None, None, :] <= pos_q[:, :, None]
+        return keys, values, mask[:, None]
+
+    def advance(self, steps: int) -> None:
+        self.lengths += steps
+
+
+class RingKvCache:
+    """Sliding attention window of ``context`` steps, one ring per row."""
+
+    def __init__(self, layers: int, rows: int, context: int, heads: int, head_dim: int) -> None:
+        self.context = context
+        self.keys = torch.zeros(layers, rows, context, heads, head_dim)
+        self.values = torch.zeros(layers, rows, context, heads, head_dim)
+        self.slot_pos = torch.full((layers, rows, context), -1, dtype=torch.long)
+        self.steps = torch.zeros(rows, dtype=torch.long)
+
+    def select(self, rows: slice) -> RingKvCache:
+        view = object.__new__(RingKvCache)
+        view.context = self.context
+        view.keys, view.values = self.keys[:, rows], self.values[:, rows]
+        view.slot_pos, view.steps = self.slot_pos[:, rows], self.steps[rows]
+        return view
+
+    def reset_row(self, row: int) -> None:
+        self.slot_pos[:, row] = -1
+        self.steps[row] = 0
+
+    def copy_row(self, src: int, dst: int) -> None:
+        self.keys[:, dst] = self.keys[:, src]
+        self.values[:, dst] = self.values[:, src]
+        self.slot_pos[:, dst] = self.slot_pos[:, src]
+        self.steps[dst] = self.steps[src]
+
+    def positions(self, steps: int) -> torch.Tensor:
+        return self.steps[:, None] + torch.arange(steps)
+
+    def extend(self, layer: int, k: torch.Tensor, v: torch.Tensor,
+               pos_q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        # Attend over [ring as it was, new steps]; only then overwrite the ring, since
+        # the earliest new query still needs keys the newest ones will replace.
+        keys = torch.cat([self.keys[layer], k], dim=1)
+        values = torch.cat([self.values[layer], v], dim=1)
+        pos_k = torch.cat([self.slot_pos[layer], pos_q], dim=1)
+        delta = pos_q[:, :, None] - pos_k[:, None, :]
+        mask = (pos_k[:, None, :] >= 0) & (delta >= 0) & (delta < self.context)
+        keep = min(k.shape[1], self.context)
+        new_pos = pos_q[:, -keep:]
+        slots = new_pos % self.context
+        rows = torch.arange(k.shape[0])[:, None]
+        self.keys[layer][rows, slots] = k[:, -keep:]
+        self.values[layer][rows, slots] = v[:, -keep:]
+        self.slot_pos[layer][rows, slots] = new_pos
+        return keys.transpose(1, 2), values.transpose(1, 2), mask[:, None]
+
+    def advance(self, steps: int) -> None:
+        self.steps += steps

@@ -1,0 +1,124 @@
+"""Transformer building blocks shared by the flow LM and Mimi's transformers.
+
+Attribute names follow the released checkpoint's keys (``self_attn.in_proj``,
+``norm1``, ``linear1``, ``layer_scale_1.scale`` ...) so the file loads as is. Where a
+cache lives (preallocated per-stream rows, a ring, nothing) is the caller's business:
+a layer receives a :class:`KvStore` that appends the new keys and returns what to
+attend to.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Protocol
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+
+def apply_rope(x: torch.Tensor, positions: torch.Tensor, max_period: float) -> torch.Tensor:
+    """Rotate interleaved pairs of ``x`` [B, T, H, D] by ``positions`` [B, T] (float32 math)."""
+    b, t, h, d = x.shape
+    half = torch.arange(d // 2, device=x.device, dtype=torch.float32)
+    freqs = torch.exp(half * (-math.log(max_period) * 2 / d))
+    angles = freqs * positions.to(torch.float32).view(b, t, 1, 1)  # [B, T, 1, D/2]
+    cos, sin = torch.cos(angles), torch.sin(angles)
+    pairs = x.view(b, t, h, d // 2, 2)
+    real, imag = pairs[..., 0].float(), pairs[..., 1].float()
+    out = torch.stack([(real * cos - imag * sin).to(x.dtype),
+                       (real * sin + imag * cos).to(x.dtype)], dim=-1)
+    return out.view(b, t, h, d)
+
+
+class KvStore(Protocol):
+    """Where one attention layer keeps its keys and values."""
+
+    def extend(self, layer: int, k: torch.Tensor, v: torch.Tensor,
+               pos_q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Store new ``k, v`` [B, T, Hkv, D] (rope applied) at query positions ``pos_q`` [B, T].
+
+        Returns keys and values to attend to, [B, Hkv, Tk, D] each, and a boolean mask
+        [B, 1, T, Tk] (True = may attend).
+        """
+        ...
+
+
+class Attention(nn.Module):
+    def __init__(self, dim: int, heads: int, kv_heads: int, head_dim: int, max_period: float) -> None:
+        super().__init__()
+        self.heads, self.kv_heads, self.head_dim = heads, kv_heads, head_dim
+        self.max_period = max_period
+        self.in_proj = nn.Linear(dim, (heads + 2 * kv_heads) * head_dim, bias=False)
+        self.out_proj = nn.Linear(heads * head_dim, dim, bias=False)
+
+    def forward(self, x: torch.Tensor, pos_q: torch.Tensor, store: KvStore, layer: int) -> torch.Tensor:
+        b, t, _ = x.shape
+        d, attn_dim = self.head_dim, self.heads * self.head_dim
+        projected = self.in_proj(x)
+        q = projected[..., :attn_dim].reshape(b, t, self.heads, d)
+        k, v = projected[..., attn_dim:].reshape(b, t, 2, self.kv_heads, d).unbind(dim=2)
+        q = apply_rope(q, pos_q, self.max_period)
+        k = apply_rope(k, pos_q, self.max_period)
+        keys, values, mask = store.extend(layer, k, v, pos_q)
+        if self.kv_heads != self.heads:
+            keys = keys.repeat_interleave(self.heads // self.kv_heads, dim=1)
+            values = values.repeat_interleave(self.heads // self.kv_heads, dim=1)
+        out = F.scaled_dot_product_attention(q.transpose(1, 2), keys, values, mask)
+        return self.out_proj(out.transpose(1, 2).reshape(b, t, attn_dim))
+
+
+class LayerScale(nn.Module):
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.scale = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.scale * x
+
+
+class TransformerLayer(nn.Module):
+    def __init__(self, dim: int, heads: int, kv_heads: int, head_dim: int, ff_dim: int,
+                 max_period: float, layer_scale: bool) -> None:
+        super().__init__()
+        self.self_attn = Attention(dim, heads, kv_heads, head_dim, max_period)
+        self.norm1 = nn.LayerNorm(dim, eps=1e-5)
+        self.norm2 = nn.LayerNorm(dim, eps=1e-5)
+        self.linear1 = nn.Linear(dim, ff_dim, bias=False)
+        self.linear2 = nn.Linear(ff_dim, dim, bias=False)
+        self.layer_scale_1: nn.Module = LayerScale(dim) if layer_scale else nn.Identity()
+        self.layer_scale_2: nn.Module = LayerScale(dim) if layer_scale else nn.Identity()
+
+    def forward(self, x: torch.Tensor, pos_q: torch.Tensor, store: KvStore, layer: int) -> torch.Tensor:
+        x = x + self.layer_scale_1(self.self_attn(self.norm1(x), pos_q, store, layer))
+        update = self.linear2(F.gelu(self.linear1(self.norm2(x)), approximate="tanh"))
+        return x + self.layer_scale_2(update)
+
+
+class Transformer(nn.Module):
+    def __init__(self, num_layers: int, dim: int, heads: int, kv_heads: int, head_dim: int,
+                 ff_dim: int, max_period: float = 10000.0, layer_scale: bool = False) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(
+            TransformerLayer(dim, heads, kv_heads, head_dim, ff_dim, max_period, layer_scale)
+            for _ in range(num_layers))
+
+    def forward(self, x: torch.Tensor, pos_q: torch.Tensor, store: KvStore) -> torch.Tensor:
+        for index, layer in enumerate(self.layers):
+            x = layer(x, pos_q, store, index)
+        return x
+
+
+class CausalWindow:
+    """Stateless store: the whole sequence at once, causal within ``context`` steps."""
+
+    def __init__(self, context: int | None) -> None:
+        self.context = context
+
+    def extend(self, layer: int, k: torch.Tensor, v: torch.Tensor,
+               pos_q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        delta = pos_q[:, :, None] - pos_q[:, None, :]
+        mask = delta >= 0
+        if self.context is not None:
+            mask = mask & (delta < self.context)
+        return k.transpose(1, 2), v.transpose(1, 2), mask[:, None]

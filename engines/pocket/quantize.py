@@ -1,0 +1,25 @@
+"""int8 dynamic quantization of the flow LM's transformer linears.
+
+Weights are int8, activations are quantized on the fly (torch.ao dynamic quantization,
+fbgemm on x86, qnnpack on ARM). The flow head and Mimi stay float32: they are small
+and the audio is sensitive to them.
+"""
+
+from __future__ import annotations
+
+import platform
+
+import torch
+from torch import nn
+from torch.ao.quantization import quantize_dynamic
+
+
+def quantize_lm_linears(flow_lm: nn.Module) -> None:
+    if platform.machine() in ("arm64", "aarch64"):
+        torch.backends.quantized.engine = "qnnpack"
+    elif torch.backends.quantized.engine == "none":
+        torch.backends.quantized.engine = "fbgemm"
+    for layer in flow_lm.transformer.layers:
+        quantize_dynamic(layer.self_attn, {nn.Linear}, dtype=torch.qint8, inplace=True)
+        layer.linear1 = quantize_dynamic(nn.Sequential(layer.linear1), {nn.Linear}, dtype=torch.qint8)[0]
+        layer.linear2 = quantize_dynamic(nn.Sequential(layer.linear2), {nn.Linear}, dtype=torch.qint8)[0]

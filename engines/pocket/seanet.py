@@ -1,0 +1,148 @@
+"""SEANet convolutions of Mimi, causal and streaming, one state row per stream.
+
+A streaming conv keeps the last ``kernel - stride`` input samples of each row; a
+streaming transposed conv keeps the overlapping tail of its last output. Feeding N
+frames at once or one at a time gives the same samples. ``state=None`` runs a whole
+signal from silence (the encoder's use).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from engines.pocket.geometry import SeanetGeometry
+
+
+@dataclass
+class ConvState:
+    """Per-row carry-over of every streaming conv of a network, in module order."""
+
+    tensors: list[torch.Tensor]
+
+    def select(self, rows: slice) -> ConvState:
+        return ConvState([t[rows] for t in self.tensors])
+
+    def reset_row(self, row: int) -> None:
+        for t in self.tensors:
+            t[row].zero_()
+
+    def copy_row(self, src: int, dst: int) -> None:
+        for t in self.tensors:
+            t[dst] = t[src]
+
+
+class StreamingConv(nn.Module):
+    def __init__(self, in_ch: int, out_ch: int, kernel: int, stride: int = 1, dilation: int = 1,
+                 groups: int = 1, bias: bool = True, replicate: bool = False) -> None:
+        super().__init__()
+        self.conv = nn.Conv1d(in_ch, out_ch, kernel, stride, dilation=dilation, groups=groups, bias=bias)
+        self.carry = (kernel - 1) * dilation + 1 - stride
+        self.replicate = replicate  # pad the first window with the first sample, not zeros
+
+    def state_shape(self) -> tuple[int, int]:
+        return (self.conv.in_channels, self.carry)
+
+    def forward(self, x: torch.Tensor, state: torch.Tensor | None) -> torch.Tensor:
+        if self.carry == 0:
+            return self.conv(x)
+        if state is None:
+            first = x[..., :1] if self.replicate else x.new_zeros(x.shape[0], x.shape[1], 1)
+            x = torch.cat([first.expand(-1, -1, self.carry), x], dim=-1)
+            return self.conv(x)
+        x = torch.cat([state, x], dim=-1)
+        state.copy_(x[..., -self.carry:])
+        return self.conv(x)
+
+
+class StreamingConvTranspose(nn.Module):
+    def __init__(self, in_ch: int, out_ch: int, kernel: int, stride: int, groups: int = 1,
+                 bias: bool = True) -> None:
+        super().__init__()
+        self.convtr = nn.ConvTranspose1d(in_ch, out_ch, kernel, stride, groups=groups, bias=bias)
+        self.carry = kernel - stride
+
+    def state_shape(self) -> tuple[int, int]:
+        return (self.convtr.out_channels, self.carry)
+
+    def forward(self, x: torch.Tensor, state: torch.Tensor | None) -> torch.Tensor:
+        y = self.convtr(x)
+        if self.carry == 0:
+            return y
+        if state is not None:
+            y[..., : self.carry] += state
+            tail = y[..., -self.carry:]
+            if self.convtr.bias is not None:
+                tail = tail - self.convtr.bias[:, None]
+            state.copy_(tail)
+        return y[..., : -self.carry]
+
+
+class _ResBlock(nn.Module):
+    def __init__(self, dim: int, kernel: int, dilation: int, compress: int) -> None:
+        super().__init__()
+        hidden = dim // compress
+        self.block = nn.ModuleList([nn.ELU(), StreamingConv(dim, hidden, kernel, dilation=dilation),
+                                    nn.ELU(), StreamingConv(hidden, dim, 1)])
+
+    def forward(self, x: torch.Tensor, states: list[torch.Tensor | None]) -> torch.Tensor:
+        v = x
+        for layer in self.block:
+            v = layer(v, states.pop(0)) if isinstance(layer, StreamingConv) else layer(v)
+        return x + v
+
+
+class _Seanet(nn.Module):
+    """Runs ``self.model`` (index layout of the released keys) with a list of states."""
+
+    model: nn.ModuleList
+
+    def streaming_modules(self) -> list[nn.Module]:
+        return [m for m in self.modules() if isinstance(m, (StreamingConv, StreamingConvTranspose))]
+
+    def new_state(self, rows: int) -> ConvState:
+        return ConvState([torch.zeros(rows, *m.state_shape()) for m in self.streaming_modules()])
+
+    def forward(self, x: torch.Tensor, state: ConvState | None) -> torch.Tensor:
+        count = len(self.streaming_modules())
+        states: list[torch.Tensor | None] = list(state.tensors) if state else [None] * count
+        for layer in self.model:
+            if isinstance(layer, _ResBlock):
+                x = layer(x, states)
+            elif isinstance(layer, (StreamingConv, StreamingConvTranspose)):
+                x = layer(x, states.pop(0))
+            else:
+                x = layer(x)
+        return x
+
+
+class SeanetDecoder(_Seanet):
+    def __init__(self, g: SeanetGeometry) -> None:
+        super().__init__()
+        mult = 2 ** len(g.ratios)
+        layers: list[nn.Module] = [StreamingConv(g.dimension, mult * g.n_filters, g.kernel_size)]
+        for ratio in g.ratios:
+            width = mult * g.n_filters
+            layers += [nn.ELU(), StreamingConvTranspose(width, width // 2, 2 * ratio, ratio)]
+            layers += [_ResBlock(width // 2, g.residual_kernel_size, g.dilation_base ** j, g.compress)
+                       for j in range(g.n_residual_layers)]
+            mult //= 2
+        layers += [nn.ELU(), StreamingConv(g.n_filters, g.channels, g.last_kernel_size)]
+        self.model = nn.ModuleList(layers)
+
+
+class SeanetEncoder(_Seanet):
+    def __init__(self, g: SeanetGeometry) -> None:
+        super().__init__()
+        mult = 1
+        layers: list[nn.Module] = [StreamingConv(g.channels, g.n_filters, g.kernel_size)]
+        for ratio in reversed(g.ratios):
+            width = mult * g.n_filters
+            layers += [_ResBlock(width, g.residual_kernel_size, g.dilation_base ** j, g.compress)
+                       for j in range(g.n_residual_layers)]
+            layers += [nn.ELU(), StreamingConv(width, width * 2, 2 * ratio, ratio)]
+            mult *= 2
+        layers += [nn.ELU(), StreamingConv(mult * g.n_filters, g.dimension, g.last_kernel_size)]
+        self.model = nn.ModuleList(layers)
