@@ -1,0 +1,244 @@
+"""Messages of the /v1/tts socket: parsing of client messages and query
+parameters, and the server events.
+
+Exchange grammar (one socket)::
+
+    server: ready
+    client: (speak | text | flush | cancel | keepalive)* end?
+    server: per utterance: start, binary frame*, end   (or cancelled after a cancel)
+            error* at any point (the session goes on)
+            closed after the client's end, then close 1000
+
+Parsing is strict about the fields it uses (type, range, length) and ignores
+unknown fields. Every failure is a ``GatewayError`` whose message names the
+field and says why, so the route only has to translate it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, Union
+
+from ..audio import Encoding, parse_encoding, parse_rate
+from ..errors import BadMessage, BadRequest
+
+MAX_ID_CHARS = 128
+MAX_VOICE_CHARS = 128
+MAX_SEED = 2**32 - 1
+
+
+@dataclass(frozen=True)
+class TextLimits:
+    """How much text one message and one utterance may carry (characters)."""
+
+    max_chars: int = 2000
+
+    @property
+    def max_message_bytes(self) -> int:
+        # UTF-8 takes at most 4 bytes a character, JSON escapes aside; beyond this a
+        # message cannot be valid, so the socket closes 1009 without parsing it.
+        return 4 * self.max_chars + 4096
+
+
+# ---- client -> server
+
+
+@dataclass(frozen=True)
+class Speak:
+    text: str
+    id: str | None = None
+    voice: str | None = None
+    seed: int | None = None
+    type: Literal["speak"] = "speak"
+
+
+@dataclass(frozen=True)
+class TextFragment:
+    text: str
+    type: Literal["text"] = "text"
+
+
+@dataclass(frozen=True)
+class Flush:
+    type: Literal["flush"] = "flush"
+
+
+@dataclass(frozen=True)
+class Cancel:
+    type: Literal["cancel"] = "cancel"
+
+
+@dataclass(frozen=True)
+class End:
+    type: Literal["end"] = "end"
+
+
+@dataclass(frozen=True)
+class Keepalive:
+    type: Literal["keepalive"] = "keepalive"
+
+
+ClientMessage = Union[Speak, TextFragment, Flush, Cancel, End, Keepalive]
+CLIENT_TYPES = ("speak", "text", "flush", "cancel", "end", "keepalive")
+
+
+def text_too_long(field: str, length: int, limits: TextLimits) -> BadMessage:
+    return BadMessage(f"{field} has {length} characters; the limit is {limits.max_chars} "
+                      f"(split it into several messages)", code="text_too_long")
+
+
+def parse_client_message(raw: str | bytes, limits: TextLimits) -> ClientMessage:
+    """Parse one JSON text message. Raises ``BadMessage`` (code ``bad_message`` or
+    ``text_too_long``) with a message that names the field."""
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        raise BadMessage("message is not valid JSON") from None
+    if not isinstance(data, dict):
+        raise BadMessage("message must be a JSON object with a \"type\"")
+    kind = data.get("type")
+    if not isinstance(kind, str):
+        raise BadMessage("message has no \"type\" string")
+    if kind == "speak":
+        text = _text_field(data, "speak.text", limits, allow_blank=False)
+        return Speak(text=text, id=_opt_str(data, "id", "speak.id", MAX_ID_CHARS),
+                     voice=_opt_str(data, "voice", "speak.voice", MAX_VOICE_CHARS), seed=_opt_seed(data))
+    if kind == "text":
+        return TextFragment(text=_text_field(data, "text.text", limits, allow_blank=True))
+    if kind == "flush":
+        return Flush()
+    if kind == "cancel":
+        return Cancel()
+    if kind == "end":
+        return End()
+    if kind == "keepalive":
+        return Keepalive()
+    raise BadMessage(f"unknown message type {kind[:40]!r}; expected one of: {', '.join(CLIENT_TYPES)}")
+
+
+def _text_field(data: dict, field: str, limits: TextLimits, *, allow_blank: bool) -> str:
+    text = data.get("text")
+    if not isinstance(text, str):
+        raise BadMessage(f"{field} must be a string")
+    if not allow_blank and not text.strip():
+        raise BadMessage(f"{field} is empty")
+    if len(text) > limits.max_chars:
+        raise text_too_long(field, len(text), limits)
+    return text
+
+
+def _opt_str(data: dict, key: str, field: str, max_chars: int) -> str | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise BadMessage(f"{field} must be a non-empty string")
+    if len(value) > max_chars:
+        raise BadMessage(f"{field} is longer than {max_chars} characters")
+    return value
+
+
+def _opt_seed(data: dict) -> int | None:
+    value = data.get("seed")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SEED:
+        raise BadMessage(f"speak.seed must be an integer between 0 and {MAX_SEED}")
+    return value
+
+
+# ---- query parameters
+
+
+@dataclass(frozen=True)
+class TtsParams:
+    engine: str
+    voice: str | None
+    sample_rate: int | None  # None: the engine's native rate
+    encoding: Encoding
+
+
+def parse_tts_params(query: Mapping[str, str], default_engine: str) -> TtsParams:
+    """Parse the /v1/tts query string. Raises ``BadRequest`` naming the parameter."""
+    engine = query.get("engine") or default_engine
+    voice = query.get("voice") or None
+    if voice is not None and len(voice) > MAX_VOICE_CHARS:
+        raise BadRequest(f"voice: longer than {MAX_VOICE_CHARS} characters")
+    rate = None
+    if query.get("sample_rate"):
+        try:
+            rate = parse_rate(query["sample_rate"])
+        except ValueError as exc:
+            raise BadRequest(f"sample_rate: {query['sample_rate'][:20]!r} {exc}") from None
+    try:
+        encoding = parse_encoding(query.get("encoding") or Encoding.S16LE.value)
+    except ValueError as exc:
+        raise BadRequest(f"encoding: {query['encoding'][:20]!r} {exc}") from None
+    return TtsParams(engine=engine, voice=voice, sample_rate=rate, encoding=encoding)
+
+
+# ---- server -> client
+
+
+@dataclass(frozen=True)
+class Ready:
+    engine: str
+    voice: str | None
+    sample_rate: int
+    encoding: str
+    frame_samples: int
+    session: str
+    protocol: int = 1
+    type: Literal["ready"] = "ready"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "protocol": self.protocol, "session": self.session, "engine": self.engine,
+                "voice": self.voice, "sample_rate": self.sample_rate, "encoding": self.encoding,
+                "frame_samples": self.frame_samples}
+
+
+@dataclass(frozen=True)
+class Start:
+    id: str
+    text: str
+    type: Literal["start"] = "start"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "id": self.id, "text": self.text}
+
+
+@dataclass(frozen=True)
+class UtteranceEnd:
+    id: str
+    frames: int
+    audio_s: float
+    ttfa_ms: float | None
+    rtf: float | None
+    type: Literal["end"] = "end"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "id": self.id, "frames": self.frames, "audio_s": round(self.audio_s, 3),
+                "ttfa_ms": None if self.ttfa_ms is None else round(self.ttfa_ms, 1),
+                "rtf": None if self.rtf is None else round(self.rtf, 3)}
+
+
+@dataclass(frozen=True)
+class Cancelled:
+    id: str | None
+    frames_sent: int
+    type: Literal["cancelled"] = "cancelled"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "id": self.id, "frames_sent": self.frames_sent}
+
+
+@dataclass(frozen=True)
+class Closed:
+    utterances: int
+    audio_s: float
+    type: Literal["closed"] = "closed"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "utterances": self.utterances, "audio_s": round(self.audio_s, 3)}

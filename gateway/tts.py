@@ -1,0 +1,402 @@
+"""The /v1/tts session: text in, audio frames out, one session per socket.
+
+Four tasks, all owned by ``TtsSession.run`` (which cancels and awaits them):
+
+- the receiver reads client messages and drives the state machine;
+- the synthesizer takes utterances in order, opens an engine stream for each
+  and puts its frames, converted to the socket's rate and encoding, into the
+  outbound queue the moment the engine yields them;
+- the sender sends the outbound queue in order (frames and events);
+- the watchdog closes a stalled client (a send blocked for ``idle_timeout_s``)
+  or an idle one (no message and nothing to do for ``idle_timeout_s``) with 4408.
+
+Backpressure: the outbound queue holds at most ``max_buffer_s`` of audio, so a
+slow reader pauses only its own synthesizer; the engine's batch scheduler goes
+on with every other stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import json
+import logging
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from engines.base import EngineError, SynthesisOptions, TtsEngine, TtsStream
+
+from .errors import CLOSE_IDLE, CLOSE_NORMAL, CLOSE_SERVER_ERROR, CLOSE_TOO_BIG, BadMessage, GatewayError
+from .protocol.tts import (
+    Cancel,
+    Cancelled,
+    ClientMessage,
+    Closed,
+    End,
+    Flush,
+    Keepalive,
+    Speak,
+    Start,
+    TextFragment,
+    TextLimits,
+    UtteranceEnd,
+    parse_client_message,
+    text_too_long,
+)
+from .tts_common import FrameEncoder, gateway_error, resolve_voice
+from .tts_flow import OutboundQueue, OutItem, Stalled
+from .tts_text import SentenceBuffer, TextOverflow
+
+log = logging.getLogger("voxgate.tts")
+
+
+class TtsState(str, enum.Enum):
+    OPEN = "open"  # accepting every message
+    ENDING = "ending"  # ``end`` received: finishing what is queued, then ``closed``
+    CLOSING = "closing"  # the close is decided; nothing more is read or produced
+
+
+# Which client messages each state accepts, and the state they lead to.
+TRANSITIONS: dict[TtsState, dict[str, TtsState]] = {
+    TtsState.OPEN: {"speak": TtsState.OPEN, "text": TtsState.OPEN, "flush": TtsState.OPEN,
+                    "cancel": TtsState.OPEN, "keepalive": TtsState.OPEN, "end": TtsState.ENDING},
+    TtsState.ENDING: {"keepalive": TtsState.ENDING},
+    TtsState.CLOSING: {},
+}
+
+
+def transition(state: TtsState, message_type: str) -> TtsState:
+    """The state after ``message_type`` in ``state``; ``BadMessage`` if illegal."""
+    nxt = TRANSITIONS[state].get(message_type)
+    if nxt is None:
+        if state is TtsState.ENDING:
+            raise BadMessage(f"{message_type!r} after \"end\": the session is finishing and accepts no more work")
+        raise BadMessage(f"{message_type!r} is not accepted while the session is {state.value}")
+    return nxt
+
+
+@dataclass(frozen=True)
+class SessionConfig:
+    limits: TextLimits
+    idle_timeout_s: float = 30.0
+    max_buffer_s: float = 2.0  # unsent audio per session before generation pauses
+    max_queued_utterances: int = 32
+    close_timeout_s: float = 5.0
+
+
+@dataclass
+class Utterance:
+    id: str
+    text: str
+    voice: str | None
+    seed: int | None
+    cancelled: bool = False
+    stream: TtsStream | None = None
+    started_at: float | None = None  # synthesis started
+    first_sent_at: float | None = None  # first frame handed to the socket
+    synth_done_at: float | None = None
+    samples_generated: int = 0  # at the engine's rate
+    frames_sent: int = 0
+    samples_sent: int = 0  # at the socket's rate
+
+
+@dataclass(frozen=True)
+class Closing:
+    """How the session ends: ``code`` None means the client is already gone."""
+
+    code: int | None
+    reason: str = ""
+
+
+_END_OF_WORK = object()  # queued after the last utterance when the client sent ``end``
+
+
+@dataclass
+class TtsSession:
+    """One /v1/tts socket after ``ready`` was decided. ``run()`` owns everything."""
+
+    ws: WebSocket
+    engine: TtsEngine
+    voice: str | None
+    sample_rate: int
+    encoding: Any  # gateway.audio.Encoding
+    config: SessionConfig
+    state: TtsState = TtsState.OPEN
+    _pending: deque = field(default_factory=deque)  # Utterance | _END_OF_WORK, not started yet
+    _live: list[Utterance] = field(default_factory=list)  # queued or not fully sent
+    _next_id: int = 0
+    utterances_done: int = 0
+    frames_sent: int = 0
+    samples_sent: int = 0
+
+    def __post_init__(self) -> None:
+        info = self.engine.info()
+        self._native_rate = info.sample_rate
+        self._buffer = SentenceBuffer(self.config.limits.max_chars)
+        self.outbound = OutboundQueue(max_samples=int(self.config.max_buffer_s * self.sample_rate))
+        self._work = asyncio.Event()
+        self._sending_since: float | None = None
+        self._last_activity = time.monotonic()
+        self._synthesizing: Utterance | None = None
+
+    # ---- lifecycle
+
+    async def run(self) -> None:
+        """Serve the socket until ``end`` is done, the client leaves, or a close is decided."""
+        tasks = {asyncio.create_task(coro, name=name) for name, coro in (
+            ("tts-receive", self._receive_loop()), ("tts-synth", self._synth_loop()),
+            ("tts-send", self._send_loop()), ("tts-watch", self._watch()))}
+        closing: Closing | None = None
+        try:
+            while closing is None and tasks:
+                done, tasks = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    closing = closing or self._outcome(task)
+        finally:
+            self.state = TtsState.CLOSING
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            for utt in self._live:
+                if utt.stream is not None:
+                    utt.stream.cancel()
+        if closing is not None and closing.code is not None:
+            try:
+                await asyncio.wait_for(self.ws.close(closing.code, closing.reason[:120]), self.config.close_timeout_s)
+            except Exception:  # the client is gone or still not reading: nothing more to do
+                log.debug("close %s not delivered", closing.code)
+
+    def _outcome(self, task: asyncio.Task) -> Closing | None:
+        if task.cancelled():
+            return Closing(CLOSE_SERVER_ERROR, "internal error")
+        exc = task.exception()
+        if exc is not None:
+            log.error("TTS session task %s failed", task.get_name(), exc_info=exc)
+            return Closing(CLOSE_SERVER_ERROR, "internal error")
+        return task.result()
+
+    def describe(self) -> dict[str, Any]:
+        """Live counters for /v1/admin/sessions."""
+        now = time.monotonic()
+        return {"engine": self.engine.info().id, "voice": self.voice, "state": self.state.value,
+                "sample_rate": self.sample_rate, "utterances": self.utterances_done,
+                "pending_utterances": sum(1 for p in self._pending if p is not _END_OF_WORK),
+                "frames_sent": self.frames_sent, "audio_s_sent": round(self.samples_sent / self.sample_rate, 3),
+                "queued_audio_s": round(self.outbound.queued_samples / self.sample_rate, 3),
+                "send_blocked_s": round(now - self._sending_since, 3) if self._sending_since else 0.0}
+
+    # ---- receiver
+
+    async def _receive_loop(self) -> Closing | None:
+        max_bytes = self.config.limits.max_message_bytes
+        while True:
+            message = await self.ws.receive()
+            if message["type"] == "websocket.disconnect":
+                return Closing(None)
+            self._last_activity = time.monotonic()
+            text, data = message.get("text"), message.get("bytes")
+            size = len(text.encode("utf-8", "surrogatepass")) if text is not None else len(data or b"")
+            if size > max_bytes:
+                return Closing(CLOSE_TOO_BIG, f"message of {size} bytes; the limit is {max_bytes}")
+            try:
+                if text is None:
+                    raise BadMessage("binary messages are not accepted on /v1/tts; send JSON text messages")
+                self.handle(parse_client_message(text, self.config.limits))
+            except GatewayError as exc:
+                if not self._emit(exc.to_event()):
+                    return Closing(CLOSE_IDLE, "client is not reading")
+            except Stalled:
+                return Closing(CLOSE_IDLE, "client is not reading")
+
+    def handle(self, msg: ClientMessage) -> None:
+        """Apply one parsed client message. Raises ``GatewayError`` for the client."""
+        new_state = transition(self.state, msg.type)
+        if isinstance(msg, Speak):
+            voice = resolve_voice(self.engine, msg.voice) if msg.voice is not None else self.voice
+            self._check_queue_room()
+            self._enqueue(msg.text, voice, msg.seed, msg.id)
+        elif isinstance(msg, TextFragment):
+            self._check_queue_room()
+            try:
+                sentences = self._buffer.append(msg.text)
+            except TextOverflow:
+                raise text_too_long("the unfinished text of \"text\" messages",
+                                    len(self._buffer.pending) + len(msg.text), self.config.limits) from None
+            for sentence in sentences:
+                self._enqueue(sentence, self.voice, None, None)
+        elif isinstance(msg, Flush):
+            self._flush_buffer()
+        elif isinstance(msg, Cancel):
+            self._cancel_all()
+        elif isinstance(msg, End):
+            self._flush_buffer()
+            self._pending.append(_END_OF_WORK)
+            self._work.set()
+        elif isinstance(msg, Keepalive):
+            pass
+        self.state = new_state
+
+    def _check_queue_room(self) -> None:
+        queued = sum(1 for p in self._pending if p is not _END_OF_WORK)
+        if queued >= self.config.max_queued_utterances:
+            raise BadMessage(f"{queued} utterances are already queued (the limit is "
+                             f"{self.config.max_queued_utterances}); wait for an \"end\" event", code="queue_full",
+                             retryable=True)
+
+    def _flush_buffer(self) -> None:
+        rest = self._buffer.flush()
+        if rest:
+            self._enqueue(rest, self.voice, None, None)
+
+    def _enqueue(self, text: str, voice: str | None, seed: int | None, utt_id: str | None) -> None:
+        self._next_id += 1
+        utt = Utterance(id=utt_id or f"u{self._next_id}", text=text, voice=voice, seed=seed)
+        self._pending.append(utt)
+        self._live.append(utt)
+        self._work.set()
+
+    def _cancel_all(self) -> None:
+        head = self._live[0] if self._live else None
+        for utt in self._live:
+            utt.cancelled = True
+            if utt.stream is not None:
+                utt.stream.cancel()
+        self._live.clear()
+        self._pending.clear()
+        self._buffer.clear()
+        self.outbound.purge(lambda item: isinstance(item.owner, Utterance) and item.owner.cancelled)
+        self.outbound.wake()
+        event: Callable[[], dict] = (lambda: Cancelled(head.id, head.frames_sent).to_dict()) if head else \
+            (lambda: Cancelled(None, 0).to_dict())
+        self.outbound.put_event(OutItem(event=event))
+
+    def _emit(self, event: dict | Callable[[], dict], owner: Utterance | None = None, final: bool = False) -> bool:
+        try:
+            self.outbound.put_event(OutItem(owner=owner, event=event, final=final))
+        except Stalled:
+            return False
+        return True
+
+    # ---- synthesizer
+
+    async def _synth_loop(self) -> Closing | None:
+        while True:
+            while not self._pending:
+                self._work.clear()
+                await self._work.wait()
+            item = self._pending.popleft()
+            if item is _END_OF_WORK:
+                self._emit(lambda: Closed(self.utterances_done, self.samples_sent / self.sample_rate).to_dict(),
+                           final=True)
+                return None
+            if item.cancelled:
+                continue
+            try:
+                await self._synthesize(item)
+            except Stalled:
+                return Closing(CLOSE_IDLE, f"client read no audio for {self.config.idle_timeout_s:g} s")
+
+    async def _synthesize(self, utt: Utterance) -> None:
+        try:
+            stream = self.engine.open_stream(utt.text, utt.voice, SynthesisOptions(seed=utt.seed))
+        except EngineError as exc:
+            self._fail(utt, gateway_error(exc))
+            return
+        utt.stream, utt.started_at, self._synthesizing = stream, time.monotonic(), utt
+        self._emit(Start(utt.id, utt.text).to_dict(), owner=utt)
+        encoder = FrameEncoder(self._native_rate, self.sample_rate, self.encoding)
+        frames = stream.frames()
+        wait_s = 2 * self.config.idle_timeout_s  # the watchdog normally decides first
+        try:
+            async for frame in frames:
+                if utt.cancelled:
+                    break
+                utt.samples_generated += len(frame)
+                if not await self._put_audio(utt, *encoder.feed(frame), wait_s):
+                    break
+            else:
+                if not utt.cancelled:
+                    await self._put_audio(utt, *encoder.finish(), wait_s)
+                    utt.synth_done_at = time.monotonic()
+                    self._emit(lambda: self._finish(utt), owner=utt)
+        except EngineError as exc:
+            self._fail(utt, gateway_error(exc))
+        finally:
+            self._synthesizing = None
+            stream.cancel()
+            aclose = getattr(frames, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+    async def _put_audio(self, utt: Utterance, data: bytes, samples: int, wait_s: float) -> bool:
+        if not samples:
+            return not utt.cancelled
+        return await self.outbound.put_audio(OutItem(owner=utt, data=data, samples=samples), wait_s,
+                                             lambda: not utt.cancelled)
+
+    def _fail(self, utt: Utterance, exc: GatewayError) -> None:
+        if utt in self._live:
+            self._live.remove(utt)
+        self._emit({**exc.to_event(), "id": utt.id})
+
+    def _finish(self, utt: Utterance) -> dict:
+        """The utterance's ``end`` event, built when it is sent (counters are final then)."""
+        if utt in self._live:
+            self._live.remove(utt)
+        self.utterances_done += 1
+        ttfa = (utt.first_sent_at - utt.started_at) * 1000 if utt.first_sent_at and utt.started_at else None
+        audio_native_s = utt.samples_generated / self._native_rate
+        rtf = (utt.synth_done_at - utt.started_at) / audio_native_s \
+            if audio_native_s and utt.synth_done_at and utt.started_at else None
+        return UtteranceEnd(utt.id, utt.frames_sent, utt.samples_sent / self.sample_rate, ttfa, rtf).to_dict()
+
+    # ---- sender
+
+    async def _send_loop(self) -> Closing | None:
+        while True:
+            item = await self.outbound.get()
+            self._sending_since = time.monotonic()
+            try:
+                if item.data is not None:
+                    await self.ws.send_bytes(item.data)
+                    self._count_sent(item)
+                else:
+                    await self.ws.send_text(json.dumps(item.event_dict()))
+            except (WebSocketDisconnect, RuntimeError, OSError):
+                return Closing(None)
+            finally:
+                self._sending_since = None
+            self._last_activity = time.monotonic()
+            if item.final:
+                return Closing(CLOSE_NORMAL)
+
+    def _count_sent(self, item: OutItem) -> None:
+        utt: Utterance = item.owner
+        if utt.first_sent_at is None:
+            utt.first_sent_at = time.monotonic()
+        utt.frames_sent += 1
+        utt.samples_sent += item.samples
+        self.frames_sent += 1
+        self.samples_sent += item.samples
+
+    # ---- watchdog
+
+    async def _watch(self) -> Closing | None:
+        idle_s = self.config.idle_timeout_s
+        tick_s = min(1.0, idle_s / 4)
+        while True:
+            await asyncio.sleep(tick_s)
+            now = time.monotonic()
+            if self._sending_since is not None and now - self._sending_since > idle_s:
+                return Closing(CLOSE_IDLE, f"client read nothing for {idle_s:g} s")
+            if self._is_idle() and now - self._last_activity > idle_s:
+                return Closing(CLOSE_IDLE, f"idle: no message for {idle_s:g} s (send keepalive to stay open)")
+
+    def _is_idle(self) -> bool:
+        return (self.state is TtsState.OPEN and not self._pending and self._synthesizing is None
+                and not len(self.outbound) and self._sending_since is None)

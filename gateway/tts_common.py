@@ -1,0 +1,124 @@
+"""What the TTS socket and the TTS HTTP routes share: picking and checking the
+engine and voice, turning engine errors into gateway errors, and converting
+engine frames to the requested rate and encoding."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+
+import numpy as np
+
+from engines.base import (
+    EngineError,
+    EngineState,
+    EngineUnavailable,
+    SynthesisOptions,
+    TtsEngine,
+    UnknownVoice,
+)
+
+from .audio import Encoding, StreamResampler, encode
+from .errors import BadRequest, GatewayError, NotFound, Unavailable
+
+
+def pick_engine(engines: Mapping[str, TtsEngine], engine_id: str) -> TtsEngine:
+    """The engine called ``engine_id``; ``BadRequest`` naming the available ones."""
+    engine = engines.get(engine_id)
+    if engine is None:
+        available = ", ".join(sorted(engines)) or "(none: start the gateway with --engines pocket)"
+        raise BadRequest(f"engine: unknown engine {engine_id[:40]!r}; available: {available}",
+                         code="unknown_engine")
+    return engine
+
+
+def check_ready(engine: TtsEngine) -> None:
+    """Raise ``Unavailable`` (what is missing and how to get it) unless the engine is ready."""
+    status = engine.status()
+    if status.state is EngineState.READY:
+        return
+    name = engine.info().id
+    if status.state is EngineState.LOADING:
+        raise Unavailable(f"engine {name} is still loading; try again in a few seconds", retryable=True,
+                          retry_after_s=2, extra={"state": status.state.value})
+    detail = status.detail or f"engine {name} is {status.state.value}"
+    message = f"{detail}. {status.hint}" if status.hint else detail
+    raise Unavailable(message, extra={"state": status.state.value, "hint": status.hint})
+
+
+def voice_ids(engine: TtsEngine) -> list[str]:
+    return [v.id for v in engine.voices()]
+
+
+def resolve_voice(engine: TtsEngine, voice: str | None) -> str | None:
+    """``voice`` if the engine has it, the engine's default for None; raises the
+    ``unknown_voice`` error listing the available voices."""
+    if voice is None:
+        return engine.info().default_voice
+    available = voice_ids(engine)
+    if voice not in available:
+        raise unknown_voice(voice, available)
+    return voice
+
+
+def unknown_voice(voice: str, available: list[str]) -> GatewayError:
+    exc = UnknownVoice(voice[:64], available)
+    return BadRequest(str(exc), code="unknown_voice", extra={"voices": available})
+
+
+def gateway_error(exc: EngineError) -> GatewayError:
+    """The gateway error for an engine error (same code, hint appended)."""
+    if isinstance(exc, UnknownVoice):
+        return unknown_voice(exc.voice, exc.available)
+    message = f"{exc}. {exc.hint}" if exc.hint else str(exc)
+    if isinstance(exc, EngineUnavailable):
+        return Unavailable(message, extra={"hint": exc.hint} if exc.hint else None)
+    return GatewayError(message, code=exc.code)
+
+
+class FrameEncoder:
+    """Engine frames (float32 at the native rate) -> wire bytes at the requested
+    rate and encoding. One per utterance: the resampler's filter state runs across
+    frame boundaries, so the concatenated output has no clicks."""
+
+    def __init__(self, in_rate: int, out_rate: int, encoding: Encoding) -> None:
+        self.encoding = encoding
+        self._resampler = StreamResampler(in_rate, out_rate)
+
+    def feed(self, frame: np.ndarray) -> tuple[bytes, int]:
+        """Bytes and sample count for one frame (possibly empty while the filter fills)."""
+        out = self._resampler.feed(np.asarray(frame, dtype=np.float32).reshape(-1))
+        return encode(out, self.encoding), len(out)
+
+    def finish(self) -> tuple[bytes, int]:
+        """The resampler's tail (empty at the native rate)."""
+        out = self._resampler.flush()
+        return encode(out, self.encoding), len(out)
+
+
+async def stream_audio(engine: TtsEngine, text: str, voice: str | None, out_rate: int, encoding: Encoding,
+                       seed: int | None = None) -> AsyncIterator[bytes]:
+    """Synthesize ``text`` and yield wire bytes frame by frame. The engine stream is
+    cancelled when the consumer stops early (a client that hung up)."""
+    try:
+        stream = engine.open_stream(text, voice, SynthesisOptions(seed=seed))
+    except EngineError as exc:
+        raise gateway_error(exc) from None
+    encoder = FrameEncoder(engine.info().sample_rate, out_rate, encoding)
+    frames = stream.frames()
+    try:
+        async for frame in frames:
+            data, n = encoder.feed(frame)
+            if n:
+                yield data
+        data, n = encoder.finish()
+        if n:
+            yield data
+    finally:
+        stream.cancel()
+        aclose = getattr(frames, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
+def not_found_voice(voice: str, available: list[str]) -> NotFound:
+    return NotFound(str(UnknownVoice(voice[:64], available)), code="unknown_voice", extra={"voices": available})

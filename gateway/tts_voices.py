@@ -1,0 +1,177 @@
+"""Voice routes: ``GET /v1/voices`` (consume), admin ``POST /v1/voices`` (clone a
+voice from an uploaded WAV) and admin ``DELETE /v1/voices/{id}``.
+
+An uploaded WAV is checked (size, format, duration) before any engine sees it,
+kept under ``<data_dir>/voices/uploads/<engine>/<id>.wav`` (written to a
+temporary file, fsynced, then renamed, so a crash never leaves half a file),
+and handed to the engine, which keeps its own form of the voice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import tempfile
+from pathlib import Path
+
+from starlette.datastructures import UploadFile
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from auth.access import RouteClass, http_route
+from engines.base import CloneRefused, EngineError
+
+from .audio import AudioFormatError, read_wav
+from .errors import BadRequest, GatewayError, TooLarge
+from .tts_common import check_ready, gateway_error, not_found_voice, pick_engine, voice_ids
+
+MAX_UPLOAD_BYTES = 10 * 1024 * 1024
+MIN_CLONE_S = 1.0
+MAX_CLONE_S = 30.0
+VOICE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+
+
+class VoiceConflict(GatewayError):
+    code = "voice_exists"
+    http_status = 409
+
+
+async def list_voices(request: Request) -> Response:
+    """Voices per engine (``?engine=`` narrows to one) and each engine's default."""
+    engines = request.state.tts
+    wanted = request.query_params.get("engine")
+    if wanted is not None and wanted not in engines:
+        return pick_error(engines, wanted)
+    voices, defaults = [], {}
+    for name, engine in engines.items():
+        if wanted is not None and name != wanted:
+            continue
+        defaults[name] = engine.info().default_voice
+        try:
+            voices.extend(v.to_dict() for v in engine.voices())
+        except EngineError:  # an engine that is not loaded has no voices to list yet
+            continue
+    return JSONResponse({"voices": voices, "defaults": defaults})
+
+
+def pick_error(engines: dict, wanted: str) -> Response:
+    try:
+        pick_engine(engines, wanted)
+    except GatewayError as exc:
+        return exc.to_response()
+    raise AssertionError("unreachable")
+
+
+async def add_voice(request: Request) -> Response:
+    """Clone a voice: multipart form with ``id``, ``file`` (WAV, 1-30 s) and optional ``engine``."""
+    try:
+        return await _add_voice(request)
+    except GatewayError as exc:
+        return exc.to_response()
+
+
+async def _add_voice(request: Request) -> Response:
+    state = request.state
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > MAX_UPLOAD_BYTES + 65536:
+        raise TooLarge(f"upload of {declared} bytes; the limit is {MAX_UPLOAD_BYTES} bytes of WAV")
+    if not request.headers.get("content-type", "").startswith("multipart/form-data"):
+        raise BadRequest("body: send multipart/form-data with the fields id and file (a WAV)")
+    async with request.form(max_files=1, max_fields=8) as form:
+        voice_id = form.get("id")
+        if not isinstance(voice_id, str) or not VOICE_ID.match(voice_id):
+            raise BadRequest("id: required, 1-64 characters of letters, digits, '_' or '-', starting with a letter "
+                             "or digit")
+        engine_field = form.get("engine")
+        engine_id = engine_field if isinstance(engine_field, str) and engine_field else state.settings.tts_engine
+        upload = form.get("file")
+        if not isinstance(upload, UploadFile):
+            raise BadRequest("file: required, a WAV file")
+        data = await upload.read(MAX_UPLOAD_BYTES + 1)
+    if len(data) > MAX_UPLOAD_BYTES:
+        raise TooLarge(f"file: larger than {MAX_UPLOAD_BYTES} bytes")
+    try:
+        samples, rate = read_wav(data)
+    except AudioFormatError as exc:
+        raise BadRequest(f"file: {exc}") from None
+    duration = len(samples) / rate
+    if not MIN_CLONE_S <= duration <= MAX_CLONE_S:
+        raise BadRequest(f"file: {duration:.2f} s of audio; a voice sample must be {MIN_CLONE_S:g} to "
+                         f"{MAX_CLONE_S:g} s long")
+    engine = pick_engine(state.tts, engine_id)
+    check_ready(engine)
+    if not engine.info().can_clone:
+        raise BadRequest(f"engine {engine_id} cannot clone voices", code="clone_unsupported")
+    if voice_id in voice_ids(engine):
+        raise VoiceConflict(f"id: voice {voice_id!r} already exists; delete it first or choose another id")
+    path = upload_path(state.settings.voices_dir, engine_id, voice_id)
+    await asyncio.to_thread(write_atomically, path, data)
+    try:
+        voice = await engine.clone_voice(voice_id, data)
+    except CloneRefused as exc:
+        await asyncio.to_thread(_unlink, path)
+        raise BadRequest(str(exc), code="clone_unsupported") from None
+    except EngineError as exc:
+        await asyncio.to_thread(_unlink, path)
+        raise gateway_error(exc) from None
+    return JSONResponse({"voice": voice.to_dict()}, status_code=201)
+
+
+async def delete_voice(request: Request) -> Response:
+    """Remove a cloned voice (``?engine=`` when it is not the default engine's)."""
+    state = request.state
+    voice_id = request.path_params["voice_id"]
+    try:
+        engine = pick_engine(state.tts, request.query_params.get("engine") or state.settings.tts_engine)
+        check_ready(engine)
+        voices = {v.id: v for v in engine.voices()}
+        voice = voices.get(voice_id)
+        if voice is None:
+            raise not_found_voice(voice_id, sorted(voices))
+        if voice.source != "cloned":
+            raise BadRequest(f"voice {voice_id!r} is built in; only cloned voices can be deleted",
+                             code="voice_builtin")
+        try:
+            await engine.delete_voice(voice_id)
+        except EngineError as exc:
+            raise gateway_error(exc) from None
+    except GatewayError as exc:
+        return exc.to_response()
+    await asyncio.to_thread(_unlink, upload_path(state.settings.voices_dir, engine.info().id, voice_id))
+    return Response(status_code=204)
+
+
+def upload_path(voices_dir: Path, engine_id: str, voice_id: str) -> Path:
+    return voices_dir / "uploads" / engine_id / f"{voice_id}.wav"
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` so readers see the old file or the whole new one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        _unlink(Path(tmp))
+        raise
+
+
+def _unlink(path: Path) -> None:
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        pass
+
+
+def voice_routes() -> list:
+    return [
+        http_route("/v1/voices", list_voices, access=RouteClass.CONSUME, methods=["GET"], name="voices"),
+        http_route("/v1/voices", add_voice, access=RouteClass.ADMIN, methods=["POST"], name="add_voice"),
+        http_route("/v1/voices/{voice_id}", delete_voice, access=RouteClass.ADMIN, methods=["DELETE"],
+                   name="delete_voice"),
+    ]
