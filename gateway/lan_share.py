@@ -91,7 +91,7 @@ class UvicornShareListener:
         port = self._settings.share_port or self._settings.port + 1
         sock = _bind(host, port)
         config = uvicorn.Config(_StateShim(app, self._state), lifespan="off", access_log=False,
-                                log_config=None, ws="websockets")
+                                log_config=None)
         server = _QuietServer(config)
         task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]), name="lan-share-listener")
         try:

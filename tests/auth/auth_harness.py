@@ -14,7 +14,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.testclient import TestClient
-from starlette.websockets import WebSocket
+from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from auth import AuthConfig, AuthMiddleware, AuthState, auth_routes, principal_of
 from auth.access import RouteClass, http_route, make_classifier, ws_route
@@ -73,9 +73,11 @@ async def http_echo(request: Request) -> JSONResponse:
 async def socket_echo(websocket: WebSocket) -> None:
     await websocket.accept()
     await websocket.send_json(_who(websocket.scope))
-    text = await websocket.receive_text()
-    await websocket.send_text(text)
-    await websocket.close()
+    try:
+        while True:
+            await websocket.send_text(await websocket.receive_text())
+    except WebSocketDisconnect:
+        pass
 
 
 def build_test_app(state: AuthState) -> Starlette:

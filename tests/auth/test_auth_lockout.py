@@ -1,0 +1,134 @@
+"""Per-client lockout and the global PIN budget."""
+
+from __future__ import annotations
+
+import ipaddress
+
+import pytest
+from starlette.websockets import WebSocketDisconnect
+
+from auth import AuthConfig
+from auth_harness import KEY
+
+TOO_MANY = {"detail": "Too many authentication attempts"}
+SERVER_KEY = AuthConfig(server_mode=True, api_key=KEY)
+SERVER_PIN = AuthConfig(server_mode=True)
+
+
+def fail(client, n: int, header: dict[str, str]) -> list[int]:
+    return [client.get("/consume", headers=header).status_code for _ in range(n)]
+
+
+def test_eleventh_failure_in_a_minute_gets_429_with_retry_after(harness) -> None:
+    h = harness(SERVER_KEY)
+    assert fail(h.remote, 10, {"X-API-Key": "wrong"}) == [401] * 10
+    r = h.remote.get("/consume", headers={"X-API-Key": "wrong"})
+    assert r.status_code == 429
+    assert r.json() == TOO_MANY
+    assert r.headers["retry-after"] == "60"
+    h.clock.advance(45)
+    r = h.remote.get("/consume", headers={"X-API-Key": KEY})
+    assert (r.status_code, r.headers["retry-after"]) == (429, "15")
+
+
+def test_lockout_refuses_even_the_right_key_until_the_window_passes(harness) -> None:
+    h = harness(SERVER_KEY)
+    fail(h.remote, 10, {"Authorization": "Bearer wrong"})
+    assert h.remote.get("/consume", headers={"Authorization": f"Bearer {KEY}"}).status_code == 429
+    h.clock.advance(60)
+    r = h.remote.get("/consume", headers={"Authorization": f"Bearer {KEY}"})
+    assert (r.status_code, r.json()["principal"]) == (200, "api_key")
+
+
+def test_failures_older_than_the_window_do_not_count(harness) -> None:
+    h = harness(SERVER_KEY)
+    fail(h.remote, 9, {"X-API-Key": "wrong"})
+    h.clock.advance(61)
+    assert fail(h.remote, 10, {"X-API-Key": "wrong"}) == [401] * 10
+    assert h.remote.get("/consume").status_code == 429
+
+
+def test_during_lockout_a_correct_pin_is_not_accepted(harness) -> None:
+    h = harness(SERVER_PIN)
+    pin = h.enable_pin()
+    wrong = "000000" if pin != "000000" else "111111"
+    assert fail(h.remote, 10, {"X-Voxgate-Pin": wrong}) == [401] * 10
+    r = h.remote.get("/consume", headers={"X-Voxgate-Pin": pin})
+    assert (r.status_code, r.json()) == (429, TOO_MANY)
+    h.clock.advance(61)
+    assert h.remote.get("/consume", headers={"X-Voxgate-Pin": pin}).json()["principal"] == "pin"
+
+
+def test_lockout_over_websocket_closes_1008(harness) -> None:
+    h = harness(SERVER_KEY)
+    fail(h.remote, 10, {"X-API-Key": "wrong"})
+    with h.remote.websocket_connect(f"/v1/tts?api_key={KEY}") as ws:
+        with pytest.raises(WebSocketDisconnect) as closed:
+            ws.receive_text()
+    assert (closed.value.code, closed.value.reason) == (1008, "Too many authentication attempts")
+
+
+def test_websocket_failures_count_toward_the_lockout(harness) -> None:
+    h = harness(SERVER_KEY)
+    for _ in range(10):
+        with h.remote.websocket_connect("/v1/dictation?api_key=wrong") as ws:
+            with pytest.raises(WebSocketDisconnect) as closed:
+                ws.receive_text()
+            assert closed.value.reason == "API key required"
+    assert h.remote.get("/consume").status_code == 429
+
+
+def test_lockout_is_per_client(harness) -> None:
+    h = harness(SERVER_KEY)
+    fail(h.remote, 10, {"X-API-Key": "wrong"})
+    assert h.remote.get("/consume").status_code == 429
+    assert h.trusted.get("/consume", headers={"X-API-Key": KEY}).status_code == 200
+
+
+def test_session_exchange_honours_the_lockout(harness) -> None:
+    h = harness(SERVER_KEY)
+    for _ in range(10):
+        r = h.remote.post("/v1/auth/session", headers={"Authorization": "Bearer wrong"})
+        assert (r.status_code, r.json()) == (401, {"detail": "API key required"})
+    r = h.remote.post("/v1/auth/session", headers={"Authorization": f"Bearer {KEY}"})
+    assert (r.status_code, r.json(), r.headers["retry-after"]) == (429, TOO_MANY, "60")
+
+
+def test_public_routes_are_never_locked(harness) -> None:
+    h = harness(SERVER_KEY)
+    fail(h.remote, 10, {"X-API-Key": "wrong"})
+    assert h.remote.get("/public").status_code == 200
+
+
+def test_pin_is_revoked_after_100_failures_from_many_addresses(harness) -> None:
+    # Many clients behind a trusted proxy: each address fails once.
+    proxy = ipaddress.ip_network("127.0.0.1/32")
+    h = harness(AuthConfig(server_mode=True, forwarded_allow_ips=(proxy,)))
+    pin = h.enable_pin()
+    wrong = "000000" if pin != "000000" else "111111"
+    statuses = [h.local.get("/consume", headers={"X-Voxgate-Pin": wrong, "X-Forwarded-For": f"10.0.{i // 250}.{i % 250 + 1}"})
+                .status_code for i in range(99)]
+    assert statuses == [401] * 99
+    other = {"X-Forwarded-For": "10.9.9.9"}
+    assert h.local.get("/consume", headers={"X-Voxgate-Pin": pin, **other}).json()["principal"] == "pin"
+    r = h.local.get("/consume", headers={"X-Voxgate-Pin": wrong, "X-Forwarded-For": "10.8.8.8"})
+    assert (r.status_code, r.json()) == (401, {"detail": "PIN required"})  # the 100th failure
+    # The right PIN no longer exists; with no key, no credential can help.
+    r = h.local.get("/consume", headers={"X-Voxgate-Pin": pin, **other})
+    assert (r.status_code, r.json()) == (403, {"detail": "loopback origin required"})
+    assert h.local.get("/v1/admin/share").json() == {"enabled": False, "url": None, "port": None}
+    h.local.portal.call(h.state.aclose)  # waits for the background stop
+    assert (h.listener.running, h.listener.stops) == (False, 1)
+    new_pin = h.enable_pin()
+    assert h.local.get("/consume", headers={"X-Voxgate-Pin": new_pin, **other}).json()["principal"] == "pin"
+
+
+def test_pin_budget_resets_with_a_new_pin(harness) -> None:
+    h = harness(SERVER_PIN)
+    h.enable_pin()
+    for i in range(60):
+        h.state.pin_matches("not-a-pin")
+    pin = h.enable_pin()
+    for i in range(60):
+        assert h.state.pin_matches("not-a-pin") is False
+    assert h.state.pin_matches(pin) is True
