@@ -1,7 +1,88 @@
-"""Routes of the dictation feature: /v1/dictation and /v1/audio/transcriptions."""
+"""Routes of the dictation feature: /v1/dictation and /v1/audio/transcriptions.
+
+``POST /v1/audio/transcriptions`` is OpenAI-compatible (multipart ``file``,
+``language``, ``response_format`` json / text / verbose_json,
+``timestamp_granularities[]=word``); the file goes through the same sidecar as
+the live streams, decoded offline (VAD-filtered, beam 5). WAV files only: the
+gateway has no general audio decoder.
+"""
 
 from __future__ import annotations
 
+from starlette.datastructures import UploadFile
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+
+from auth.access import RouteClass, http_route, ws_route
+
+from .audio import AudioFormatError, read_wav, resample
+from .dictation import dictation_socket
+from .errors import BadRequest, GatewayError, TooLarge, Unavailable
+
+MAX_UPLOAD_BYTES = 25 * 1024 * 1024  # OpenAI's own limit
+RESPONSE_FORMATS = ("json", "text", "verbose_json")
+ASR_RATE = 16000
+
+
+async def transcriptions(request: Request) -> Response:
+    try:
+        return await _transcribe(request)
+    except GatewayError as exc:
+        return exc.to_response()
+
+
+async def _transcribe(request: Request) -> Response:
+    asr = request.state.asr
+    if asr is None:
+        raise Unavailable("ASR is not enabled on this gateway; start it with --engines including asr")
+    length = request.headers.get("content-length")
+    if length is not None and length.isdigit() and int(length) > MAX_UPLOAD_BYTES + 64 * 1024:
+        raise TooLarge(f"request body of {length} bytes; the limit is {MAX_UPLOAD_BYTES} bytes")
+    if not request.headers.get("content-type", "").startswith("multipart/form-data"):
+        raise BadRequest("the body must be multipart/form-data with a 'file' field")
+    try:
+        form = await request.form(max_files=1, max_fields=20)
+    except Exception as exc:  # the multipart parser's own errors: malformed body, too many parts
+        raise BadRequest(f"the multipart body cannot be parsed: {exc}") from None
+    async with form:
+        upload = form.get("file")
+        if not isinstance(upload, UploadFile):
+            raise BadRequest("file: missing; send the audio as a multipart file field named 'file'")
+        data = await upload.read(MAX_UPLOAD_BYTES + 1)
+        if len(data) > MAX_UPLOAD_BYTES:
+            raise TooLarge(f"file: larger than {MAX_UPLOAD_BYTES} bytes")
+        response_format = str(form.get("response_format") or "json")
+        language = str(form.get("language") or "").strip().lower() or None
+        granularities = [str(v) for v in form.getlist("timestamp_granularities[]")]
+    if response_format not in RESPONSE_FORMATS:
+        raise BadRequest(f"response_format: {response_format[:20]!r} must be one of: {', '.join(RESPONSE_FORMATS)}")
+    if language == "auto":
+        language = None
+    languages = asr.info()["languages"]
+    if language is not None and languages and language not in languages:
+        raise BadRequest(f"language: the ASR model {asr.model_name} does not support {language[:10]!r} "
+                         f"(available: {', '.join(languages[:20])})", code="unsupported_language")
+    try:
+        samples, rate = read_wav(data)
+    except AudioFormatError as exc:
+        raise BadRequest(f"file: {exc} (only WAV files are accepted)", code="bad_audio") from None
+    audio = resample(samples, rate, ASR_RATE)
+    duration_s = len(audio) / ASR_RATE
+    result = await asr.transcribe(audio, language=language, word_timestamps="word" in granularities,
+                                  timeout_s=60.0 + 2.0 * duration_s)
+    if response_format == "text":
+        return PlainTextResponse(result["text"] + "\n")
+    if response_format == "json":
+        return JSONResponse({"text": result["text"]})
+    body = {"task": "transcribe", "language": result["language"], "duration": result["duration"],
+            "text": result["text"], "segments": result["segments"]}
+    if "word" in granularities:
+        body["words"] = result["words"]
+    return JSONResponse(body)
+
 
 def dictation_routes() -> list:
-    return []
+    return [
+        ws_route("/v1/dictation", dictation_socket, access=RouteClass.CONSUME),
+        http_route("/v1/audio/transcriptions", transcriptions, access=RouteClass.CONSUME, methods=["POST"]),
+    ]

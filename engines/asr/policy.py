@@ -94,7 +94,8 @@ class _Closed:
     index: int
     start: int
     speech_start: int
-    end: int
+    end: int  # end of speech
+    cut: int  # where the decoded audio ends (speech end plus the pad): the next utterance starts after it
     prefix: str
     language: str | None
     forced: bool  # closed by finalize/end: a final even when empty
@@ -196,7 +197,7 @@ class StreamPolicy:
         assert u is not None
         self.utterance = None
         self._prev_end = end
-        closed = _Closed(index=u.index, start=u.start, speech_start=u.speech_start, end=speech_end,
+        closed = _Closed(index=u.index, start=u.start, speech_start=u.speech_start, end=speech_end, cut=end,
                          prefix=u.agreement.stable if use_prefix else "", language=u.language,
                          forced=forced, since=now, audio=None)
         if u.spec_result is not None:
@@ -313,11 +314,11 @@ class StreamPolicy:
             assert r is not None
             if not r.text and not c.forced:
                 events.append({"ev": "discarded", "stream": self.stream, "utterance": c.index,
-                               "end_sample": c.end})
+                               "end_sample": c.cut})
                 continue
             event = {"ev": "final", "stream": self.stream, "utterance": c.index, "text": r.text,
                      "start": round(c.speech_start / RATE, 3), "end": round(c.end / RATE, 3),
-                     "language": r.language, "lag_s": round(self.lag_s, 3), "end_sample": c.end}
+                     "language": r.language, "lag_s": round(self.lag_s, 3), "end_sample": c.cut}
             if self.options.word_timestamps:
                 event["words"] = [w.to_dict() for w in r.words]
             events.append(event)

@@ -1,0 +1,501 @@
+"""Supervisor and client of the ASR sidecar process (engines/asr).
+
+One ``AsrSupervisor`` per gateway, owned by the lifespan. It starts
+``python -m engines.asr``, relays every dictation stream over the framed pipe,
+and when the process dies restarts it with backoff (immediately, then 1 s,
+5 s, 15 s, capped) and replays every stream's retained audio into the new
+process, so a crash loses no speech: each ``AsrStream`` keeps the audio of its
+open utterances (and a few seconds before them) until their finals arrive.
+
+Event invariants the client relies on are enforced here, whatever the sidecar
+does across a restart: one ``speech_started`` per utterance, ``stable`` only
+grows, one ``final`` per utterance, in order, never a partial after it.
+
+Concurrency: everything runs on the event loop. One supervisor task owns the
+process (spawn, read, restart); a second pumps its stderr into the log.
+Writes to the pipe are single ``write`` calls of whole frames, so frames of
+different streams never interleave.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import sys
+import time
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from engines.asr.framing import FrameError, encode_frame, pcm_to_bytes, read_frame_async
+from engines.asr.models import ModelMissing, ResolvedModel, resolve_model
+from engines.base import EngineState, EngineStatus
+
+from .config import Settings
+from .errors import GatewayError, Unavailable
+from .protocol.dictation import Closed, Final, Partial, SpeechStarted
+
+log = logging.getLogger("voxgate.asr")
+
+RATE = 16000
+BACKOFF_S = (0.0, 1.0, 5.0, 15.0)
+HEALTHY_AFTER_S = 60.0  # a process that lived this long resets the backoff
+START_TIMEOUT_S = 90.0
+WRITE_TIMEOUT_S = 10.0
+IDLE_KEEP_SAMPLES = 3 * RATE  # audio kept before any utterance opens (VAD onset + pad)
+EVENT_QUEUE_SIZE = 512
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+def asr_unavailable_event(message: str) -> dict[str, Any]:
+    return GatewayError(message, code="asr_unavailable", retryable=True).to_event()
+
+
+class AsrStream:
+    """One dictation stream as the gateway sees it: audio out, protocol events in.
+
+    ``events`` holds protocol events (dataclasses from gateway.protocol.dictation,
+    or error dicts). The retained audio log is replayed after a sidecar restart.
+    """
+
+    def __init__(self, supervisor: AsrSupervisor, stream_id: str, options: dict[str, Any]) -> None:
+        self.supervisor = supervisor
+        self.id = stream_id
+        self.options = options  # language (None = auto), interim, word_timestamps, silence_ms
+        self.events: asyncio.Queue = asyncio.Queue(maxsize=EVENT_QUEUE_SIZE)
+        self.live = False  # the current process has this stream, with every logged entry replayed
+        self.overflowed = False
+        self.pos = 0  # samples sent so far (16 kHz clock)
+        self.lag_s = 0.0
+        self.finals = 0
+        self.ending = False
+        self.ended = False
+        self._log: deque[tuple[int, str, np.ndarray | None]] = deque()  # (position, "audio"|"finalize", samples)
+        self._announced = -1
+        self._finished = -1  # highest utterance index with a final (or no words)
+        self._finished_end = 0  # where the last finished utterance's audio ended
+        self._open_starts: dict[int, int] = {}
+        self._stable: dict[int, str] = {}
+
+    # ---- client side
+
+    async def send_audio(self, samples: np.ndarray) -> None:
+        if len(samples) == 0:
+            return
+        self._log.append((self.pos, "audio", samples))
+        self.pos += len(samples)
+        if self.live:
+            await self.supervisor.write({"op": "audio", "stream": self.id}, pcm_to_bytes(samples))
+
+    async def finalize(self) -> None:
+        self._log.append((self.pos, "finalize", None))
+        if self.live:
+            await self.supervisor.write({"op": "finalize", "stream": self.id})
+
+    async def end(self) -> None:
+        self.ending = True
+        if self.live:
+            await self.supervisor.write({"op": "end", "stream": self.id})
+
+    async def close(self) -> None:
+        self.supervisor.forget(self)
+        if self.live:
+            with contextlib.suppress(Exception):
+                await self.supervisor.write({"op": "close", "stream": self.id})
+        self.live = False
+
+    @property
+    def audio_s(self) -> float:
+        return self.pos / RATE
+
+    # ---- replay
+
+    def open_header(self) -> dict[str, Any]:
+        first = min(self._open_starts) if self._open_starts else self._finished + 1
+        return {"op": "open", "stream": self.id, **self.options, "offset": self._log_start(),
+                "first_utterance": first, "stable": self._stable.get(first, "")}
+
+    def replay_frames(self, start: int) -> tuple[list[bytes], int]:
+        """Frames for the logged entries from index ``start`` on, and the next index."""
+        entries = list(self._log)[start:]
+        frames = []
+        for _, kind, samples in entries:
+            if kind == "audio":
+                frames.append(encode_frame({"op": "audio", "stream": self.id}, pcm_to_bytes(samples)))
+            else:
+                frames.append(encode_frame({"op": "finalize", "stream": self.id}))
+        return frames, start + len(entries)
+
+    def log_length(self) -> int:
+        return len(self._log)
+
+    def _log_start(self) -> int:
+        return self._log[0][0] if self._log else self.pos
+
+    def _trim(self) -> None:
+        keep_from = min(self._open_starts.values()) if self._open_starts else max(
+            self._finished_end, self.pos - IDLE_KEEP_SAMPLES)
+        while self._log:
+            position, kind, samples = self._log[0]
+            end = position + (len(samples) if samples is not None else 0)
+            if end > keep_from or (kind == "finalize" and position > keep_from):
+                break
+            self._log.popleft()
+
+    # ---- events from the sidecar
+
+    def deliver(self, event: dict[str, Any]) -> None:
+        kind = event.get("ev")
+        n = event.get("utterance", -1)
+        if kind == "speech_started":
+            if n > self._finished and n not in self._open_starts:
+                self._open_starts[n] = int(event.get("start_sample", 0))
+            if n > self._announced:
+                self._announced = n
+                self._put(SpeechStarted(n, event["at"]))
+        elif kind == "partial":
+            previous = self._stable.get(n, "")
+            if n <= self._finished or not event["stable"].startswith(previous):
+                return
+            self._stable[n] = event["stable"]
+            self.lag_s = float(event.get("lag_s", self.lag_s))
+            self._put(Partial(n, event["text"], event["stable"], event["start"], event["end"], self.lag_s))
+        elif kind in ("final", "discarded"):
+            if n <= self._finished:
+                return
+            self._finished = n
+            self._finished_end = max(self._finished_end, int(event.get("end_sample", 0)))
+            for index in [i for i in self._open_starts if i <= n]:
+                self._open_starts.pop(index)
+                self._stable.pop(index, None)
+            if kind == "final":
+                self.finals += 1
+                self.lag_s = float(event.get("lag_s", self.lag_s))
+                self._put(Final(n, event["text"], event["start"], event["end"], event.get("language", ""),
+                                event.get("words")), essential=True)
+            self._trim()
+        elif kind == "ended":
+            self.ended = True
+            self._put(Closed(self.finals, round(self.audio_s, 3)), essential=True)
+        elif kind == "error":
+            self._put(GatewayError(event.get("message", ""), code=event.get("code", "asr_failed")).to_event())
+        if not self._open_starts:
+            self._trim()
+
+    def _put(self, item: Any, essential: bool = False) -> None:
+        try:
+            self.events.put_nowait(item)
+        except asyncio.QueueFull:
+            if essential:  # a client that reads nothing loses its session, never a final silently
+                self.overflowed = True
+
+
+class AsrSupervisor:
+    """Owns the sidecar process. ``start`` never raises; ``status`` says what happened."""
+
+    def __init__(self, *, model: str, data_dir: Path, compute_type: str = "int8", threads: int = 0,
+                 python: str = sys.executable, start_timeout_s: float = START_TIMEOUT_S,
+                 backoff_s: tuple[float, ...] = BACKOFF_S) -> None:
+        self.model_name = model
+        self.data_dir = data_dir
+        self.compute_type = compute_type
+        self.threads = threads
+        self.python = python
+        self.start_timeout_s = start_timeout_s
+        self.backoff_s = backoff_s
+        self.restarts = 0
+        self._state = EngineStatus(EngineState.LOADING, "not started")
+        self._resolved: ResolvedModel | None = None
+        self._hello: dict[str, Any] = {}
+        self._proc: asyncio.subprocess.Process | None = None
+        self._streams: dict[str, AsrStream] = {}
+        self._requests: dict[str, asyncio.Future] = {}
+        self._ids = itertools.count(1)
+        self._ready = asyncio.Event()
+        self._settled = asyncio.Event()  # first start finished, one way or the other
+        self._task: asyncio.Task | None = None
+        self._stderr_task: asyncio.Task | None = None
+        self._stderr_tail: deque[str] = deque(maxlen=20)
+        self._closing = False
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> AsrSupervisor:
+        return cls(model=settings.asr_model, data_dir=settings.data_dir,
+                   compute_type=settings.asr_compute_type, threads=settings.asr_threads)
+
+    # ---- engine interface
+
+    def status(self) -> EngineStatus:
+        return self._state
+
+    def info(self) -> dict[str, Any]:
+        languages = self._hello.get("languages")
+        if languages is None and self._resolved is not None and self._resolved.english_only:
+            languages = ["en"]
+        return {"model": self.model_name, "languages": languages or [],
+                "multilingual": self._hello.get("multilingual"), "compute_type": self.compute_type,
+                "restarts": self.restarts, "streams": len(self._streams)}
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None and self._proc.returncode is None else None
+
+    async def start(self) -> None:
+        """Start the sidecar and wait until it is ready or has failed (never raises)."""
+        try:
+            self._resolved = resolve_model(self.model_name, self.data_dir)
+        except ModelMissing as exc:
+            self._state = EngineStatus(EngineState.MISSING, str(exc), exc.hint)
+            self._settled.set()
+            return
+        self._task = asyncio.create_task(self._supervise(), name="asr-supervisor")
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self._settled.wait(), self.start_timeout_s + 5)
+
+    async def wait_ready(self, timeout_s: float) -> bool:
+        """True once the sidecar is ready; False if it failed or ``timeout_s`` passed."""
+        if self._state.state in (EngineState.MISSING, EngineState.FAILED):
+            return False
+        try:
+            await asyncio.wait_for(self._ready.wait(), timeout_s)
+        except asyncio.TimeoutError:
+            return False
+        return True
+
+    def unavailable(self) -> Unavailable:
+        """The error for a sidecar that is not ready, with its reason and hint."""
+        status = self._state
+        if status.state is EngineState.LOADING:
+            return Unavailable(f"the ASR sidecar is starting ({status.detail}); try again shortly",
+                               code="asr_unavailable", retryable=True, retry_after_s=2)
+        message = status.detail + (f". {status.hint}" if status.hint else "")
+        return Unavailable(message or "ASR is not available", code="engine_unavailable")
+
+    async def aclose(self) -> None:
+        self._closing = True
+        proc = self._proc
+        if proc is not None and proc.returncode is None:
+            with contextlib.suppress(Exception):
+                proc.stdin.close()
+            try:
+                await asyncio.wait_for(proc.wait(), 5)
+            except asyncio.TimeoutError:
+                proc.kill()
+                await proc.wait()
+        for task in (self._task, self._stderr_task):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+        for future in self._requests.values():
+            if not future.done():
+                future.set_exception(Unavailable("the gateway is shutting down", code="asr_unavailable"))
+
+    # ---- streams and requests
+
+    async def open_stream(self, options: dict[str, Any]) -> AsrStream:
+        stream = AsrStream(self, f"s{next(self._ids)}", options)
+        self._streams[stream.id] = stream
+        if self._ready.is_set():
+            await self.write(stream.open_header())
+            stream.live = True
+        return stream
+
+    def forget(self, stream: AsrStream) -> None:
+        self._streams.pop(stream.id, None)
+
+    async def transcribe(self, samples: np.ndarray, *, language: str | None, word_timestamps: bool,
+                         timeout_s: float) -> dict[str, Any]:
+        """Transcribe a whole file (16 kHz float32). Raises Unavailable / GatewayError."""
+        if not await self.wait_ready(min(timeout_s, 30.0)):
+            raise self.unavailable()
+        req = f"r{next(self._ids)}"
+        future: asyncio.Future = asyncio.get_running_loop().create_future()
+        self._requests[req] = future
+        try:
+            await self.write({"op": "transcribe", "req": req, "language": language,
+                              "word_timestamps": word_timestamps}, pcm_to_bytes(samples))
+            return await asyncio.wait_for(future, timeout_s)
+        except asyncio.TimeoutError:
+            raise Unavailable(f"transcription did not finish within {timeout_s:.0f} s", code="asr_timeout",
+                              retryable=True, retry_after_s=5) from None
+        finally:
+            self._requests.pop(req, None)
+
+    async def write(self, header: dict[str, Any], payload: bytes = b"") -> None:
+        proc = self._proc
+        if proc is None or proc.returncode is not None or proc.stdin is None:
+            return  # the stream is replayed into the next process
+        try:
+            proc.stdin.write(encode_frame(header, payload))
+            await asyncio.wait_for(proc.stdin.drain(), WRITE_TIMEOUT_S)
+        except (ConnectionError, BrokenPipeError, RuntimeError):
+            pass  # the reader sees the process end and restarts it
+        except asyncio.TimeoutError:
+            log.error("ASR sidecar did not read its input for %.0f s; restarting it", WRITE_TIMEOUT_S)
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+
+    # ---- the process
+
+    async def _supervise(self) -> None:
+        attempt = 0
+        while not self._closing:
+            ok = await self._launch()
+            if not ok and not self._settled.is_set():
+                self._settled.set()  # the first start failed: report it, do not loop
+                return
+            if ok:
+                self._settled.set()
+                started = time.monotonic()
+                self._state = EngineStatus(EngineState.READY)
+                await self._replay_all()
+                self._ready.set()
+                await self._read_events()
+                self._ready.clear()
+                for stream in list(self._streams.values()):
+                    stream.live = False
+                if self._closing:
+                    return
+                if time.monotonic() - started > HEALTHY_AFTER_S:
+                    attempt = 0
+                self._lost_process()
+            delay = self.backoff_s[min(attempt, len(self.backoff_s) - 1)]
+            attempt += 1
+            self.restarts += 1
+            self._state = EngineStatus(EngineState.LOADING, f"restarting the ASR sidecar (attempt {attempt})")
+            await asyncio.sleep(delay)
+
+    def _lost_process(self) -> None:
+        code = self._proc.returncode if self._proc is not None else None
+        tail = " | ".join(list(self._stderr_tail)[-3:])
+        log.error("ASR sidecar exited (code %s)%s; restarting", code, f": {tail}" if tail else "")
+        message = "the ASR sidecar restarted; audio is kept and replayed, nothing is lost"
+        for stream in list(self._streams.values()):
+            stream._put(asr_unavailable_event(message))
+        for future in self._requests.values():
+            if not future.done():
+                future.set_exception(Unavailable("the ASR sidecar restarted during the transcription; retry",
+                                                 code="asr_unavailable", retryable=True, retry_after_s=2))
+
+    async def _launch(self) -> bool:
+        assert self._resolved is not None
+        args = [self.python, "-m", "engines.asr", "--model", self._resolved.source, "--model-id",
+                self._resolved.id, "--compute-type", self.compute_type, "--threads", str(self.threads)]
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *args, cwd=str(PROJECT_ROOT), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, limit=1 << 20)
+        except OSError as exc:
+            self._state = EngineStatus(EngineState.FAILED, f"cannot start the ASR sidecar: {exc}")
+            return False
+        self._proc = proc
+        if self._stderr_task is not None:
+            self._stderr_task.cancel()
+        self._stderr_task = asyncio.create_task(self._pump_stderr(proc), name="asr-stderr")
+        try:
+            frame = await asyncio.wait_for(read_frame_async(proc.stdout), self.start_timeout_s)
+        except (asyncio.TimeoutError, FrameError) as exc:
+            reason = "timed out loading the model" if isinstance(exc, asyncio.TimeoutError) else str(exc)
+            return await self._failed_start(proc, f"the ASR sidecar did not start: {reason}")
+        if frame is None or frame[0].get("ev") != "ready":
+            if frame is not None and frame[0].get("ev") == "fatal":
+                reason = frame[0].get("message", "")
+            else:
+                await asyncio.sleep(0.2)  # let stderr drain: the traceback says why
+                reason = "exited during start-up" + (f": {self._stderr_tail[-1]}" if self._stderr_tail else "")
+            return await self._failed_start(proc, f"the ASR sidecar did not start: {reason}")
+        self._hello = frame[0]
+        return True
+
+    async def _failed_start(self, proc: asyncio.subprocess.Process, detail: str) -> bool:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        await proc.wait()
+        self._state = EngineStatus(EngineState.FAILED, detail, "check VOXGATE_ASR_MODEL and pip install 'voxgate[asr]'")
+        log.error("%s", detail)
+        return False
+
+    async def _replay_all(self) -> None:
+        # streams opened while this runs are picked up by the next pass; the ready flag
+        # is set by the caller with no await after the last pass, so none is missed
+        while True:
+            pending = [s for s in self._streams.values() if not s.live]
+            if not pending:
+                return
+            for stream in pending:
+                await self._replay(stream)
+
+    async def _replay(self, stream: AsrStream) -> None:
+        if stream.ended:
+            stream.live = True
+            return
+        await self.write(stream.open_header())
+        index = 0
+        while index < stream.log_length():
+            frames, index = stream.replay_frames(index)
+            for frame in frames:
+                await self._write_raw(frame)
+        if stream.ending:
+            await self.write({"op": "end", "stream": stream.id})
+        stream.live = True  # no await since the last check: nothing logged was missed
+
+    async def _write_raw(self, frame: bytes) -> None:
+        proc = self._proc
+        if proc is None or proc.stdin is None or proc.returncode is not None:
+            return
+        with contextlib.suppress(ConnectionError, BrokenPipeError, RuntimeError):
+            proc.stdin.write(frame)
+            await asyncio.wait_for(proc.stdin.drain(), WRITE_TIMEOUT_S)
+
+    async def _read_events(self) -> None:
+        proc = self._proc
+        assert proc is not None and proc.stdout is not None
+        while True:
+            try:
+                frame = await read_frame_async(proc.stdout)
+            except FrameError as exc:
+                log.error("ASR sidecar sent a bad frame (%s); restarting it", exc)
+                frame = None
+            if frame is None:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+                await proc.wait()
+                return
+            self._dispatch(frame[0])
+
+    def _dispatch(self, event: dict[str, Any]) -> None:
+        kind = event.get("ev")
+        if kind == "lag":
+            for sid, lag in event.get("streams", {}).items():
+                stream = self._streams.get(sid)
+                if stream is not None:
+                    stream.lag_s = float(lag)
+            return
+        if "req" in event:
+            future = self._requests.get(event["req"])
+            if future is not None and not future.done():
+                if kind == "transcription":
+                    future.set_result(event)
+                else:
+                    code = event.get("code", "asr_failed")
+                    future.set_exception(GatewayError(event.get("message", ""), code=code))
+            return
+        stream = self._streams.get(event.get("stream", ""))
+        if stream is not None:
+            stream.deliver(event)
+
+    async def _pump_stderr(self, proc: asyncio.subprocess.Process) -> None:
+        assert proc.stderr is not None
+        while True:
+            line = await proc.stderr.readline()
+            if not line:
+                return
+            text = line.decode("utf-8", "replace").rstrip()
+            if text:
+                self._stderr_tail.append(text)
+                log.info("sidecar: %s", text)

@@ -1,0 +1,226 @@
+"""Messages of the /v1/dictation socket: query parameters, client messages,
+server events.
+
+Exchange grammar (one socket)::
+
+    server: ready
+    client: (binary audio | finalize | keepalive)* end?
+    server: per utterance n: speech_started, partial*, final   (final may be absent
+            when the utterance held no words and was not finalized)
+            error* at any point (the session goes on)
+            closed after the client's end, then close 1000
+
+
+``partial.text`` is the whole current hypothesis of the utterance, never a
+delta; ``partial.stable`` only grows within an utterance and ``text`` starts
+with it. Exactly one ``final`` per utterance, in order, never followed by a
+partial of the same utterance.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, Union
+
+from ..audio import Encoding, parse_encoding, parse_rate
+from ..errors import BadMessage, BadRequest
+
+MIN_SILENCE_MS = 200
+MAX_SILENCE_MS = 5000
+MAX_TEXT_MESSAGE_BYTES = 64 * 1024
+MAX_AUDIO_MESSAGE_BYTES = 1024 * 1024  # ~5 s at 48 kHz f32, ~32 s at 16 kHz s16
+_LANGUAGE = re.compile(r"^[a-z]{2,3}$")
+
+
+# ---- query parameters
+
+
+@dataclass(frozen=True)
+class DictationParams:
+    sample_rate: int = 16000
+    encoding: Encoding = Encoding.S16LE
+    language: str = "auto"
+    interim: bool = True
+    word_timestamps: bool = False
+    silence_ms: int = 500
+
+
+def _bool_param(query: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = query.get(name)
+    if raw is None or raw == "":
+        return default
+    low = raw.lower()
+    if low in ("true", "1", "yes", "on"):
+        return True
+    if low in ("false", "0", "no", "off"):
+        return False
+    raise BadRequest(f"{name}: {raw[:20]!r} is not a boolean (use true or false)")
+
+
+def parse_dictation_params(query: Mapping[str, str]) -> DictationParams:
+    """Parse the /v1/dictation query string. Raises ``BadRequest`` naming the parameter."""
+    rate = 16000
+    if query.get("sample_rate"):
+        try:
+            rate = parse_rate(query["sample_rate"])
+        except ValueError as exc:
+            raise BadRequest(f"sample_rate: {query['sample_rate'][:20]!r} {exc}") from None
+    try:
+        encoding = parse_encoding(query.get("encoding") or Encoding.S16LE.value)
+    except ValueError as exc:
+        raise BadRequest(f"encoding: {query['encoding'][:20]!r} {exc}") from None
+    language = (query.get("language") or "auto").lower()
+    if language != "auto" and not _LANGUAGE.match(language):
+        raise BadRequest(f"language: {language[:20]!r} is not an ISO 639-1 code or 'auto'")
+    silence_ms = 500
+    if query.get("silence_ms"):
+        raw = query["silence_ms"]
+        try:
+            silence_ms = int(raw)
+        except ValueError:
+            raise BadRequest(f"silence_ms: {raw[:20]!r} is not an integer") from None
+        if not MIN_SILENCE_MS <= silence_ms <= MAX_SILENCE_MS:
+            raise BadRequest(f"silence_ms: {silence_ms} must be between {MIN_SILENCE_MS} and {MAX_SILENCE_MS}")
+    return DictationParams(sample_rate=rate, encoding=encoding, language=language,
+                           interim=_bool_param(query, "interim", True),
+                           word_timestamps=_bool_param(query, "word_timestamps", False),
+                           silence_ms=silence_ms)
+
+
+# ---- client -> server
+
+
+@dataclass(frozen=True)
+class Finalize:
+    type: Literal["finalize"] = "finalize"
+
+
+@dataclass(frozen=True)
+class End:
+    type: Literal["end"] = "end"
+
+
+@dataclass(frozen=True)
+class Keepalive:
+    type: Literal["keepalive"] = "keepalive"
+
+
+ClientMessage = Union[Finalize, End, Keepalive]
+CLIENT_TYPES = ("finalize", "end", "keepalive")
+
+
+def parse_client_message(raw: str) -> ClientMessage:
+    """Parse one JSON text message; raises ``BadMessage`` saying what is wrong."""
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        raise BadMessage("message is not valid JSON") from None
+    if not isinstance(data, dict):
+        raise BadMessage("message must be a JSON object with a \"type\"")
+    kind = data.get("type")
+    if not isinstance(kind, str):
+        raise BadMessage("message has no \"type\" string")
+    if kind == "finalize":
+        return Finalize()
+    if kind == "end":
+        return End()
+    if kind == "keepalive":
+        return Keepalive()
+    raise BadMessage(f"unknown message type {kind[:40]!r}; expected one of: {', '.join(CLIENT_TYPES)}")
+
+
+# ---- server -> client
+
+
+@dataclass(frozen=True)
+class Ready:
+    session: str
+    sample_rate: int
+    encoding: str
+    language: str
+    model: str
+    protocol: int = 1
+    type: Literal["ready"] = "ready"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "session": self.session, "protocol": self.protocol,
+                "sample_rate": self.sample_rate, "encoding": self.encoding, "language": self.language,
+                "model": self.model}
+
+
+@dataclass(frozen=True)
+class SpeechStarted:
+    utterance: int
+    at: float
+    type: Literal["speech_started"] = "speech_started"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "utterance": self.utterance, "at": self.at}
+
+
+@dataclass(frozen=True)
+class Partial:
+    utterance: int
+    text: str
+    stable: str
+    start: float
+    end: float
+    lag_s: float = 0.0
+    type: Literal["partial"] = "partial"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "utterance": self.utterance, "text": self.text, "stable": self.stable,
+                "start": self.start, "end": self.end, "lag_s": self.lag_s}
+
+
+@dataclass(frozen=True)
+class Final:
+    utterance: int
+    text: str
+    start: float
+    end: float
+    language: str
+    words: list[dict] | None = None
+    type: Literal["final"] = "final"
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {"type": self.type, "utterance": self.utterance, "text": self.text, "start": self.start,
+               "end": self.end, "language": self.language}
+        if self.words is not None:
+            out["words"] = self.words
+        return out
+
+
+@dataclass(frozen=True)
+class Closed:
+    utterances: int
+    audio_s: float
+    type: Literal["closed"] = "closed"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "utterances": self.utterances, "audio_s": self.audio_s}
+
+
+ServerEvent = Union[Ready, SpeechStarted, Partial, Final, Closed]
+
+
+def event_from_dict(data: Mapping[str, Any]) -> ServerEvent | dict[str, Any]:
+    """A typed event for a known ``type`` (clients use this); other dicts come back as is."""
+    kind = data.get("type")
+    if kind == "speech_started":
+        return SpeechStarted(int(data["utterance"]), float(data["at"]))
+    if kind == "partial":
+        return Partial(int(data["utterance"]), str(data["text"]), str(data.get("stable", "")),
+                       float(data["start"]), float(data["end"]), float(data.get("lag_s", 0.0)))
+    if kind == "final":
+        return Final(int(data["utterance"]), str(data["text"]), float(data["start"]), float(data["end"]),
+                     str(data.get("language", "")), data.get("words"))
+    if kind == "closed":
+        return Closed(int(data["utterances"]), float(data["audio_s"]))
+    if kind == "ready":
+        return Ready(str(data["session"]), int(data["sample_rate"]), str(data["encoding"]),
+                     str(data["language"]), str(data["model"]), int(data.get("protocol", 1)))
+    return dict(data)
