@@ -47,10 +47,29 @@ async def admin_sessions(request: Request) -> Response:
     return JSONResponse({"sessions": request.state.sessions.list()})
 
 
+async def metrics(request: Request) -> Response:
+    """Prometheus text format: live sessions by kind, engine states, startup."""
+    state = request.state
+    lines = ["# HELP voxgate_sessions Live WebSocket sessions.", "# TYPE voxgate_sessions gauge"]
+    for kind in ("dictation", "tts"):
+        lines.append(f'voxgate_sessions{{kind="{kind}"}} {state.sessions.count(kind)}')
+    lines += ["# HELP voxgate_engine_ready 1 when the engine is ready.", "# TYPE voxgate_engine_ready gauge"]
+    statuses = {name: e.status() for name, e in state.tts.items()}
+    if state.asr is not None:
+        statuses["asr"] = state.asr.status()
+    for name, status in statuses.items():
+        ready = 1 if status.state.value == "ready" else 0
+        lines.append(f'voxgate_engine_ready{{engine="{name}",state="{status.state.value}"}} {ready}')
+    lines += ["# HELP voxgate_started 1 once engine loading is over.", "# TYPE voxgate_started gauge",
+              f"voxgate_started {1 if state.startup.ready else 0}"]
+    return Response("\n".join(lines) + "\n", media_type="text/plain; version=0.0.4")
+
+
 def core_routes() -> list:
     return [
         http_route("/", index, access=RouteClass.PUBLIC, methods=["GET"]),
         http_route("/health", health, access=RouteClass.PUBLIC, methods=["GET"]),
         http_route("/v1/engines", list_engines, access=RouteClass.CONSUME, methods=["GET"]),
         http_route("/v1/admin/sessions", admin_sessions, access=RouteClass.ADMIN, methods=["GET"]),
+        http_route("/metrics", metrics, access=RouteClass.ADMIN, methods=["GET"]),
     ]

@@ -119,3 +119,27 @@ def test_index_page_is_served(tmp_path):
         r = client.get("/")
         assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
         assert "<title>voxgate</title>" in r.text
+
+
+def test_metrics_in_prometheus_text_format(tmp_path):
+    engine = GatedEngine()
+    engine.gate.set()
+    with TestClient(make_app(engine, tmp_path), client=LOOPBACK) as client:
+        wait_until_ready(client)
+        r = client.get("/metrics")
+        assert r.status_code == 200 and r.headers["content-type"] == "text/plain; version=0.0.4; charset=utf-8"
+        assert r.text.splitlines() == [
+            "# HELP voxgate_sessions Live WebSocket sessions.", "# TYPE voxgate_sessions gauge",
+            'voxgate_sessions{kind="dictation"} 0', 'voxgate_sessions{kind="tts"} 0',
+            "# HELP voxgate_engine_ready 1 when the engine is ready.", "# TYPE voxgate_engine_ready gauge",
+            'voxgate_engine_ready{engine="pocket",state="missing"} 0',
+            "# HELP voxgate_started 1 once engine loading is over.", "# TYPE voxgate_started gauge",
+            "voxgate_started 1"]
+
+
+def test_metrics_is_admin_only(tmp_path):
+    engine = GatedEngine()
+    engine.gate.set()
+    with TestClient(make_app(engine, tmp_path), client=("203.0.113.9", 40000)) as client:
+        r = client.get("/metrics")
+        assert r.status_code == 403 and r.json() == {"detail": "loopback origin required"}
