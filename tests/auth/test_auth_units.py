@@ -1,0 +1,152 @@
+"""Pure units: client address, origins, credential order, failure buckets, the bind check."""
+
+from __future__ import annotations
+
+import ipaddress
+
+import pytest
+
+from auth import AuthConfig, refuse_unsafe_bind
+from auth.client_address import resolve_client
+from auth.credentials import CredentialKind, presented_credential
+from auth.lockout import FailureLimiter, client_bucket
+from auth.origin import normalize_origin
+from auth.share import ShareInfo, new_pin
+
+PROXY = (ipaddress.ip_network("10.0.0.0/8"),)
+
+
+def scope(client=("198.51.100.9", 1), headers=(), query=b"", type_="http") -> dict:
+    return {"type": type_, "client": client, "query_string": query,
+            "headers": [(k.lower().encode(), v.encode()) for k, v in headers]}
+
+
+@pytest.mark.parametrize(("peer", "xff", "expected"), [
+    ("10.0.0.2", "203.0.113.5", "203.0.113.5"),
+    ("10.0.0.2", "127.0.0.1, 203.0.113.5", "203.0.113.5"),  # the left part is the client's word
+    ("10.0.0.2", "203.0.113.5, 10.0.0.9", "203.0.113.5"),  # skip proxies from the right
+    ("10.0.0.2", "10.0.0.7, 10.0.0.9", "10.0.0.7"),  # all proxies: the left-most
+    ("10.0.0.2", "", "10.0.0.2"),
+    ("198.51.100.9", "127.0.0.1", "198.51.100.9"),  # an untrusted peer's header is ignored
+    ("10.0.0.2", "garbage", "unknown"),
+    ("::ffff:10.0.0.2", "::1", "::1"),
+])
+def test_forwarded_for(peer: str, xff: str, expected: str) -> None:
+    headers = [("x-forwarded-for", xff)] if xff else []
+    assert resolve_client(scope((peer, 1), headers), PROXY).host == expected
+
+
+def test_untrusted_forwarded_for_cannot_claim_loopback() -> None:
+    client = resolve_client(scope(("198.51.100.9", 1), [("x-forwarded-for", "127.0.0.1")]), PROXY)
+    assert client.is_loopback is False
+
+
+def test_unparseable_peer_is_not_loopback() -> None:
+    client = resolve_client(scope(("testclient", 1)), ())
+    assert (client.host, client.is_loopback) == ("testclient", False)
+
+
+def test_forwarded_proto_only_from_a_trusted_proxy() -> None:
+    headers = [("x-forwarded-proto", "https")]
+    assert resolve_client(scope(("10.0.0.2", 1), headers), PROXY).scheme == "https"
+    assert resolve_client(scope(("198.51.100.9", 1), headers), PROXY).scheme == "http"
+
+
+@pytest.mark.parametrize(("raw", "normal"), [
+    ("HTTPS://Example.COM:443", "https://example.com"),
+    ("http://example.com:80/", "http://example.com"),
+    ("http://example.com:8080", "http://example.com:8080"),
+    ("http://[::1]:80", "http://[::1]"),
+    ("http://[::1]", "http://[::1]"),
+    ("null", "null"),
+])
+def test_normalize_origin(raw: str, normal: str) -> None:
+    assert normalize_origin(raw) == normal
+
+
+def test_credential_order_explicit_before_cookies() -> None:
+    s = scope(headers=[("cookie", "vg_session=a; vg_pin=123456"), ("x-voxgate-pin", "654321"),
+                       ("x-api-key", "k")], query=b"ticket=t&api_key=q")
+    assert presented_credential(s).kind is CredentialKind.API_KEY
+    assert presented_credential(s).value == "k"
+    s = scope(headers=[("cookie", "vg_session=a; vg_pin=123456")])
+    assert (presented_credential(s).kind, presented_credential(s).from_cookie) == (CredentialKind.SESSION_COOKIE, True)
+
+
+def test_unsupported_authorization_scheme_is_a_presented_credential() -> None:
+    cred = presented_credential(scope(headers=[("authorization", "Basic dTpw")]))
+    assert cred.kind is CredentialKind.UNSUPPORTED
+
+
+def test_empty_values_count_as_absent() -> None:
+    assert presented_credential(scope(headers=[("x-api-key", "  ")], query=b"api_key=")) is None
+
+
+def test_ipv6_failures_are_counted_per_64() -> None:
+    assert client_bucket("2001:db8:1:2:aaaa::1") == client_bucket("2001:db8:1:2:bbbb::2") == "2001:db8:1:2::/64"
+    assert client_bucket("203.0.113.5") == "203.0.113.5"
+
+
+def test_failure_table_is_bounded() -> None:
+    now = [0.0]
+    limiter = FailureLimiter(limit=2, window_s=60, max_clients=3, clock=lambda: now[0])
+    for i in range(10):
+        limiter.record_failure(f"10.0.0.{i}")
+    assert len(limiter._failures) == 3
+
+
+def test_pins_are_six_digits() -> None:
+    pins = {new_pin() for _ in range(200)}
+    assert all(len(p) == 6 and p.isdigit() for p in pins) and len(pins) > 150
+
+
+def test_share_url_brackets_ipv6() -> None:
+    assert ShareInfo("123456", "fe80::1", 8001).url == "http://[fe80::1]:8001/?pin=123456"
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.1.2.3", "::1", "[::1]", "localhost"])
+def test_loopback_bind_is_always_safe(host: str) -> None:
+    assert refuse_unsafe_bind(AuthConfig(), host) is None
+
+
+@pytest.mark.parametrize("config", [
+    AuthConfig(api_key="k"),
+    AuthConfig(trusted_networks=(ipaddress.ip_network("192.168.1.0/24"),)),
+    AuthConfig(allow_anonymous=True),
+])
+def test_protected_non_loopback_bind_is_safe(config: AuthConfig) -> None:
+    assert refuse_unsafe_bind(config, "0.0.0.0") is None
+
+
+def test_unprotected_non_loopback_bind_names_the_options() -> None:
+    message = refuse_unsafe_bind(AuthConfig(server_mode=True), "0.0.0.0")
+    assert message is not None
+    assert message.startswith("refusing to listen on 0.0.0.0: a non-loopback address needs a credential.")
+    for option in ("VOXGATE_API_KEY", "PIN", "POST /v1/admin/share", "VOXGATE_TRUSTED_NETWORKS", "--allow-anonymous"):
+        assert option in message
+
+
+def test_config_rejects_an_empty_key_and_a_bad_origin() -> None:
+    with pytest.raises(ValueError, match="api_key is empty"):
+        AuthConfig(api_key=" ")
+    with pytest.raises(ValueError, match="allowed_origins has 'https://x.example/path'"):
+        AuthConfig(allowed_origins=("https://x.example/path",))
+
+
+def test_key_is_not_in_the_config_repr() -> None:
+    assert "s3cret" not in repr(AuthConfig(api_key="s3cret"))
+
+
+def test_access_log_filter_masks_query_secrets(caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    from auth.redact import QuerySecretFilter
+
+    logger = logging.getLogger("test.access")
+    logger.addFilter(QuerySecretFilter())
+    try:
+        with caplog.at_level(logging.INFO, logger="test.access"):
+            logger.info('%s - "%s %s"', "203.0.113.5:1", "GET", "/v1/tts?voice=a&api_key=s3cret&ticket=vgt_x&pin=123456")
+    finally:
+        logger.filters.clear()
+    assert caplog.messages == ['203.0.113.5:1 - "GET /v1/tts?voice=a&api_key=***&ticket=***&pin=***"']
