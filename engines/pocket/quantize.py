@@ -8,6 +8,7 @@ and the audio is sensitive to them.
 from __future__ import annotations
 
 import platform
+import warnings
 
 import torch
 from torch import nn
@@ -19,7 +20,15 @@ def quantize_lm_linears(flow_lm: nn.Module) -> None:
         torch.backends.quantized.engine = "qnnpack"
     elif torch.backends.quantized.engine == "none":
         torch.backends.quantized.engine = "fbgemm"
-    for layer in flow_lm.transformer.layers:
-        quantize_dynamic(layer.self_attn, {nn.Linear}, dtype=torch.qint8, inplace=True)
-        layer.linear1 = quantize_dynamic(nn.Sequential(layer.linear1), {nn.Linear}, dtype=torch.qint8)[0]
-        layer.linear2 = quantize_dynamic(nn.Sequential(layer.linear2), {nn.Linear}, dtype=torch.qint8)[0]
+    with warnings.catch_warnings():
+        # torch.ao's eager API is deprecated in favour of torchao, which is not a dependency;
+        # it still works and is what the reference's own quantize option falls back to.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        for layer in flow_lm.transformer.layers:
+            _quantize_layer(layer)
+
+
+def _quantize_layer(layer: nn.Module) -> None:
+    quantize_dynamic(layer.self_attn, {nn.Linear}, dtype=torch.qint8, inplace=True)
+    layer.linear1 = quantize_dynamic(nn.Sequential(layer.linear1), {nn.Linear}, dtype=torch.qint8)[0]
+    layer.linear2 = quantize_dynamic(nn.Sequential(layer.linear2), {nn.Linear}, dtype=torch.qint8)[0]

@@ -5,6 +5,7 @@ never import it themselves. Usage::
 
     python reference_runner.py build  MODEL_DIR GEOMETRY SEED
     python reference_runner.py run    MODEL_DIR JOBS.json OUT.safetensors
+    python reference_runner.py shapes OUT.json CONFIG...
 
 ``build`` writes a complete model directory with random weights: a trained
 sentencepiece unigram model, the reference's state_dict as model.safetensors, the
@@ -201,9 +202,39 @@ def run(model_dir: Path, jobs_path: Path, out_path: Path) -> None:
     safetensors.torch.save_file(out, str(out_path))
 
 
+def shapes(out_path: Path, configs: list[str]) -> None:
+    """State-dict shapes of released configs, built with random weights and no download."""
+    from pocket_tts.models import tts_model
+    from pocket_tts.modules import text_conditioner
+    from pocket_tts.utils.config import CONFIGS_DIR, load_config
+
+    class _NoTokenizer:  # the shapes do not depend on the tokenizer
+        def __init__(self, *args, **kwargs) -> None:
+            pass
+
+    text_conditioner.build_tokenizer = _NoTokenizer
+    result = {}
+    for name in configs:
+        config = load_config(CONFIGS_DIR / f"{name}.yaml")
+        config.weights_path = config.weights_path_without_voice_cloning = None
+        model = tts_model.TTSModel._from_pydantic_config_with_weights(config, 0.3, 1, None, -4.0)
+        t = config.flow_lm.transformer
+        result[name] = {
+            "shapes": {k: list(v.shape) for k, v in model.state_dict().items()},
+            "config": {"num_heads": t.num_heads, "num_kv_heads": t.num_kv_heads or t.num_heads,
+                       "num_layers": t.num_layers, "flow_type": config.flow_lm.flow.type,
+                       "eos_threshold": config.default_eos_threshold,
+                       "decoder_context": (config.mimi.decoder_transformer or config.mimi.transformer).context,
+                       "decoder_heads": (config.mimi.decoder_transformer or config.mimi.transformer).num_heads,
+                       "ratios": (config.mimi.decoder_seanet or config.mimi.seanet).ratios}}
+    out_path.write_text(json.dumps(result))
+
+
 if __name__ == "__main__":
     command, directory = sys.argv[1], Path(sys.argv[2])
-    if command == "build":
+    if command == "shapes":
+        shapes(directory, sys.argv[3:])
+    elif command == "build":
         build(directory, sys.argv[3], int(sys.argv[4]))
     else:
         run(directory, Path(sys.argv[3]), Path(sys.argv[4]))
