@@ -46,11 +46,10 @@ from .protocol.tts import (
     TextLimits,
     UtteranceEnd,
     parse_client_message,
-    text_too_long,
 )
 from .tts_common import FrameEncoder, gateway_error, resolve_voice
 from .tts_flow import OutboundQueue, OutItem, Stalled
-from .tts_text import SentenceBuffer, TextOverflow
+from .tts_text import SentenceBuffer
 
 log = logging.getLogger("voxgate.tts")
 
@@ -161,7 +160,8 @@ class TtsSession:
             self.state = TtsState.CLOSING
             for task in tasks:
                 task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            if tasks:  # asyncio.wait, not gather: our own cancellation must propagate unchanged
+                await asyncio.wait(tasks, timeout=self.config.close_timeout_s)
             for utt in self._live:
                 if utt.stream is not None:
                     utt.stream.cancel()
@@ -222,12 +222,7 @@ class TtsSession:
             self._enqueue(msg.text, voice, msg.seed, msg.id)
         elif isinstance(msg, TextFragment):
             self._check_queue_room()
-            try:
-                sentences = self._buffer.append(msg.text)
-            except TextOverflow:
-                raise text_too_long("the unfinished text of \"text\" messages",
-                                    len(self._buffer.pending) + len(msg.text), self.config.limits) from None
-            for sentence in sentences:
+            for sentence in self._buffer.append(msg.text):
                 self._enqueue(sentence, self.voice, None, None)
         elif isinstance(msg, Flush):
             self._flush_buffer()
@@ -317,11 +312,11 @@ class TtsSession:
                 if utt.cancelled:
                     break
                 utt.samples_generated += len(frame)
-                if not await self._put_audio(utt, *encoder.feed(frame), wait_s):
+                if not await self._put_audio(utt, encoder.feed(frame), wait_s):
                     break
             else:
                 if not utt.cancelled:
-                    await self._put_audio(utt, *encoder.finish(), wait_s)
+                    await self._put_audio(utt, encoder.finish(), wait_s)
                     utt.synth_done_at = time.monotonic()
                     self._emit(lambda: self._finish(utt), owner=utt)
         except EngineError as exc:
@@ -333,11 +328,13 @@ class TtsSession:
             if aclose is not None:
                 await aclose()
 
-    async def _put_audio(self, utt: Utterance, data: bytes, samples: int, wait_s: float) -> bool:
-        if not samples:
-            return not utt.cancelled
-        return await self.outbound.put_audio(OutItem(owner=utt, data=data, samples=samples), wait_s,
-                                             lambda: not utt.cancelled)
+    async def _put_audio(self, utt: Utterance, messages: list[tuple[bytes, int]], wait_s: float) -> bool:
+        """Queue the messages of one frame; False once the utterance is cancelled."""
+        for data, samples in messages:
+            item = OutItem(owner=utt, data=data, samples=samples)
+            if not await self.outbound.put_audio(item, wait_s, lambda: not utt.cancelled):
+                return False
+        return not utt.cancelled
 
     def _fail(self, utt: Utterance, exc: GatewayError) -> None:
         if utt in self._live:

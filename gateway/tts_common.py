@@ -76,23 +76,32 @@ def gateway_error(exc: EngineError) -> GatewayError:
 
 
 class FrameEncoder:
-    """Engine frames (float32 at the native rate) -> wire bytes at the requested
+    """Engine frames (float32 at the native rate) -> wire messages at the requested
     rate and encoding. One per utterance: the resampler's filter state runs across
-    frame boundaries, so the concatenated output has no clicks."""
+    frame boundaries, so the concatenated output has no clicks. The resampler
+    releases samples in uneven bursts, so a burst longer than ``MAX_MESSAGE_S`` is
+    split: every message stays at most 100 ms."""
+
+    MAX_MESSAGE_S = 0.1
 
     def __init__(self, in_rate: int, out_rate: int, encoding: Encoding) -> None:
         self.encoding = encoding
+        self.max_samples = int(out_rate * self.MAX_MESSAGE_S)
         self._resampler = StreamResampler(in_rate, out_rate)
 
-    def feed(self, frame: np.ndarray) -> tuple[bytes, int]:
-        """Bytes and sample count for one frame (possibly empty while the filter fills)."""
-        out = self._resampler.feed(np.asarray(frame, dtype=np.float32).reshape(-1))
-        return encode(out, self.encoding), len(out)
+    def feed(self, frame: np.ndarray) -> list[tuple[bytes, int]]:
+        """Messages (bytes, sample count) for one frame; empty while the filter fills."""
+        return self._split(self._resampler.feed(np.asarray(frame, dtype=np.float32).reshape(-1)))
 
-    def finish(self) -> tuple[bytes, int]:
-        """The resampler's tail (empty at the native rate)."""
-        out = self._resampler.flush()
-        return encode(out, self.encoding), len(out)
+    def finish(self) -> list[tuple[bytes, int]]:
+        """The resampler's tail (nothing at the native rate)."""
+        return self._split(self._resampler.flush())
+
+    def _split(self, samples: np.ndarray) -> list[tuple[bytes, int]]:
+        if not len(samples):
+            return []
+        parts = -(-len(samples) // self.max_samples)
+        return [(encode(part, self.encoding), len(part)) for part in np.array_split(samples, parts)]
 
 
 async def stream_audio(engine: TtsEngine, text: str, voice: str | None, out_rate: int, encoding: Encoding,
@@ -107,11 +116,9 @@ async def stream_audio(engine: TtsEngine, text: str, voice: str | None, out_rate
     frames = stream.frames()
     try:
         async for frame in frames:
-            data, n = encoder.feed(frame)
-            if n:
+            for data, _ in encoder.feed(frame):
                 yield data
-        data, n = encoder.finish()
-        if n:
+        for data, _ in encoder.finish():
             yield data
     finally:
         stream.cancel()

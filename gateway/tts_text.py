@@ -25,10 +25,6 @@ _SENTENCE_END = re.compile(r"([.!?\u2026]+[\"'\u201d\u2019)\]]*)(\s+)|(\n)")
 _CLAUSE_BREAK = re.compile(r"[,;:\u2014]\s")
 
 
-class TextOverflow(ValueError):
-    """The unfinished sentence would exceed the per-utterance limit."""
-
-
 class SentenceBuffer:
     """Accumulates fragments and returns complete sentences.
 
@@ -47,16 +43,14 @@ class SentenceBuffer:
     def append(self, fragment: str) -> list[str]:
         """Add a fragment; return the sentences it completed (possibly none).
 
-        Raises ``TextOverflow`` (and keeps the buffer unchanged) when the text that
-        is still unfinished would grow past ``max_chars``.
+        The unfinished rest never exceeds ``soft_max_chars`` (itself at most
+        ``max_chars``, the per-utterance limit): longer text is cut first.
         """
         text = self._text + fragment
         sentences, rest = split_sentences(text)
         while len(rest) > self.soft_max_chars:
             head, rest = _cut_clause(rest, self.soft_max_chars)
             sentences.append(head)
-        if len(rest) > self.max_chars:
-            raise TextOverflow(f"the unfinished sentence would have {len(rest)} characters")
         self._text = rest
         return [s for s in sentences if s]
 
