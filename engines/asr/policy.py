@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -106,10 +107,13 @@ class _Closed:
 
 
 class StreamPolicy:
-    def __init__(self, stream: str, options: StreamOptions) -> None:
+    """``vad`` is anything with ``feed(samples) -> iterable of (window_start, probability)``
+    (default: Silero); tests script it."""
+
+    def __init__(self, stream: str, options: StreamOptions, vad: Any = None) -> None:
         self.stream = stream
         self.options = options
-        self.vad = StreamingVad(options.offset)
+        self.vad = vad if vad is not None else StreamingVad(options.offset)
         self.pos = options.offset
         self._audio: deque[np.ndarray] = deque()
         self._audio_start = options.offset
@@ -144,6 +148,7 @@ class StreamPolicy:
                 and self.pos - u.last_partial_pos >= PARTIAL_STEP:
             u.partial_due = now
         self._trim()
+        events.extend(self._flush_finals())  # a speculative result may already answer a close
         return events
 
     def _on_window(self, start: int, prob: float, now: float, events: list[dict]) -> None:

@@ -1,0 +1,102 @@
+"""What a sidecar client keeps so that a new sidecar process can take over a stream.
+
+The gateway logs every audio chunk (16 kHz float32) and ``finalize`` it sent
+for a stream, and drops entries only once no open utterance needs them: audio
+is kept from the start of the oldest utterance without a final, or, when none
+is open, from the end of the last finished one (at most a few seconds back, for
+the VAD onset and the leading pad). After a restart the client opens the
+stream again at the first kept sample (``offset``) with the utterance number
+and stable text to continue from, and replays the log.
+
+It also filters the sidecar's events so the client-facing invariants hold
+across a replay: one ``speech_started`` per utterance, ``stable`` only grows,
+one ``final`` per utterance, in order, and no partial after it.
+
+Pure bookkeeping, no I/O; used from one asyncio task at a time.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+import numpy as np
+
+RATE = 16000
+IDLE_KEEP_SAMPLES = 3 * RATE
+
+
+class Retention:
+    def __init__(self) -> None:
+        self.pos = 0  # samples logged so far
+        self._log: deque[tuple[int, np.ndarray | None]] = deque()  # (position, samples or None for finalize)
+        self._announced = -1
+        self._finished = -1  # highest utterance index that got its final (or had no words)
+        self._finished_end = 0  # where the last finished utterance's audio ended
+        self._open_starts: dict[int, int] = {}
+        self._stable: dict[int, str] = {}
+
+    # ---- the log
+
+    def add_audio(self, samples: np.ndarray) -> None:
+        self._log.append((self.pos, samples))
+        self.pos += len(samples)
+
+    def add_finalize(self) -> None:
+        self._log.append((self.pos, None))
+
+    def __len__(self) -> int:
+        return len(self._log)
+
+    def entries(self, start: int) -> list[np.ndarray | None]:
+        """Logged entries from index ``start`` on: audio arrays, or None for a finalize."""
+        return [samples for _, samples in list(self._log)[start:]]
+
+    def resume_fields(self) -> dict[str, Any]:
+        """``offset``, ``first_utterance`` and ``stable`` for the sidecar's ``open``."""
+        first = min(self._open_starts) if self._open_starts else self._finished + 1
+        offset = self._log[0][0] if self._log else self.pos
+        return {"offset": offset, "first_utterance": first, "stable": self._stable.get(first, "")}
+
+    def trim(self) -> None:
+        if self._open_starts:
+            keep_from = min(self._open_starts.values())
+        else:
+            keep_from = max(self._finished_end, self.pos - IDLE_KEEP_SAMPLES)
+        while self._log:
+            position, samples = self._log[0]
+            if samples is None and position > keep_from:
+                break
+            if samples is not None and position + len(samples) > keep_from:
+                break
+            self._log.popleft()
+
+    # ---- events from the sidecar
+
+    def accept(self, event: dict[str, Any]) -> bool:
+        """Record a sidecar event; False when the client must not see it (a replay duplicate)."""
+        kind = event.get("ev")
+        n = int(event.get("utterance", -1))
+        if kind == "speech_started":
+            if n > self._finished and n not in self._open_starts:
+                self._open_starts[n] = int(event.get("start_sample", 0))
+            if n <= self._announced:
+                return False
+            self._announced = n
+            return True
+        if kind == "partial":
+            if n <= self._finished or not str(event["stable"]).startswith(self._stable.get(n, "")):
+                return False
+            self._stable[n] = str(event["stable"])
+            return True
+        if kind in ("final", "discarded"):
+            if n <= self._finished:
+                return False
+            self._finished = n
+            self._finished_end = max(self._finished_end, int(event.get("end_sample", 0)))
+            for index in [i for i in self._open_starts if i <= n]:
+                self._open_starts.pop(index)
+                self._stable.pop(index, None)
+            self.trim()
+            return kind == "final"
+        return True

@@ -1,0 +1,182 @@
+"""The streaming policy with a scripted VAD: when utterances open and close,
+which decodes it asks for, and which events come out."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engines.asr.decoder import Transcript
+from engines.asr.policy import FINAL_BEAM, MAX_UTTERANCE, PAD, StreamOptions, StreamPolicy
+from engines.asr.vad import WINDOW
+
+RATE = 16000
+
+
+class ScriptedVad:
+    """Speech probability 0.9 inside the given (start_s, end_s) spans, 0.05 outside;
+    ``dips`` are (at_s, probability) overrides for single windows."""
+
+    def __init__(self, speech: list[tuple[float, float]], offset: int = 0, dips: dict[int, float] | None = None):
+        self.speech = speech
+        self.next = offset
+        self.pending = 0
+        self.dips = dips or {}
+
+    def feed(self, samples):
+        self.pending += len(samples)
+        out = []
+        while self.pending >= WINDOW:
+            t = (self.next + WINDOW / 2) / RATE
+            p = 0.9 if any(a <= t < b for a, b in self.speech) else 0.05
+            p = self.dips.get(self.next // WINDOW, p)
+            out.append((self.next, p))
+            self.next += WINDOW
+            self.pending -= WINDOW
+        return out
+
+
+def make(speech, dips=None, **options) -> StreamPolicy:
+    opts = StreamOptions(**options)
+    return StreamPolicy("s", opts, vad=ScriptedVad(speech, opts.offset, dips))
+
+
+def feed_seconds(policy: StreamPolicy, seconds: float, now: list[float], chunk_s: float = 0.1) -> list[dict]:
+    events = []
+    for _ in range(round(seconds / chunk_s)):
+        now[0] += chunk_s
+        events += policy.feed(np.zeros(int(chunk_s * RATE), dtype=np.float32), now[0])
+    return events
+
+
+def result(text: str) -> Transcript:
+    return Transcript(text=text, language="en")
+
+
+def test_silence_never_opens_an_utterance_or_asks_for_a_decode():
+    policy = make([])
+    now = [0.0]
+    assert feed_seconds(policy, 10, now) == []
+    assert policy.want_since() is None
+    assert policy.take_job() is None
+
+
+def test_speech_opens_an_utterance_with_the_leading_pad():
+    policy = make([(1.0, 3.0)])
+    events = feed_seconds(policy, 1.2, [0.0])
+    onset = 31 * WINDOW  # the first window whose centre lies in the speech span
+    assert events == [{"ev": "speech_started", "stream": "s", "utterance": 0, "at": onset / RATE,
+                       "start_sample": onset - PAD}]
+
+
+def test_a_speculative_final_started_in_the_silence_becomes_the_final():
+    policy = make([(1.0, 3.0)], silence_ms=500)
+    now = [0.0]
+    feed_seconds(policy, 3.3, now)  # 0.3 s of silence: the speculative final is due
+    job = policy.take_job()
+    assert (job.kind, job.utterance, job.beam_size) == ("final", 0, FINAL_BEAM)
+    assert policy.on_result(job, result("hello world"), now[0]) == []  # not final until the silence lasts
+    events = feed_seconds(policy, 0.3, now)
+    finals = [e for e in events if e["ev"] == "final"]
+    assert len(finals) == 1
+    assert finals[0]["text"] == "hello world"
+    assert (finals[0]["start"], finals[0]["end"]) == (0.992, 3.008)
+    assert policy.take_job() is None  # no second decode for the same utterance
+
+
+def test_speech_resuming_discards_the_speculative_result():
+    policy = make([(1.0, 3.0), (3.35, 4.0)], silence_ms=500)
+    now = [0.0]
+    feed_seconds(policy, 3.3, now)
+    spec = policy.take_job()
+    feed_seconds(policy, 0.2, now)  # speech again
+    assert policy.on_result(spec, result("hello"), now[0]) == []
+    feed_seconds(policy, 1.0, now)  # 4.0 .. 4.5 silence; the new speculative final is due
+    job = policy.take_job()
+    assert job.kind == "final" and job.generation != spec.generation
+    policy.on_result(job, result("hello world again"), now[0])
+    events = feed_seconds(policy, 0.4, now)
+    assert [e["text"] for e in events if e["ev"] == "final"] == ["hello world again"]
+
+
+def test_an_utterance_without_words_is_discarded_not_finalized():
+    policy = make([(1.0, 1.5)], silence_ms=300)
+    now = [0.0]
+    feed_seconds(policy, 1.7, now)
+    job = policy.take_job()
+    events = policy.on_result(job, result(""), now[0]) + feed_seconds(policy, 0.5, now)
+    assert [e["ev"] for e in events] == ["discarded"]
+
+
+def test_finalize_gives_a_final_even_without_words():
+    policy = make([(1.0, 5.0)], interim=False)
+    now = [0.0]
+    feed_seconds(policy, 2.0, now)
+    policy.finalize(now[0])
+    job = policy.take_job()
+    assert job.kind == "final" and job.end_sample == 2 * RATE
+    events = policy.on_result(job, result(""), now[0])
+    assert [(e["ev"], e["text"]) for e in events] == [("final", "")]
+
+
+def test_partials_commit_words_two_hypotheses_agree_on():
+    policy = make([(0.5, 5.0)])
+    now = [0.0]
+    feed_seconds(policy, 1.1, now)
+    first = policy.take_job()
+    assert first.kind == "partial" and first.beam_size == 1 and first.prefix == ""
+    e1 = policy.on_result(first, result("the quick"), now[0])
+    feed_seconds(policy, 0.5, now)
+    second = policy.take_job()
+    e2 = policy.on_result(second, result("the quick brown fox"), now[0])
+    feed_seconds(policy, 0.5, now)
+    third = policy.take_job()
+    assert third.prefix == "the quick"  # the stable words are forced on the decoder
+    assert [(e["text"], e["stable"]) for e in e1 + e2] == [("the quick", ""), ("the quick brown fox", "the quick")]
+
+
+def test_a_partial_that_comes_back_after_the_final_is_dropped():
+    policy = make([(0.5, 1.5)], silence_ms=300)
+    now = [0.0]
+    feed_seconds(policy, 1.1, now)
+    partial = policy.take_job()
+    feed_seconds(policy, 1.0, now)  # the utterance closes meanwhile
+    final_job = policy.take_job()
+    events = policy.on_result(final_job, result("hi"), now[0])
+    events += policy.on_result(partial, result("hi there"), now[0])
+    assert [e["ev"] for e in events] == ["final"]
+
+
+def test_finals_are_asked_for_before_partials_of_the_next_utterance():
+    policy = make([(0.5, 1.5), (1.9, 4.0)], silence_ms=300, interim=True)
+    now = [0.0]
+    feed_seconds(policy, 3.0, now)  # utterance 0 closed without a decode; utterance 1 wants a partial
+    job = policy.take_job()
+    assert (job.kind, job.utterance) == ("final", 0)
+    assert policy.take_job().kind == "partial"
+
+
+def test_a_long_utterance_is_cut_at_its_quietest_window():
+    dip_window = int(20 * RATE) // WINDOW
+    policy = make([(0.0, 40.0)], interim=False, dips={dip_window: 0.4})
+    now = [0.0]
+    events = feed_seconds(policy, 26.0, now, chunk_s=0.5)
+    cut = dip_window * WINDOW + WINDOW // 2
+    assert [e["ev"] for e in events] == ["speech_started", "speech_started"]
+    assert events[1]["start_sample"] == cut
+    job = policy.take_job()
+    assert (job.kind, job.utterance, job.end_sample) == ("final", 0, cut)
+    assert job.prefix == ""
+    assert MAX_UTTERANCE == 25 * RATE
+
+
+@pytest.mark.parametrize("offset", [0, 5 * RATE])
+def test_times_are_on_the_stream_clock_after_a_restart_offset(offset):
+    policy = make([(offset / RATE + 1.0, offset / RATE + 2.0)], offset=offset, first_utterance=3,
+                  stable="already said")
+    now = [0.0]
+    events = feed_seconds(policy, 1.5, now)
+    assert events[0]["utterance"] == 3
+    assert events[0]["at"] == pytest.approx(offset / RATE + 0.992)
+    job = policy.take_job()
+    assert job.prefix == "already said"

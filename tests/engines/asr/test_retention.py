@@ -1,0 +1,64 @@
+"""What the gateway keeps for a sidecar restart, and the event filter across a replay."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from engines.asr.retention import IDLE_KEEP_SAMPLES, Retention
+
+
+def chunk(seconds: float) -> np.ndarray:
+    return np.zeros(int(seconds * 16000), dtype=np.float32)
+
+
+def test_idle_audio_is_kept_only_a_few_seconds_back():
+    r = Retention()
+    for _ in range(100):
+        r.add_audio(chunk(0.1))
+    r.trim()
+    assert r.resume_fields() == {"offset": 10 * 16000 - IDLE_KEEP_SAMPLES, "first_utterance": 0, "stable": ""}
+
+
+def test_an_open_utterance_keeps_its_audio_until_its_final():
+    r = Retention()
+    for _ in range(20):
+        r.add_audio(chunk(0.1))
+    assert r.accept({"ev": "speech_started", "utterance": 0, "start_sample": 4000})
+    for _ in range(60):
+        r.add_audio(chunk(0.1))
+    assert r.accept({"ev": "partial", "utterance": 0, "stable": "hello"})
+    r.trim()
+    assert r.resume_fields() == {"offset": 3200, "first_utterance": 0, "stable": "hello"}
+    assert r.accept({"ev": "final", "utterance": 0, "end_sample": 70000})
+    assert r.resume_fields()["offset"] >= 70000 - 1600
+    assert r.resume_fields()["first_utterance"] == 1
+
+
+def test_replayed_events_are_not_shown_twice():
+    r = Retention()
+    assert r.accept({"ev": "speech_started", "utterance": 0, "start_sample": 0})
+    assert r.accept({"ev": "partial", "utterance": 0, "stable": "one two"})
+    # a new process replays: the same utterance opens again, its stable must not shrink
+    assert not r.accept({"ev": "speech_started", "utterance": 0, "start_sample": 0})
+    assert not r.accept({"ev": "partial", "utterance": 0, "stable": "one"})
+    assert r.accept({"ev": "partial", "utterance": 0, "stable": "one two three"})
+    assert r.accept({"ev": "final", "utterance": 0, "end_sample": 100})
+    assert not r.accept({"ev": "final", "utterance": 0, "end_sample": 100})
+    assert not r.accept({"ev": "partial", "utterance": 0, "stable": "one two three"})
+
+
+def test_an_utterance_without_words_is_finished_but_not_shown():
+    r = Retention()
+    r.accept({"ev": "speech_started", "utterance": 0, "start_sample": 0})
+    assert not r.accept({"ev": "discarded", "utterance": 0, "end_sample": 8000})
+    assert r.resume_fields()["first_utterance"] == 1
+
+
+def test_a_finalize_mark_is_replayed_in_order_with_the_audio():
+    r = Retention()
+    r.add_audio(chunk(0.5))
+    r.add_finalize()
+    r.add_audio(chunk(0.5))
+    entries = r.entries(0)
+    assert [None if e is None else len(e) for e in entries] == [8000, None, 8000]
+    assert r.entries(2)[0] is not None and len(r) == 3
