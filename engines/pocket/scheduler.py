@@ -1,0 +1,338 @@
+"""One worker thread that owns the Pocket model and steps every stream together.
+
+Every iteration the worker (1) admits waiting streams into the batch (their text
+prompt runs then), (2) drops cancelled ones, (3) runs queued exclusive jobs (voice
+cloning), then (4) takes the next frame of every active, unpaused stream in ONE
+batched forward and hands each frame to its stream on the asyncio loop with
+``loop.call_soon_threadsafe``.
+
+Back-pressure: a stream whose consumer has ``high_water`` frames waiting is
+paused (its row is left out of the step) until the consumer has read down to
+``low_water``; a stalled consumer therefore costs nothing and never holds the
+others back. A stream paused for longer than ``stall_timeout_s`` is dropped.
+
+Concurrency contract: ``submit``, ``run_exclusive``, ``close`` and the
+``ScheduledStream`` methods may be called from any thread (``frames()`` from the
+loop the stream was opened on). Everything touching the model or the batch runs
+on the worker thread only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import concurrent.futures
+import logging
+import os
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+
+from engines.base import EngineError, EngineUnavailable
+from engines.pocket.batch import StepOutput, StreamBatch
+from engines.pocket.generation import GenerationSettings
+from engines.pocket.voice import VoiceState
+
+if TYPE_CHECKING:
+    from engines.pocket.model import PocketModel
+
+log = logging.getLogger(__name__)
+
+_END = object()  # end-of-stream marker on a stream's queue
+
+
+class PausableBatch(StreamBatch):
+    """A StreamBatch that can leave some rows out of a step.
+
+    Rows stay packed: before a step the paused rows are swapped to the tail (through
+    one spare row), the active prefix is stepped, and the paused rows are moved down
+    behind the rows that survived the step.
+    """
+
+    def __init__(self, model: PocketModel, max_streams: int) -> None:
+        super().__init__(model, max_streams + 1)  # + the spare row used for swaps
+        self.max_streams = max_streams  # admission limit; row max_streams is the spare
+        self._spare = max_streams
+
+    def _swap(self, i: int, j: int) -> None:
+        for state in (self._lm, self._mimi):
+            state.copy_row(i, self._spare)
+            state.copy_row(j, i)
+            state.copy_row(self._spare, j)
+        self._rows[i], self._rows[j] = self._rows[j], self._rows[i]
+
+    @torch.no_grad()
+    def step_active(self, paused: set[int]) -> list[StepOutput]:
+        """Step every stream not in ``paused`` (stream ids) by one frame."""
+        if not paused:
+            return self.step()
+        active = 0
+        for i in range(len(self._rows)):
+            if self._rows[i].stream_id not in paused:
+                if i != active:
+                    self._swap(i, active)
+                active += 1
+        if active == 0:
+            return []
+        tail = self._rows[active:]
+        self._rows = self._rows[:active]
+        try:
+            return self.step()
+        finally:
+            head = len(self._rows)
+            for j in range(len(tail)):
+                if head + j != active + j:
+                    self._lm.copy_row(active + j, head + j)
+                    self._mimi.copy_row(active + j, head + j)
+            self._rows = self._rows + tail
+
+
+class ScheduledStream:
+    """One utterance handed out by the scheduler; implements ``engines.base.TtsStream``."""
+
+    def __init__(self, scheduler: BatchScheduler, text: str, voice: VoiceState,
+                 settings: GenerationSettings | None, seed: int | None, loop: asyncio.AbstractEventLoop) -> None:
+        self._scheduler = scheduler
+        self.text, self.voice, self.settings, self.seed = text, voice, settings, seed
+        self._loop = loop
+        # Never overflows: the worker pauses the stream at high_water buffered frames,
+        # and adds at most one frame per step plus the end marker.
+        self._queue: asyncio.Queue = asyncio.Queue(maxsize=scheduler.high_water + 2)
+        self._lock = threading.Lock()
+        self._buffered = 0
+        self.cancelled = False
+        self.paused = False
+        self.paused_since = 0.0
+        self.stream_id: int | None = None  # the batch's id once admitted
+        self.finished = False
+
+    # ---- consumer side (the event loop)
+    async def frames(self) -> AsyncIterator[np.ndarray]:
+        """Yield float32 frames until the utterance ends or is cancelled."""
+        timeout = self._scheduler.frame_timeout_s
+        while not self.cancelled:
+            try:
+                item = await asyncio.wait_for(self._queue.get(), timeout)
+            except asyncio.TimeoutError:
+                self.cancel()
+                raise EngineError(f"no audio frame within {timeout:g} s; the TTS worker is overloaded",
+                                  code="engine_timeout") from None
+            with self._lock:
+                self._buffered -= item is not _END and not isinstance(item, BaseException)
+            self._scheduler.wake()
+            if item is _END:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            if not self.cancelled:
+                yield item
+
+    def cancel(self) -> None:
+        """Stop at the next frame boundary; ``frames()`` then ends. Idempotent."""
+        self.cancelled = True
+        self._scheduler.wake()
+
+    @property
+    def buffered(self) -> int:
+        with self._lock:
+            return self._buffered
+
+    # ---- producer side (the worker thread)
+    def deliver(self, item: Any) -> None:
+        if item is not _END and not isinstance(item, BaseException):
+            with self._lock:
+                self._buffered += 1
+        else:
+            self.finished = True
+        try:
+            self._loop.call_soon_threadsafe(self._put, item)
+        except RuntimeError:  # the loop is closed: nobody will read this stream again
+            self.cancelled = True
+
+    def _put(self, item: Any) -> None:
+        try:
+            self._queue.put_nowait(item)
+        except asyncio.QueueFull:  # an invariant broke; drop rather than block the loop
+            log.error("stream queue overflow; frame dropped")
+
+
+class BatchScheduler:
+    """Owns the model on one worker thread; see the module docstring."""
+
+    def __init__(self, model: PocketModel, *, max_streams: int = 8, max_waiting: int = 32, threads: int = 0,
+                 high_water: int = 8, low_water: int = 4, stall_timeout_s: float = 60.0,
+                 frame_timeout_s: float = 60.0, idle_wait_s: float = 0.5) -> None:
+        if not 0 <= low_water < high_water:
+            raise ValueError("low_water: must be below high_water")
+        self.model = model
+        self.max_streams, self.max_waiting = max_streams, max_waiting
+        self.threads = threads or os.cpu_count() or 1
+        self.high_water, self.low_water = high_water, low_water
+        self.stall_timeout_s, self.frame_timeout_s, self.idle_wait_s = stall_timeout_s, frame_timeout_s, idle_wait_s
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._waiting: collections.deque[ScheduledStream] = collections.deque()
+        self._jobs: collections.deque[tuple[Callable[[], Any], concurrent.futures.Future]] = collections.deque()
+        self._active: dict[int, ScheduledStream] = {}
+        self._closing = False
+        self._thread: threading.Thread | None = None
+        self.steps = 0  # batched forwards run (for tests and benchmarks)
+        self.rows_stepped = 0
+
+    # ---- any thread
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="pocket-scheduler", daemon=True)
+            self._thread.start()
+
+    def submit(self, text: str, voice: VoiceState, settings: GenerationSettings | None = None,
+               seed: int | None = None, loop: asyncio.AbstractEventLoop | None = None) -> ScheduledStream:
+        """Queue an utterance; frames come from the returned stream's ``frames()``.
+
+        Raises EngineUnavailable when closed and EngineError(over_capacity) when
+        ``max_streams`` are running and ``max_waiting`` more are waiting.
+        """
+        stream = ScheduledStream(self, text, voice, settings, seed, loop or asyncio.get_running_loop())
+        with self._lock:
+            if self._closing or self._thread is None:
+                raise EngineUnavailable("the Pocket TTS worker is not running")
+            if len(self._waiting) >= self.max_waiting:
+                raise EngineError(f"too many TTS streams: {self.max_streams} running and {self.max_waiting} "
+                                  "waiting; try again shortly", code="over_capacity")
+            self._waiting.append(stream)
+        self.wake()
+        return stream
+
+    def run_exclusive(self, job: Callable[[], Any]) -> concurrent.futures.Future:
+        """Run ``job`` on the worker thread between two steps; returns its future."""
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        with self._lock:
+            if self._closing or self._thread is None:
+                raise EngineUnavailable("the Pocket TTS worker is not running")
+            self._jobs.append((job, future))
+        self.wake()
+        return future
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def load(self) -> tuple[int, int]:
+        """(running, waiting) stream counts."""
+        with self._lock:
+            return len(self._active), len(self._waiting)
+
+    def close(self, timeout_s: float = 10.0) -> None:
+        """Stop the worker; open streams end with EngineUnavailable. Idempotent."""
+        with self._lock:
+            self._closing = True
+        self.wake()
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+            if self._thread.is_alive():
+                log.error("Pocket scheduler did not stop within %.0f s", timeout_s)
+
+    # ---- worker thread
+    def _run(self) -> None:
+        torch.set_num_threads(self.threads)
+        batch = PausableBatch(self.model, self.max_streams)
+        try:
+            while True:
+                self._wake.clear()  # before looking at the state: a later wake() is never lost
+                with self._lock:
+                    if self._closing:
+                        break
+                self._run_jobs()
+                self._drop_cancelled(batch)
+                self._admit(batch)
+                paused = self._update_pauses()
+                if len(batch) - len(paused) <= 0:
+                    self._wake.wait(self.idle_wait_s)
+                    continue
+                try:
+                    outputs = batch.step_active(paused)
+                except Exception as exc:  # a bug in a step: fail these streams, keep the worker alive
+                    log.exception("Pocket batch step failed")
+                    self._fail_all(EngineError(f"synthesis failed: {exc}"))
+                    batch = PausableBatch(self.model, self.max_streams)
+                    continue
+                self.steps += 1
+                self.rows_stepped += len(outputs)
+                for out in outputs:
+                    stream = self._active[out.stream_id]
+                    if out.pcm is not None:
+                        stream.deliver(out.pcm)
+                    if out.done:
+                        stream.deliver(_END)
+                        del self._active[out.stream_id]
+        finally:
+            self._fail_all(EngineUnavailable("the Pocket TTS engine was closed"))
+            with self._lock:
+                jobs, self._jobs = list(self._jobs), collections.deque()
+            for _, future in jobs:
+                future.cancel()
+
+    def _run_jobs(self) -> None:
+        while True:
+            with self._lock:
+                if not self._jobs:
+                    return
+                job, future = self._jobs.popleft()
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(job())
+            except BaseException as exc:  # handed to the awaiting caller
+                future.set_exception(exc)
+
+    def _drop_cancelled(self, batch: PausableBatch) -> None:
+        now = time.monotonic()
+        for stream_id, stream in list(self._active.items()):
+            stalled = stream.paused and now - stream.paused_since > self.stall_timeout_s
+            if stream.cancelled or stalled:
+                if stalled:
+                    log.warning("dropping a TTS stream whose consumer read nothing for %.0f s", self.stall_timeout_s)
+                batch.remove(stream_id)
+                del self._active[stream_id]
+                stream.deliver(_END)
+
+    def _admit(self, batch: PausableBatch) -> None:
+        while len(batch) < self.max_streams:
+            with self._lock:
+                if not self._waiting:
+                    return
+                stream = self._waiting.popleft()
+            if stream.cancelled:
+                stream.deliver(_END)
+                continue
+            try:
+                stream.stream_id = batch.add(stream.text, stream.voice, stream.settings, stream.seed)
+            except EngineError as exc:
+                stream.deliver(exc)
+                continue
+            except ValueError as exc:
+                stream.deliver(EngineError(str(exc), code="bad_request"))
+                continue
+            self._active[stream.stream_id] = stream
+
+    def _update_pauses(self) -> set[int]:
+        paused = set()
+        for stream_id, stream in self._active.items():
+            buffered = stream.buffered
+            if not stream.paused and buffered >= self.high_water:
+                stream.paused, stream.paused_since = True, time.monotonic()
+            elif stream.paused and buffered <= self.low_water:
+                stream.paused = False
+            if stream.paused:
+                paused.add(stream_id)
+        return paused
+
+    def _fail_all(self, error: EngineError) -> None:
+        with self._lock:
+            waiting, self._waiting = list(self._waiting), collections.deque()
+        for stream in [*self._active.values(), *waiting]:
+            stream.deliver(error)
+        self._active.clear()

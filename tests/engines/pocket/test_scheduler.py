@@ -1,0 +1,160 @@
+"""The batch scheduler: joined streams sound as if alone; a paused stream blocks nobody."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engines.base import EngineError, EngineUnavailable
+from engines.pocket import load_model
+from engines.pocket.scheduler import BatchScheduler, ScheduledStream
+
+TEXTS = {
+    1: ("alba", "Hello world, how are you today?"),
+    2: ("marius", "A second voice joins a little later."),
+    3: ("alba", "And a third one, with more words to say than the others, joins last."),
+}
+# Rows of different batch sizes go through different matmul kernels; the result
+# agrees with the single-stream run to float32 rounding, not bit for bit.
+ATOL = 1e-4
+
+
+@pytest.fixture(scope="module")
+def model(tiny_model_dir: Path):
+    return load_model(tiny_model_dir)
+
+
+@pytest.fixture(scope="module")
+def alone(model) -> dict[int, np.ndarray]:
+    """Each utterance synthesised on its own, with its seed."""
+    return {seed: model.synthesize(text, model.load_voice(voice), seed=seed) for seed, (voice, text) in TEXTS.items()}
+
+
+@pytest.fixture
+async def scheduler(model):
+    sched = BatchScheduler(model, max_streams=4, max_waiting=2, threads=1)
+    sched.start()
+    yield sched
+    await asyncio.to_thread(sched.close)
+
+
+def _submit(sched: BatchScheduler, model, seed: int) -> ScheduledStream:
+    voice, text = TEXTS[seed]
+    return sched.submit(text, model.load_voice(voice), seed=seed)
+
+
+async def _take(stream: ScheduledStream, n: int | None = None) -> list[np.ndarray]:
+    out = []
+    async for frame in stream.frames():
+        out.append(frame)
+        if n is not None and len(out) == n:
+            break
+    return out
+
+
+def _assert_same_audio(frames: list[np.ndarray], expected: np.ndarray) -> None:
+    assert all(f.shape == (1920,) and f.dtype == np.float32 for f in frames)
+    got = np.concatenate(frames)
+    assert got.shape == expected.shape
+    np.testing.assert_allclose(got, expected, atol=ATOL, rtol=0)
+
+
+async def test_streams_joining_at_different_times_sound_as_if_alone(scheduler, model, alone):
+    first = _submit(scheduler, model, 1)
+    head1 = await _take(first, 5)
+    second = _submit(scheduler, model, 2)
+    head2 = await _take(second, 3)
+    head1 += await _take(first, 4)
+    third = _submit(scheduler, model, 3)
+    rest = await asyncio.gather(_take(first), _take(second), _take(third))
+    _assert_same_audio(head1 + rest[0], alone[1])
+    _assert_same_audio(head2 + rest[1], alone[2])
+    _assert_same_audio(rest[2], alone[3])
+    assert scheduler.rows_stepped > scheduler.steps  # some steps really carried several streams
+
+
+async def test_a_paused_stream_does_not_block_the_others(scheduler, model, alone):
+    stalled = _submit(scheduler, model, 3)  # nobody reads it for now
+    busy = _submit(scheduler, model, 2)
+    busy_frames = await _take(busy)  # runs to the end while the other sits paused
+    _assert_same_audio(busy_frames, alone[2])
+    assert stalled.paused
+    assert stalled.buffered == scheduler.high_water
+    # Pausing (rows swapped out of the step and back) leaves its audio unchanged.
+    _assert_same_audio(await _take(stalled), alone[3])
+
+
+async def test_cancel_ends_the_stream_and_frees_its_row(scheduler, model):
+    stream = _submit(scheduler, model, 3)
+    assert len(await _take(stream, 2)) == 2
+    stream.cancel()
+    assert await _take(stream) == []
+    for _ in range(100):
+        if scheduler.load() == (0, 0):
+            break
+        await asyncio.sleep(0.01)
+    assert scheduler.load() == (0, 0)
+
+
+async def test_admission_is_bounded(model):
+    sched = BatchScheduler(model, max_streams=1, max_waiting=1, threads=1)
+    sched.start()
+    try:
+        running = _submit(sched, model, 1)
+        await _take(running, 1)  # admitted into the batch
+        waiting = _submit(sched, model, 2)
+        with pytest.raises(EngineError, match=r"too many TTS streams: 1 running and 1 waiting") as info:
+            _submit(sched, model, 3)
+        assert info.value.code == "over_capacity"
+        running.cancel()
+        assert len(await _take(waiting)) > 0  # admitted once the row was free
+    finally:
+        await asyncio.to_thread(sched.close)
+
+
+async def test_empty_text_fails_only_that_stream(scheduler, model, alone):
+    bad = scheduler.submit("   ", model.load_voice("alba"), seed=1)
+    good = _submit(scheduler, model, 1)
+    with pytest.raises(EngineError, match="text: must contain at least one non-space character") as info:
+        await _take(bad)
+    assert info.value.code == "bad_request"
+    _assert_same_audio(await _take(good), alone[1])
+
+
+async def test_close_ends_open_streams_with_unavailable(model):
+    sched = BatchScheduler(model, max_streams=2, threads=1)
+    sched.start()
+    stream = _submit(sched, model, 3)
+    await _take(stream, 1)
+    await asyncio.to_thread(sched.close)
+    with pytest.raises(EngineUnavailable, match="the Pocket TTS engine was closed"):
+        await _take(stream)
+    with pytest.raises(EngineUnavailable, match="worker is not running"):
+        _submit(sched, model, 1)
+
+
+async def test_a_stalled_consumer_is_dropped_after_the_stall_timeout(model):
+    sched = BatchScheduler(model, max_streams=2, threads=1, high_water=2, low_water=1, stall_timeout_s=0.2)
+    sched.start()
+    try:
+        stream = _submit(sched, model, 3)
+        for _ in range(300):
+            if stream.finished:
+                break
+            await asyncio.sleep(0.01)
+        assert stream.finished and sched.load() == (0, 0)
+        assert len(await _take(stream)) == 2  # what was buffered, then the end
+    finally:
+        await asyncio.to_thread(sched.close)
+
+
+async def test_exclusive_jobs_run_on_the_worker(scheduler):
+    import threading
+
+    name = await asyncio.wrap_future(scheduler.run_exclusive(lambda: threading.current_thread().name))
+    assert name == "pocket-scheduler"
+    with pytest.raises(ZeroDivisionError):
+        await asyncio.wrap_future(scheduler.run_exclusive(lambda: 1 / 0))
