@@ -1,0 +1,105 @@
+"""Streams stepped together give the audio they give alone."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from engines.base import EngineError
+
+ATOL = 1e-5  # batched matmuls round differently from single-row ones
+
+STREAMS = [  # (text, voice, seed, temperature)
+    ("Hello world, this is a test.", "alba", 1, 0.3),
+    ("The quick brown fox jumps over the lazy dog. Is it 3.5 today?", "marius", 2, 0.3),
+    ("Good night", "marius", 3, 0.0),
+    ("Rain in spain stays mainly in the plain.", "alba", 4, 0.7),
+]
+
+
+def _settings(model, temperature: float):
+    return replace(model.defaults, temperature=temperature)
+
+
+def _solo(model, text: str, voice: str, seed: int, temperature: float) -> np.ndarray:
+    return np.concatenate(list(model.stream(text, model.load_voice(voice), _settings(model, temperature), seed)))
+
+
+@pytest.fixture(scope="module")
+def solo(tiny_model) -> list[np.ndarray]:
+    return [_solo(tiny_model, *s) for s in STREAMS]
+
+
+def _run(model, joins: dict[int, list[int]], cancel: dict[int, int] | None = None, max_streams: int = 4):
+    """Step a batch; stream i joins before step joins[step]; cancel {stream: step}."""
+    batch = model.new_batch(max_streams=max_streams)
+    frames: dict[int, list[np.ndarray]] = {}
+    ids: dict[int, int] = {}
+    done: set[int] = set()
+    widths = []
+    step = 0
+    while step <= max(joins) or len(batch):
+        for index in joins.get(step, []):
+            text, voice, seed, temperature = STREAMS[index]
+            ids[index] = batch.add(text, model.load_voice(voice), _settings(model, temperature), seed)
+            frames[index] = []
+        for index, at in (cancel or {}).items():
+            if at == step:
+                assert batch.remove(ids[index])
+        widths.append(len(batch))
+        by_id = {sid: i for i, sid in ids.items()}
+        for out in batch.step():
+            if out.pcm is not None:
+                frames[by_id[out.stream_id]].append(out.pcm)
+            if out.done:
+                done.add(by_id[out.stream_id])
+        step += 1
+    return {i: np.concatenate(f) for i, f in frames.items()}, widths, done
+
+
+def test_streams_joining_at_different_times_match_solo_runs(tiny_model, solo) -> None:
+    audio, widths, done = _run(tiny_model, {0: [0], 3: [1, 2], 9: [3]})
+    assert max(widths) == 4 and done == {0, 1, 2, 3}
+    for i, expected in enumerate(solo):
+        assert audio[i].shape == expected.shape, f"stream {i}"
+        np.testing.assert_allclose(audio[i], expected, rtol=0, atol=ATOL, err_msg=f"stream {i}")
+
+
+def test_a_stream_leaving_mid_way_does_not_disturb_the_others(tiny_model, solo) -> None:
+    audio, widths, done = _run(tiny_model, {0: [0, 1, 2, 3]}, cancel={1: 5})
+    assert widths[:5] == [4, 4, 4, 4, 4] and widths[5] == 3
+    assert 1 not in done and len(audio[1]) == 5 * tiny_model.frame_samples
+    np.testing.assert_allclose(audio[1], solo[1][: len(audio[1])], rtol=0, atol=ATOL)
+    for i in (0, 2, 3):
+        np.testing.assert_allclose(audio[i], solo[i], rtol=0, atol=ATOL, err_msg=f"stream {i}")
+
+
+def test_a_full_batch_refuses_another_stream(tiny_model) -> None:
+    batch = tiny_model.new_batch(max_streams=1)
+    voice = tiny_model.load_voice("alba")
+    batch.add("One.", voice)
+    with pytest.raises(EngineError, match=r"^batch is full \(1 streams\)$") as info:
+        batch.add("Two.", voice)
+    assert info.value.code == "over_capacity"
+
+
+def test_empty_text_is_refused_before_joining(tiny_model) -> None:
+    batch = tiny_model.new_batch(max_streams=2)
+    with pytest.raises(ValueError, match="^text: must contain at least one non-space character$"):
+        batch.add("  \n ", tiny_model.load_voice("alba"))
+    assert len(batch) == 0
+
+
+def test_remove_unknown_stream_is_false(tiny_model) -> None:
+    assert tiny_model.new_batch().remove(12345) is False
+
+
+def test_stream_cancel_stops_between_frames(tiny_model) -> None:
+    stream = tiny_model.stream("Hello world, this is a test.", tiny_model.load_voice("alba"), seed=1)
+    first = next(stream)
+    assert first.shape == (tiny_model.frame_samples,) and first.dtype == np.float32
+    stream.cancel()
+    assert list(stream) == []
+    assert stream.done
