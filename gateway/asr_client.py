@@ -33,6 +33,7 @@ import numpy as np
 
 from engines.asr.framing import FrameError, encode_frame, pcm_to_bytes, read_frame_async
 from engines.asr.models import ModelMissing, ResolvedModel, resolve_model
+from engines.asr.retention import Retention
 from engines.base import EngineState, EngineStatus
 
 from .config import Settings
@@ -46,7 +47,6 @@ BACKOFF_S = (0.0, 1.0, 5.0, 15.0)
 HEALTHY_AFTER_S = 60.0  # a process that lived this long resets the backoff
 START_TIMEOUT_S = 90.0
 WRITE_TIMEOUT_S = 10.0
-IDLE_KEEP_SAMPLES = 3 * RATE  # audio kept before any utterance opens (VAD onset + pad)
 EVENT_QUEUE_SIZE = 512
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -59,7 +59,7 @@ class AsrStream:
     """One dictation stream as the gateway sees it: audio out, protocol events in.
 
     ``events`` holds protocol events (dataclasses from gateway.protocol.dictation,
-    or error dicts). The retained audio log is replayed after a sidecar restart.
+    or error-event dicts). ``retention`` is what a restarted sidecar is given.
     """
 
     def __init__(self, supervisor: AsrSupervisor, stream_id: str, options: dict[str, Any]) -> None:
@@ -67,32 +67,25 @@ class AsrStream:
         self.id = stream_id
         self.options = options  # language (None = auto), interim, word_timestamps, silence_ms
         self.events: asyncio.Queue = asyncio.Queue(maxsize=EVENT_QUEUE_SIZE)
+        self.retention = Retention()
         self.live = False  # the current process has this stream, with every logged entry replayed
-        self.overflowed = False
-        self.pos = 0  # samples sent so far (16 kHz clock)
+        self.overflowed = False  # a final could not be queued: the client reads nothing
         self.lag_s = 0.0
         self.finals = 0
         self.ending = False
         self.ended = False
-        self._log: deque[tuple[int, str, np.ndarray | None]] = deque()  # (position, "audio"|"finalize", samples)
-        self._announced = -1
-        self._finished = -1  # highest utterance index with a final (or no words)
-        self._finished_end = 0  # where the last finished utterance's audio ended
-        self._open_starts: dict[int, int] = {}
-        self._stable: dict[int, str] = {}
 
     # ---- client side
 
     async def send_audio(self, samples: np.ndarray) -> None:
         if len(samples) == 0:
             return
-        self._log.append((self.pos, "audio", samples))
-        self.pos += len(samples)
+        self.retention.add_audio(samples)
         if self.live:
             await self.supervisor.write({"op": "audio", "stream": self.id}, pcm_to_bytes(samples))
 
     async def finalize(self) -> None:
-        self._log.append((self.pos, "finalize", None))
+        self.retention.add_finalize()
         if self.live:
             await self.supervisor.write({"op": "finalize", "stream": self.id})
 
@@ -103,88 +96,49 @@ class AsrStream:
 
     async def close(self) -> None:
         self.supervisor.forget(self)
-        if self.live:
+        if self.live and not self.ended:  # after ``ended`` the sidecar has dropped the stream itself
             with contextlib.suppress(Exception):
                 await self.supervisor.write({"op": "close", "stream": self.id})
         self.live = False
 
     @property
     def audio_s(self) -> float:
-        return self.pos / RATE
+        return self.retention.pos / RATE
 
     # ---- replay
 
     def open_header(self) -> dict[str, Any]:
-        first = min(self._open_starts) if self._open_starts else self._finished + 1
-        return {"op": "open", "stream": self.id, **self.options, "offset": self._log_start(),
-                "first_utterance": first, "stable": self._stable.get(first, "")}
+        return {"op": "open", "stream": self.id, **self.options, **self.retention.resume_fields()}
 
     def replay_frames(self, start: int) -> tuple[list[bytes], int]:
         """Frames for the logged entries from index ``start`` on, and the next index."""
-        entries = list(self._log)[start:]
-        frames = []
-        for _, kind, samples in entries:
-            if kind == "audio":
-                frames.append(encode_frame({"op": "audio", "stream": self.id}, pcm_to_bytes(samples)))
-            else:
-                frames.append(encode_frame({"op": "finalize", "stream": self.id}))
+        entries = self.retention.entries(start)
+        frames = [encode_frame({"op": "audio", "stream": self.id}, pcm_to_bytes(samples)) if samples is not None
+                  else encode_frame({"op": "finalize", "stream": self.id}) for samples in entries]
         return frames, start + len(entries)
-
-    def log_length(self) -> int:
-        return len(self._log)
-
-    def _log_start(self) -> int:
-        return self._log[0][0] if self._log else self.pos
-
-    def _trim(self) -> None:
-        keep_from = min(self._open_starts.values()) if self._open_starts else max(
-            self._finished_end, self.pos - IDLE_KEEP_SAMPLES)
-        while self._log:
-            position, kind, samples = self._log[0]
-            end = position + (len(samples) if samples is not None else 0)
-            if end > keep_from or (kind == "finalize" and position > keep_from):
-                break
-            self._log.popleft()
 
     # ---- events from the sidecar
 
     def deliver(self, event: dict[str, Any]) -> None:
+        if not self.retention.accept(event):
+            return
         kind = event.get("ev")
-        n = event.get("utterance", -1)
         if kind == "speech_started":
-            if n > self._finished and n not in self._open_starts:
-                self._open_starts[n] = int(event.get("start_sample", 0))
-            if n > self._announced:
-                self._announced = n
-                self._put(SpeechStarted(n, event["at"]))
+            self._put(SpeechStarted(event["utterance"], event["at"]))
         elif kind == "partial":
-            previous = self._stable.get(n, "")
-            if n <= self._finished or not event["stable"].startswith(previous):
-                return
-            self._stable[n] = event["stable"]
             self.lag_s = float(event.get("lag_s", self.lag_s))
-            self._put(Partial(n, event["text"], event["stable"], event["start"], event["end"], self.lag_s))
-        elif kind in ("final", "discarded"):
-            if n <= self._finished:
-                return
-            self._finished = n
-            self._finished_end = max(self._finished_end, int(event.get("end_sample", 0)))
-            for index in [i for i in self._open_starts if i <= n]:
-                self._open_starts.pop(index)
-                self._stable.pop(index, None)
-            if kind == "final":
-                self.finals += 1
-                self.lag_s = float(event.get("lag_s", self.lag_s))
-                self._put(Final(n, event["text"], event["start"], event["end"], event.get("language", ""),
-                                event.get("words")), essential=True)
-            self._trim()
+            self._put(Partial(event["utterance"], event["text"], event["stable"], event["start"], event["end"],
+                              self.lag_s))
+        elif kind == "final":
+            self.finals += 1
+            self.lag_s = float(event.get("lag_s", self.lag_s))
+            self._put(Final(event["utterance"], event["text"], event["start"], event["end"],
+                            event.get("language", ""), event.get("words")), essential=True)
         elif kind == "ended":
             self.ended = True
             self._put(Closed(self.finals, round(self.audio_s, 3)), essential=True)
         elif kind == "error":
             self._put(GatewayError(event.get("message", ""), code=event.get("code", "asr_failed")).to_event())
-        if not self._open_starts:
-            self._trim()
 
     def _put(self, item: Any, essential: bool = False) -> None:
         try:
@@ -436,7 +390,7 @@ class AsrSupervisor:
             return
         await self.write(stream.open_header())
         index = 0
-        while index < stream.log_length():
+        while index < len(stream.retention):
             frames, index = stream.replay_frames(index)
             for frame in frames:
                 await self._write_raw(frame)

@@ -1,0 +1,59 @@
+"""A sidecar supervisor with no process, for socket and route tests.
+
+``FakeSidecar`` is a real ``AsrSupervisor`` (streams, retention, event filter)
+whose pipe is a list: ``frames`` records every frame the gateway writes, and
+tests play the sidecar by calling ``stream.deliver(event)`` on the event loop.
+An ``end`` is answered with ``ended`` at once, like a sidecar with nothing left.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from engines.base import EngineState, EngineStatus
+from gateway.asr_client import AsrSupervisor
+
+
+class FakeSidecar(AsrSupervisor):
+    def __init__(self, languages: tuple[str, ...] = ("en",), state: EngineState = EngineState.READY,
+                 detail: str = "", hint: str = "", transcription: dict | None = None) -> None:
+        super().__init__(model="tiny.en", data_dir=Path("/nonexistent"))
+        self.frames: list[tuple[dict[str, Any], bytes]] = []
+        self._languages = list(languages)
+        self._final_state = EngineStatus(state, detail, hint)
+        self.transcription = transcription
+        self.transcribe_calls: list[dict[str, Any]] = []
+
+    async def start(self) -> None:
+        self._state = self._final_state
+        if self._state.state is EngineState.READY:
+            self._hello = {"languages": self._languages, "multilingual": len(self._languages) > 1}
+            self._ready.set()
+        self._settled.set()
+
+    async def aclose(self) -> None:
+        return None
+
+    async def write(self, header: dict[str, Any], payload: bytes = b"") -> None:
+        self.frames.append((header, payload))
+        if header.get("op") == "end":
+            stream = self._streams.get(header["stream"])
+            if stream is not None:
+                stream.deliver({"ev": "ended", "stream": stream.id})
+
+    async def transcribe(self, samples: np.ndarray, *, language: str | None, word_timestamps: bool,
+                         timeout_s: float) -> dict[str, Any]:
+        self.transcribe_calls.append({"samples": len(samples), "language": language,
+                                      "word_timestamps": word_timestamps})
+        return dict(self.transcription or {})
+
+    def audio_sent(self, stream_id: str) -> np.ndarray:
+        chunks = [np.frombuffer(p, dtype="<f4") for h, p in self.frames
+                  if h.get("op") == "audio" and h.get("stream") == stream_id]
+        return np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.float32)
+
+    def ops(self, stream_id: str) -> list[str]:
+        return [h["op"] for h, _ in self.frames if h.get("stream") == stream_id]

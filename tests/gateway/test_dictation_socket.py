@@ -1,0 +1,290 @@
+"""The /v1/dictation socket in process (TestClient) with a fake sidecar: the
+handshake, parameter and message validation, limits, audio conversion and the
+relay of sidecar events with their invariants."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from starlette.testclient import TestClient
+from starlette.websockets import WebSocketDisconnect
+
+from engines.base import EngineState
+from gateway.app import create_app
+from gateway.config import Settings
+from tests.engines.asr.asr_fakes import FakeSidecar
+from tests.gateway.fakes import FakeListener
+
+LOOPBACK = ("127.0.0.1", 5000)
+
+
+def make_client(tmp_path, asr=None, **settings) -> TestClient:
+    app = create_app(Settings(engines=("asr",), data_dir=tmp_path, **settings), tts_engines={},
+                     asr=asr or FakeSidecar(), share_listener=FakeListener())
+    return TestClient(app, client=LOOPBACK)
+
+
+def receive(ws) -> dict:
+    message = ws.receive()
+    if message["type"] == "websocket.close":
+        raise WebSocketDisconnect(message["code"], message.get("reason"))
+    return json.loads(message["text"])
+
+
+def close_code(ws) -> tuple[int, str]:
+    with pytest.raises(WebSocketDisconnect) as info:
+        while True:
+            receive(ws)
+    return info.value.code, info.value.reason
+
+
+def stream_of(fake: FakeSidecar):
+    (stream,) = fake._streams.values()
+    return stream
+
+
+def deliver(client, fake: FakeSidecar, *events: dict) -> None:
+    stream = stream_of(fake)
+    for event in events:
+        client.portal.call(stream.deliver, {"stream": stream.id, **event})
+
+
+def test_ready_names_the_model_and_an_english_model_answers_en_for_auto(tmp_path):
+    with make_client(tmp_path) as client, client.websocket_connect("/v1/dictation?sample_rate=48000") as ws:
+        ready = receive(ws)
+        assert ready == {"type": "ready", "session": ready["session"], "protocol": 1, "sample_rate": 48000,
+                         "encoding": "pcm_s16le", "language": "en", "model": "tiny.en"}
+        assert ready["session"].startswith("dic-")
+
+
+def test_the_sidecar_is_opened_with_the_stream_options(tmp_path):
+    fake = FakeSidecar()
+    url = "/v1/dictation?interim=false&word_timestamps=true&silence_ms=800&language=en"
+    with make_client(tmp_path, fake) as client, client.websocket_connect(url) as ws:
+        receive(ws)
+        header = fake.frames[0][0]
+        assert header == {"op": "open", "stream": header["stream"], "language": "en", "interim": False,
+                          "word_timestamps": True, "silence_ms": 800, "offset": 0, "first_utterance": 0,
+                          "stable": ""}
+
+
+@pytest.mark.parametrize("query, reason", [
+    ("encoding=pcm_mulaw", "encoding: 'pcm_mulaw' must be one of: pcm_s16le, pcm_f32le"),
+    ("sample_rate=4000", "sample_rate: '4000' must be between 8000 and 48000"),
+    ("sample_rate=fast", "sample_rate: 'fast' is not an integer"),
+    ("silence_ms=100", "silence_ms: 100 must be between 200 and 5000"),
+    ("silence_ms=1.5", "silence_ms: '1.5' is not an integer"),
+    ("language=english", "language: 'english' is not an ISO 639-1 code or 'auto'"),
+    ("interim=maybe", "interim: 'maybe' is not a boolean (use true or false)"),
+])
+def test_a_bad_query_parameter_closes_4400_naming_it(tmp_path, query, reason):
+    with make_client(tmp_path) as client, client.websocket_connect(f"/v1/dictation?{query}") as ws:
+        assert close_code(ws) == (4400, reason)
+
+
+def test_a_language_the_model_lacks_gets_unsupported_language_then_4400(tmp_path):
+    with make_client(tmp_path) as client, client.websocket_connect("/v1/dictation?language=de") as ws:
+        error = receive(ws)
+        message = ("language: the ASR model tiny.en does not support 'de' (available: en); "
+                   "install multilingual Whisper base: voxgate models install whisper-base")
+        assert error == {"type": "error", "code": "unsupported_language", "message": message, "retryable": False}
+        assert close_code(ws) == (4400, message[:123])
+
+
+def test_a_multilingual_model_accepts_the_language(tmp_path):
+    fake = FakeSidecar(languages=("en", "de", "fr"))
+    with make_client(tmp_path, fake) as client, client.websocket_connect("/v1/dictation?language=de") as ws:
+        assert receive(ws)["language"] == "de"
+        assert fake.frames[0][0]["language"] == "de"
+
+
+def test_missing_asr_answers_the_reason_and_closes_1011(tmp_path):
+    fake = FakeSidecar(state=EngineState.MISSING, detail="multilingual Whisper base is not installed in /x",
+                       hint="voxgate models install whisper-base")
+    with make_client(tmp_path, fake) as client, client.websocket_connect("/v1/dictation") as ws:
+        message = "multilingual Whisper base is not installed in /x. voxgate models install whisper-base"
+        assert receive(ws) == {"type": "error", "code": "engine_unavailable", "message": message,
+                               "retryable": False}
+        assert close_code(ws) == (1011, message)
+
+
+def test_a_gateway_without_asr_answers_engine_unavailable(tmp_path):
+    app = create_app(Settings(engines=(), data_dir=tmp_path), tts_engines={}, share_listener=FakeListener())
+    with TestClient(app, client=LOOPBACK) as client, client.websocket_connect("/v1/dictation") as ws:
+        error = receive(ws)
+        assert error["code"] == "engine_unavailable"
+        assert close_code(ws) == (1011, "ASR is not enabled on this gateway; start it with --engines including asr")
+
+
+def test_over_the_stream_limit_a_new_socket_closes_1013(tmp_path):
+    with make_client(tmp_path, max_dictation_streams=1) as client, client.websocket_connect("/v1/dictation") as first:
+        receive(first)
+        with client.websocket_connect("/v1/dictation") as second:
+            assert close_code(second) == (1013, "too many dictation streams (limit 1); try again later")
+        first.send_json({"type": "end"})
+        assert receive(first) == {"type": "closed", "utterances": 0, "audio_s": 0.0}
+
+
+def test_odd_byte_counts_keep_the_partial_sample_for_the_next_message(tmp_path):
+    fake = FakeSidecar()
+    samples = np.array([1000, -2000, 3000, 32767], dtype="<i2").tobytes()
+    with make_client(tmp_path, fake) as client, client.websocket_connect("/v1/dictation") as ws:
+        receive(ws)
+        ws.send_bytes(samples[:3])
+        ws.send_bytes(samples[3:7])
+        ws.send_bytes(samples[7:])
+        ws.send_json({"type": "end"})
+        assert receive(ws) == {"type": "closed", "utterances": 0, "audio_s": 0.0}
+        sent = fake.audio_sent(stream_of_id(fake))
+        assert sent.tolist() == [1000 / 32768, -2000 / 32768, 3000 / 32768, 32767 / 32768]
+
+
+def stream_of_id(fake: FakeSidecar) -> str:
+    return fake.frames[0][0]["stream"]
+
+
+def test_f32_audio_with_nan_is_bad_audio_and_the_session_goes_on(tmp_path):
+    fake = FakeSidecar()
+    with make_client(tmp_path, fake) as client, \
+            client.websocket_connect("/v1/dictation?encoding=pcm_f32le") as ws:
+        receive(ws)
+        ws.send_bytes(np.array([0.1, np.nan], dtype="<f4").tobytes())
+        assert receive(ws) == {"type": "error", "code": "bad_audio", "retryable": False,
+                               "message": "pcm_f32le audio contains NaN or infinite samples; the message was dropped"}
+        ws.send_bytes(np.array([0.25, -0.5], dtype="<f4").tobytes())
+        ws.send_json({"type": "end"})
+        assert receive(ws)["type"] == "closed"
+        assert fake.audio_sent(stream_of_id(fake)).tolist() == [0.25, -0.5]
+
+
+def test_audio_is_resampled_to_16_khz(tmp_path):
+    fake = FakeSidecar()
+    tone = (np.sin(np.arange(8000) * 2 * np.pi * 440 / 8000) * 0.5 * 32767).astype("<i2").tobytes()
+    with make_client(tmp_path, fake) as client, client.websocket_connect("/v1/dictation?sample_rate=8000") as ws:
+        receive(ws)
+        ws.send_bytes(tone)
+        ws.send_json({"type": "end"})
+        closed = receive(ws)
+        sent = fake.audio_sent(stream_of_id(fake))
+        assert len(sent) == 16000
+        assert closed == {"type": "closed", "utterances": 0, "audio_s": 1.0}
+        spectrum = np.abs(np.fft.rfft(sent[2000:14000]))
+        assert abs(np.argmax(spectrum) * 16000 / 12000 - 440) < 2
+
+
+@pytest.mark.parametrize("text, message", [
+    ("hello", "message is not valid JSON"),
+    ("[1]", "message must be a JSON object with a \"type\""),
+    ('{"type": 3}', "message has no \"type\" string"),
+    ('{"type": "speak"}', "unknown message type 'speak'; expected one of: finalize, end, keepalive"),
+])
+def test_a_bad_text_message_is_bad_message_and_the_session_goes_on(tmp_path, text, message):
+    with make_client(tmp_path) as client, client.websocket_connect("/v1/dictation") as ws:
+        receive(ws)
+        ws.send_text(text)
+        assert receive(ws) == {"type": "error", "code": "bad_message", "message": message, "retryable": False}
+        ws.send_json({"type": "keepalive"})
+        ws.send_json({"type": "end"})
+        assert receive(ws)["type"] == "closed"
+        assert close_code(ws) == (1000, "")
+
+
+def test_a_10_mb_message_closes_1009_and_other_sessions_go_on(tmp_path):
+    fake = FakeSidecar()
+    with make_client(tmp_path, fake) as client, client.websocket_connect("/v1/dictation") as other:
+        receive(other)
+        with client.websocket_connect("/v1/dictation") as ws:
+            receive(ws)
+            ws.send_bytes(b"\0" * (10 * 1024 * 1024))
+            assert close_code(ws) == (1009, "audio message of 10485760 bytes; the limit is 1048576, "
+                                            "send smaller chunks")
+        other.send_bytes(b"\1\0" * 1600)
+        other.send_json({"type": "end"})
+        assert receive(other) == {"type": "closed", "utterances": 0, "audio_s": 0.1}
+
+
+def test_a_huge_text_message_closes_1009(tmp_path):
+    with make_client(tmp_path) as client, client.websocket_connect("/v1/dictation") as ws:
+        receive(ws)
+        ws.send_text(json.dumps({"type": "keepalive", "pad": "x" * 100_000}))
+        assert close_code(ws) == (1009, "text message longer than 65536 bytes")
+
+
+def test_an_idle_client_is_closed_4408(tmp_path):
+    with make_client(tmp_path, idle_timeout_s=1) as client, client.websocket_connect("/v1/dictation") as ws:
+        receive(ws)
+        assert close_code(ws) == (4408, "no audio or message for 1 s")
+
+
+def test_sidecar_events_are_relayed_as_protocol_events(tmp_path):
+    fake = FakeSidecar()
+    with make_client(tmp_path, fake) as client, \
+            client.websocket_connect("/v1/dictation?word_timestamps=true") as ws:
+        receive(ws)
+        words = [{"word": "hi", "start": 0.5, "end": 0.7, "probability": 0.9}]
+        deliver(client, fake,
+                {"ev": "speech_started", "utterance": 0, "at": 0.5, "start_sample": 1600},
+                {"ev": "partial", "utterance": 0, "text": "hi", "stable": "", "start": 0.5, "end": 1.0,
+                 "lag_s": 0.3},
+                {"ev": "final", "utterance": 0, "text": "hi there.", "start": 0.5, "end": 1.2, "language": "en",
+                 "words": words, "end_sample": 25600, "lag_s": 0.4})
+        assert receive(ws) == {"type": "speech_started", "utterance": 0, "at": 0.5}
+        assert receive(ws) == {"type": "partial", "utterance": 0, "text": "hi", "stable": "", "start": 0.5,
+                               "end": 1.0, "lag_s": 0.3}
+        assert receive(ws) == {"type": "final", "utterance": 0, "text": "hi there.", "start": 0.5, "end": 1.2,
+                               "language": "en", "words": words}
+        ws.send_json({"type": "end"})
+        assert receive(ws) == {"type": "closed", "utterances": 1, "audio_s": 0.0}
+        assert close_code(ws) == (1000, "")
+
+
+def test_duplicates_from_a_replay_never_reach_the_client(tmp_path):
+    fake = FakeSidecar()
+    with make_client(tmp_path, fake) as client, client.websocket_connect("/v1/dictation") as ws:
+        receive(ws)
+        deliver(client, fake,
+                {"ev": "speech_started", "utterance": 0, "at": 0.5, "start_sample": 0},
+                {"ev": "partial", "utterance": 0, "text": "one two", "stable": "one", "start": 0.5, "end": 1.0},
+                {"ev": "speech_started", "utterance": 0, "at": 0.5, "start_sample": 0},
+                {"ev": "partial", "utterance": 0, "text": "won", "stable": "", "start": 0.5, "end": 1.0},
+                {"ev": "final", "utterance": 0, "text": "one two three", "start": 0.5, "end": 1.5,
+                 "language": "en", "end_sample": 30000},
+                {"ev": "partial", "utterance": 0, "text": "late", "stable": "one", "start": 0.5, "end": 1.6},
+                {"ev": "final", "utterance": 0, "text": "again", "start": 0.5, "end": 1.5, "language": "en"})
+        ws.send_json({"type": "end"})
+        kinds = []
+        while True:
+            event = receive(ws)
+            kinds.append((event["type"], event.get("text")))
+            if event["type"] == "closed":
+                break
+        assert kinds == [("speech_started", None), ("partial", "one two"), ("final", "one two three"),
+                         ("closed", None)]
+
+
+def test_finalize_is_passed_to_the_sidecar_in_order_with_the_audio(tmp_path):
+    fake = FakeSidecar()
+    with make_client(tmp_path, fake) as client, client.websocket_connect("/v1/dictation") as ws:
+        receive(ws)
+        ws.send_bytes(b"\0\0" * 160)
+        ws.send_json({"type": "finalize"})
+        ws.send_bytes(b"\0\0" * 160)
+        ws.send_json({"type": "end"})
+        receive(ws)
+        assert fake.ops(stream_of_id(fake)) == ["open", "audio", "finalize", "audio", "end"]
+
+
+def test_admin_sessions_lists_the_stream_with_its_lag(tmp_path):
+    fake = FakeSidecar()
+    with make_client(tmp_path, fake) as client, client.websocket_connect("/v1/dictation") as ws:
+        receive(ws)
+        ws.send_bytes(b"\0\0" * 16000)
+        deliver(client, fake, {"ev": "speech_started", "utterance": 0, "at": 0.1, "start_sample": 0},
+                {"ev": "partial", "utterance": 0, "text": "x", "stable": "", "start": 0.1, "end": 0.6,
+                 "lag_s": 1.75})
+        receive(ws), receive(ws)
+        (entry,) = client.get("/v1/admin/sessions").json()["sessions"]
+        assert entry["kind"] == "dictation"
+        assert (entry["lag_s"], entry["audio_s"], entry["utterances"], entry["phase"]) == (1.75, 1.0, 0, "streaming")
