@@ -1,0 +1,240 @@
+"""The speech HTTP routes: POST /v1/tts, the OpenAI-compatible POST /v1/audio/speech
+(through the official ``openai`` client), and the voice routes."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import struct
+import wave
+
+import httpx
+import numpy as np
+import openai
+import pytest
+from starlette.testclient import TestClient
+
+from engines.base import EngineState
+from gateway.app import create_app
+from gateway.audio import Encoding, encode, read_wav, wav_header
+from gateway.config import Settings
+from tests.gateway.fakes import FakeListener, FakeTtsEngine, expected_audio, frames_for, running_server
+
+LOOPBACK = ("127.0.0.1", 5000)
+
+
+def make_app(tmp_path, engine=None, **settings):
+    return create_app(Settings(engines=(), data_dir=tmp_path, **settings),
+                      tts_engines={"pocket": engine or FakeTtsEngine()}, share_listener=FakeListener())
+
+
+@pytest.fixture
+def client(tmp_path):
+    with TestClient(make_app(tmp_path), client=LOOPBACK) as c:
+        yield c
+
+
+def test_post_tts_streams_a_wav(client):
+    text = "HTTP speech in a WAV."
+    r = client.post("/v1/tts", json={"text": text, "seed": 5})
+    assert r.status_code == 200
+    assert r.headers["content-type"] == "audio/wav"
+    assert r.content[:44] == wav_header(24000, Encoding.S16LE)
+    assert r.content[44:] == encode(expected_audio(text, seed=5), Encoding.S16LE)
+
+
+def test_post_tts_raw_pcm_resampled(client):
+    text = "Raw float samples at sixteen kilohertz."
+    r = client.post("/v1/tts", json={"text": text, "format": "pcm_f32le", "sample_rate": 16000, "voice": "marius"})
+    assert r.status_code == 200
+    assert (r.headers["x-sample-rate"], r.headers["x-encoding"]) == ("16000", "pcm_f32le")
+    assert len(r.content) == 4 * round(frames_for(text) * 1920 * 16000 / 24000)
+
+
+@pytest.mark.parametrize("body, status, detail", [
+    ({}, 400, "text: required, a non-empty string"),
+    ({"text": "  "}, 400, "text: required, a non-empty string"),
+    ({"text": "a" * 2001}, 413, "text: 2001 characters; the limit is 2000"),
+    ({"text": "hi", "format": "mp3"}, 400, "format: must be one of: wav, pcm_s16le, pcm_f32le"),
+    ({"text": "hi", "sample_rate": 100}, 400, "sample_rate: must be between 8000 and 48000"),
+    ({"text": "hi", "sample_rate": "16000"}, 400, "sample_rate: must be an integer"),
+    ({"text": "hi", "seed": -3}, 400, "seed: must be an integer between 0 and 4294967295"),
+    ({"text": "hi", "engine": "omnivoice"}, 400, "engine: unknown engine 'omnivoice'; available: pocket"),
+    ({"text": "hi", "voice": "ghost"}, 400, "unknown voice 'ghost'; available voices: alba, marius"),
+])
+def test_post_tts_bad_input(client, body, status, detail):
+    r = client.post("/v1/tts", json=body)
+    assert r.status_code == status
+    assert r.json()["detail"] == detail
+
+
+def test_post_tts_body_that_is_not_json(client):
+    r = client.post("/v1/tts", content=b"text=hello", headers={"content-type": "application/x-www-form-urlencoded"})
+    assert (r.status_code, r.json()) == (400, {"detail": "body: not valid JSON", "code": "bad_request"})
+    r = client.post("/v1/tts", json=["text"])
+    assert (r.status_code, r.json()["detail"]) == (400, "body: must be a JSON object")
+    r = client.post("/v1/tts", content=b"{" + b" " * 20000 + b"}")
+    assert (r.status_code, r.json()["detail"]) == (413, "request body of 20002 bytes; the limit is 12096")
+
+
+def test_post_tts_engine_not_ready(tmp_path):
+    engine = FakeTtsEngine(state=EngineState.MISSING, detail="Pocket TTS weights not found: /x/model.safetensors",
+                           hint="run `voxgate models pull pocket`")
+    with TestClient(make_app(tmp_path, engine), client=LOOPBACK) as client:
+        r = client.post("/v1/tts", json={"text": "hi"})
+    assert r.status_code == 503
+    assert r.json() == {"detail": "Pocket TTS weights not found: /x/model.safetensors. run `voxgate models pull "
+                                  "pocket`", "code": "engine_unavailable", "state": "missing",
+                        "hint": "run `voxgate models pull pocket`"}
+
+
+@pytest.mark.slow
+async def test_post_tts_first_bytes_leave_before_synthesis_ends(tmp_path):
+    engine = FakeTtsEngine(frame_delay_s=0.02, frames_override=200)
+    async with running_server(make_app(tmp_path, engine, max_tts_sessions=1)) as url:
+        async with httpx.AsyncClient(base_url=url, timeout=30) as http:
+            async with http.stream("POST", "/v1/tts", json={"text": "A long answer."}) as r:
+                assert r.status_code == 200
+                got = b""
+                async for chunk in r.aiter_bytes():
+                    got += chunk
+                    if len(got) > 44 + 3840:
+                        break
+                assert got[:4] == b"RIFF"
+                assert engine.streams[0].produced < 200  # synthesis still running
+                # The streaming request holds a TTS slot: the limit applies to HTTP too.
+                busy = await http.post("/v1/tts", json={"text": "hi"})
+                assert busy.status_code == 503 and busy.headers["retry-after"] == "5"
+                assert busy.json()["detail"] == "too many TTS sessions (limit 1); try again later"
+            for _ in range(100):  # the client hung up: the engine stream is cancelled
+                if engine.streams[0].cancelled:
+                    break
+                await asyncio.sleep(0.02)
+            assert engine.streams[0].cancelled and engine.streams[0].produced < 200
+            assert (await http.post("/v1/tts", json={"text": "hi"})).status_code == 200
+
+
+# ---- OpenAI-compatible
+
+
+@pytest.mark.slow
+async def test_openai_client_gets_wav_and_pcm(tmp_path):
+    async with running_server(make_app(tmp_path)) as url:
+        oa = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="not-needed-on-loopback", max_retries=0)
+        text = "Hello from the OpenAI client."
+        wav = await oa.audio.speech.create(model="tts-1", voice="alloy", input=text, response_format="wav")
+        samples, rate = read_wav(wav.content)
+        assert rate == 24000
+        assert encode(samples, Encoding.S16LE) == encode(expected_audio(text), Encoding.S16LE)
+        pcm = await oa.audio.speech.create(model="gpt-4o-mini-tts", voice="marius", input=text,
+                                           response_format="pcm")
+        assert len(pcm.content) == frames_for(text) * 1920 * 2
+        async with oa.audio.speech.with_streaming_response.create(model="tts-1", voice="alloy", input=text) as r:
+            body = b"".join([chunk async for chunk in r.iter_bytes()])
+        assert body[:4] == b"RIFF"  # wav when no format is given
+        with pytest.raises(openai.BadRequestError) as info:
+            await oa.audio.speech.create(model="tts-1", voice="alloy", input=text, response_format="mp3")
+        assert info.value.status_code == 400
+        assert info.value.body["detail"] == "response_format: 'mp3' is not supported; use wav or pcm"
+        with pytest.raises(openai.BadRequestError) as info:
+            await oa.audio.speech.create(model="tts-1", voice="nobody", input=text)
+        assert info.value.body["detail"] == "unknown voice 'nobody'; available voices: alba, marius"
+        await oa.close()
+
+
+@pytest.mark.parametrize("body, detail", [
+    ({"model": "tts-1", "voice": "alloy"}, "input: required, a non-empty string"),
+    ({"model": "tts-1", "input": "hi", "speed": 1.5}, "speed: only 1.0 is supported"),
+    ({"model": "tts-1", "input": "hi", "stream_format": "sse"}, "stream_format: only 'audio' is supported"),
+    ({"model": "tts-1", "input": "hi", "voice": 3}, "voice: must be a string"),
+    ({"model": "tts-1", "input": "hi", "response_format": "opus"},
+     "response_format: 'opus' is not supported; use wav or pcm"),
+])
+def test_openai_route_bad_input(client, body, detail):
+    r = client.post("/v1/audio/speech", json=body)
+    assert (r.status_code, r.json()["detail"]) == (400, detail)
+
+
+# ---- voices
+
+
+def sine_wav(seconds: float, rate: int = 16000) -> bytes:
+    t = np.arange(int(seconds * rate)) / rate
+    buf = io.BytesIO()
+    with wave.open(buf, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes((np.sin(2 * np.pi * 220 * t) * 8000).astype("<i2").tobytes())
+    return buf.getvalue()
+
+
+def test_list_voices(client):
+    r = client.get("/v1/voices")
+    assert r.json() == {"voices": [
+        {"id": "alba", "engine": "pocket", "name": "alba", "language": "en", "source": "builtin"},
+        {"id": "marius", "engine": "pocket", "name": "marius", "language": "en", "source": "builtin"}],
+        "defaults": {"pocket": "alba"}}
+    r = client.get("/v1/voices?engine=omnivoice")
+    assert (r.status_code, r.json()["detail"]) == (400, "engine: unknown engine 'omnivoice'; available: pocket")
+
+
+def test_clone_list_speak_and_delete_a_voice(tmp_path):
+    engine = FakeTtsEngine()
+    with TestClient(make_app(tmp_path, engine), client=LOOPBACK) as client:
+        wav = sine_wav(2.0)
+        r = client.post("/v1/voices", data={"id": "grandpa"}, files={"file": ("g.wav", wav, "audio/wav")})
+        assert (r.status_code, r.json()) == (201, {"voice": {"id": "grandpa", "engine": "pocket", "name": "grandpa",
+                                                             "language": "en", "source": "cloned"}})
+        stored = tmp_path / "voices" / "uploads" / "pocket" / "grandpa.wav"
+        assert stored.read_bytes() == wav and engine.cloned["grandpa"] == wav
+        assert [p.name for p in stored.parent.iterdir()] == ["grandpa.wav"]  # no temporary file left
+        assert "grandpa" in [v["id"] for v in client.get("/v1/voices").json()["voices"]]
+        r = client.post("/v1/voices", data={"id": "grandpa"}, files={"file": ("g.wav", wav, "audio/wav")})
+        assert (r.status_code, r.json()["code"]) == (409, "voice_exists")
+        assert client.post("/v1/tts", json={"text": "in his voice", "voice": "grandpa"}).status_code == 200
+        assert client.delete("/v1/voices/grandpa").status_code == 204
+        assert not stored.exists() and "grandpa" not in engine.cloned
+        r = client.delete("/v1/voices/grandpa")
+        assert (r.status_code, r.json()["detail"]) == (404, "unknown voice 'grandpa'; available voices: alba, marius")
+        r = client.delete("/v1/voices/alba")
+        assert (r.status_code, r.json()["detail"]) == (400, "voice 'alba' is built in; only cloned voices can be "
+                                                            "deleted")
+
+
+@pytest.mark.parametrize("data, file, status, detail", [
+    ({}, ("a.wav", sine_wav(2), "audio/wav"), 400,
+     "id: required, 1-64 characters of letters, digits, '_' or '-', starting with a letter or digit"),
+    ({"id": "../etc"}, ("a.wav", sine_wav(2), "audio/wav"), 400,
+     "id: required, 1-64 characters of letters, digits, '_' or '-', starting with a letter or digit"),
+    ({"id": "v1"}, None, 400, "file: required, a WAV file"),
+    ({"id": "v1"}, ("a.mp3", b"ID3\x04" + b"\0" * 100, "audio/mpeg"), 400,
+     "file: not a WAV file (no RIFF/WAVE header)"),
+    ({"id": "v1"}, ("a.wav", sine_wav(0.5), "audio/wav"), 400,
+     "file: 0.50 s of audio; a voice sample must be 1 to 30 s long"),
+    ({"id": "v1"}, ("a.wav", sine_wav(31, rate=8000), "audio/wav"), 400,
+     "file: 31.00 s of audio; a voice sample must be 1 to 30 s long"),
+    ({"id": "v1", "engine": "nope"}, ("a.wav", sine_wav(2), "audio/wav"), 400,
+     "engine: unknown engine 'nope'; available: pocket"),
+])
+def test_clone_bad_input(client, tmp_path, data, file, status, detail):
+    files = {"file": file} if file else {"dummy": ("x.txt", b"x", "text/plain")}
+    r = client.post("/v1/voices", data=data, files=files)
+    assert (r.status_code, r.json()["detail"]) == (status, detail)
+    assert not (tmp_path / "voices" / "uploads").exists()
+
+
+def test_clone_refuses_non_multipart_and_oversize(client):
+    r = client.post("/v1/voices", content=sine_wav(2), headers={"content-type": "audio/wav"})
+    assert (r.status_code, r.json()["detail"]) == (400, "body: send multipart/form-data with the fields id and file "
+                                                        "(a WAV)")
+    big = b"RIFF" + struct.pack("<I", 11 * 1024 * 1024) + b"WAVE" + b"\0" * (11 * 1024 * 1024)
+    r = client.post("/v1/voices", data={"id": "big"}, files={"file": ("b.wav", big, "audio/wav")})
+    assert r.status_code == 413
+
+
+def test_clone_unsupported_engine(tmp_path):
+    with TestClient(make_app(tmp_path, FakeTtsEngine(can_clone=False)), client=LOOPBACK) as client:
+        r = client.post("/v1/voices", data={"id": "v1"}, files={"file": ("a.wav", sine_wav(2), "audio/wav")})
+    assert (r.status_code, r.json()) == (400, {"detail": "engine pocket cannot clone voices",
+                                               "code": "clone_unsupported"})
