@@ -1,0 +1,215 @@
+"""PocketEngine over a tiny random model; ``voxgate say`` in a real subprocess."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import os
+import subprocess
+import sys
+import wave
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engines.base import (EngineError, EngineState, EngineUnavailable, SynthesisOptions, TtsEngine, TtsInfo,
+                          TtsStream, UnknownVoice, Voice)
+from engines.pocket.engine import GET_MODEL_HINT, PocketEngine
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture
+async def engine(tiny_model_dir: Path, tmp_path: Path):
+    eng = PocketEngine(tiny_model_dir, tmp_path / "voices", threads=1, max_streams=4)
+    await eng.load()
+    yield eng
+    await eng.close()
+
+
+async def _collect(stream: TtsStream, limit: int | None = None) -> list[np.ndarray]:
+    out = []
+    async for frame in stream.frames():
+        out.append(frame)
+        if limit is not None and len(out) >= limit:
+            break
+    return out
+
+
+def _wav_bytes(seconds: float = 1.5, rate: int = 16000) -> bytes:
+    t = np.arange(int(seconds * rate)) / rate
+    signal = 0.3 * np.sin(2 * np.pi * 220 * t) * (1 + np.sin(2 * np.pi * 3 * t))
+    buf = io.BytesIO()
+    with wave.open(buf, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes((np.clip(signal, -1, 1) * 32767).astype("<i2").tobytes())
+    return buf.getvalue()
+
+
+async def test_ready_engine_describes_itself(engine: PocketEngine):
+    assert isinstance(engine, TtsEngine)
+    assert engine.status().state is EngineState.READY
+    assert engine.info() == TtsInfo(id="pocket", sample_rate=24000, frame_samples=1920, languages=("en",),
+                                    can_clone=True, default_voice="alba")
+    assert engine.voices() == [Voice(id="alba", engine="pocket", source="builtin"),
+                               Voice(id="marius", engine="pocket", source="builtin")]
+
+
+async def test_a_stream_yields_80ms_float32_frames(engine: PocketEngine):
+    stream = engine.open_stream("Hello world, how are you?", "marius", SynthesisOptions(seed=7))
+    assert isinstance(stream, TtsStream)
+    frames = await _collect(stream)
+    assert len(frames) > 6
+    assert all(f.shape == (1920,) and f.dtype == np.float32 for f in frames)
+    assert all(np.isfinite(f).all() for f in frames)
+
+
+async def test_same_seed_same_audio_and_temperature_zero_is_deterministic(engine: PocketEngine):
+    async def run(options: SynthesisOptions) -> np.ndarray:
+        return np.concatenate(await _collect(engine.open_stream("Say it twice.", None, options)))
+
+    a, b, c = await asyncio.gather(run(SynthesisOptions(seed=1)), run(SynthesisOptions(seed=1)),
+                                   run(SynthesisOptions(seed=2)))
+    np.testing.assert_allclose(a, b, atol=1e-4, rtol=0)
+    assert a.shape != c.shape or not np.allclose(a, c, atol=1e-3)
+    z1, z2 = await asyncio.gather(run(SynthesisOptions(temperature=0.0)), run(SynthesisOptions(temperature=0.0)))
+    np.testing.assert_allclose(z1, z2, atol=1e-4, rtol=0)
+
+
+async def test_cancel_stops_the_stream(engine: PocketEngine):
+    stream = engine.open_stream("A long sentence that would otherwise go on for quite a while.", "alba")
+    assert len(await _collect(stream, 2)) == 2
+    stream.cancel()
+    stream.cancel()  # idempotent
+    assert await _collect(stream) == []
+
+
+async def test_unknown_voice_lists_the_available_ones(engine: PocketEngine):
+    with pytest.raises(UnknownVoice) as info:
+        engine.open_stream("Hello.", "nobody")
+    assert str(info.value) == "unknown voice 'nobody'; available voices: alba, marius"
+    assert info.value.code == "unknown_voice"
+    assert info.value.available == ["alba", "marius"]
+
+
+@pytest.mark.parametrize(("text", "options", "message"), [
+    ("   ", None, "text: nothing to say (empty or whitespace only)"),
+    ("Hi.", SynthesisOptions(temperature=3.0), "temperature: must be between 0 and 2, got 3"),
+])
+async def test_bad_requests_name_the_field(engine: PocketEngine, text, options, message):
+    with pytest.raises(EngineError) as info:
+        engine.open_stream(text, "alba", options)
+    assert str(info.value) == message
+    assert info.value.code == "bad_request"
+
+
+async def test_missing_model_reports_the_file_and_the_hint(tmp_path: Path):
+    eng = PocketEngine(tmp_path / "nowhere", tmp_path / "voices")
+    assert eng.status().state is EngineState.LOADING
+    await eng.load()
+    status = eng.status()
+    assert status.state is EngineState.MISSING
+    assert status.detail == f"Pocket TTS weights not found: {tmp_path / 'nowhere' / 'model.safetensors'}"
+    assert status.hint == GET_MODEL_HINT
+    assert "voxgate models pull pocket" in status.hint and "voxgate models make-random pocket DIR" in status.hint
+    assert eng.voices() == []
+    with pytest.raises(EngineUnavailable) as info:
+        eng.open_stream("Hello.")
+    assert info.value.hint == GET_MODEL_HINT
+    await eng.close()
+
+
+async def test_broken_model_file_is_failed_not_a_crash(tmp_path: Path):
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "model.safetensors").write_bytes(b"not safetensors")
+    (tmp_path / "model" / "tokenizer.model").write_bytes(b"x")
+    eng = PocketEngine(tmp_path / "model", tmp_path / "voices")
+    await eng.load()
+    assert eng.status().state is EngineState.FAILED
+    assert str(tmp_path / "model" / "model.safetensors") in eng.status().detail
+
+
+async def test_clone_save_reload_use_and_delete(engine: PocketEngine, tiny_model_dir: Path, tmp_path: Path):
+    voice = await engine.clone_voice("my-voice", _wav_bytes())
+    assert voice == Voice(id="my-voice", engine="pocket", source="cloned")
+    assert (tmp_path / "voices" / "my-voice.safetensors").is_file()
+    assert [p.name for p in (tmp_path / "voices").iterdir()] == ["my-voice.safetensors"]  # no temp files
+    assert [v.id for v in engine.voices()] == ["alba", "marius", "my-voice"]
+    frames = await _collect(engine.open_stream("Now in my voice.", "my-voice", SynthesisOptions(seed=1)))
+    assert len(frames) > 6
+
+    again = PocketEngine(tiny_model_dir, tmp_path / "voices", threads=1)
+    await again.load()
+    try:
+        assert [v.id for v in again.voices() if v.source == "cloned"] == ["my-voice"]
+    finally:
+        await again.close()
+
+    await engine.delete_voice("my-voice")
+    assert not (tmp_path / "voices" / "my-voice.safetensors").exists()
+    with pytest.raises(UnknownVoice):
+        await engine.delete_voice("my-voice")
+
+
+@pytest.mark.parametrize(("voice_id", "payload", "code", "message"), [
+    ("../evil", None, "bad_request", "voice_id: '../evil' is not allowed"),
+    ("alba", None, "bad_request", "voice_id: 'alba' is a built-in voice; choose another name"),
+    ("fine", b"RIFF....not a wav", "bad_audio", "audio: not a readable WAV file"),
+])
+async def test_clone_refuses_bad_input(engine: PocketEngine, voice_id, payload, code, message):
+    with pytest.raises(EngineError) as info:
+        await engine.clone_voice(voice_id, payload if payload is not None else _wav_bytes())
+    assert info.value.code == code
+    assert str(info.value).startswith(message)
+
+
+async def test_builtin_voices_cannot_be_deleted(engine: PocketEngine):
+    with pytest.raises(EngineError, match="voice 'alba' is built into the model and cannot be deleted"):
+        await engine.delete_voice("alba")
+
+
+async def test_many_streams_at_once_all_finish(engine: PocketEngine):
+    streams = [engine.open_stream(f"Stream number {i} speaks.", "alba", SynthesisOptions(seed=i)) for i in range(6)]
+    results = await asyncio.gather(*(_collect(s) for s in streams))
+    assert all(len(frames) > 6 for frames in results)
+
+
+@pytest.mark.slow
+def test_voxgate_say_writes_a_valid_wav(tiny_model_dir: Path, tmp_path: Path):
+    out = tmp_path / "hello.wav"
+    env = {**os.environ, "VOXGATE_TTS_THREADS": "1", "VOXGATE_DATA_DIR": str(tmp_path / "data")}
+    proc = subprocess.run([sys.executable, "-m", "gateway.cli", "say", "Hello from voxgate.", "--voice", "marius",
+                           "-o", str(out), "--model-dir", str(tiny_model_dir), "--temperature", "0"],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.startswith(f"wrote {out}: ")
+    with wave.open(str(out)) as w:
+        assert (w.getnchannels(), w.getsampwidth(), w.getframerate()) == (1, 2, 24000)
+        n = w.getnframes()
+        pcm = np.frombuffer(w.readframes(n), dtype="<i2")
+    assert n > 0 and n % 1920 == 0
+    assert np.abs(pcm).max() > 0
+
+    again = tmp_path / "again.wav"
+    subprocess.run([sys.executable, "-m", "gateway.cli", "say", "Hello from voxgate.", "--voice", "marius",
+                    "-o", str(again), "--model-dir", str(tiny_model_dir), "--temperature", "0"],
+                   cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=True)
+    assert again.read_bytes() == out.read_bytes()  # temperature 0: deterministic
+
+
+@pytest.mark.slow
+def test_voxgate_say_unknown_voice_and_missing_model(tiny_model_dir: Path, tmp_path: Path):
+    env = {**os.environ, "VOXGATE_TTS_THREADS": "1", "VOXGATE_DATA_DIR": str(tmp_path / "data")}
+    base = [sys.executable, "-m", "gateway.cli", "say", "Hi.", "-o", str(tmp_path / "x.wav")]
+    proc = subprocess.run(base + ["--voice", "nobody", "--model-dir", str(tiny_model_dir)], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert (proc.returncode, proc.stderr) == (2, "voxgate say: unknown voice 'nobody'; available voices: alba, marius\n")
+    proc = subprocess.run(base + ["--model-dir", str(tmp_path / "none")], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2
+    assert proc.stderr == (f"voxgate say: Pocket TTS weights not found: {tmp_path / 'none' / 'model.safetensors'}\n"
+                           f"  hint: {GET_MODEL_HINT}\n")
+    assert not (tmp_path / "x.wav").exists()
