@@ -5,8 +5,8 @@ the Refusal to send; the middleware only translates a Refusal to the wire.
 
 Order of checks:
 1. public routes pass (nothing is checked, nothing counted);
-2. a locked-out client is refused before any credential is looked at;
-3. loopback clients may everything;
+2. loopback clients may everything (they present nothing, so lockout is moot);
+3. a locked-out client is refused before any credential is looked at;
 4. a credential, if presented, decides alone (an invalid one is final);
 5. with none: the trusted network, then whatever credential could help.
 Ambient authority (a cookie, or the loopback / trusted-network address) also
@@ -49,13 +49,13 @@ def decide(scope: dict, route_class: RouteClass, state: AuthState) -> Principal 
         kind = PrincipalKind.LOOPBACK if client.is_loopback else PrincipalKind.ANONYMOUS
         return Principal(kind, client.host, may_admin=client.is_loopback)
 
+    ambient_ok = not needs_origin_check(scope) or origin_acceptable(scope, client.scheme, config.allowed_origins)
+    if client.is_loopback:  # needs no credential, so it has nothing to be locked out of
+        return Principal(PrincipalKind.LOOPBACK, client.host, may_admin=True) if ambient_ok else Refusal(403, ORIGIN_REJECTED)
+
     retry_after = state.failures.retry_after_s(client.host)
     if retry_after is not None:
         return Refusal(429, TOO_MANY_ATTEMPTS, retry_after)
-
-    ambient_ok = not needs_origin_check(scope) or origin_acceptable(scope, client.scheme, config.allowed_origins)
-    if client.is_loopback:
-        return Principal(PrincipalKind.LOOPBACK, client.host, may_admin=True) if ambient_ok else Refusal(403, ORIGIN_REJECTED)
 
     credential = presented_credential(scope)
     if credential is not None and credential.from_cookie and not ambient_ok:

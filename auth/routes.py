@@ -21,7 +21,7 @@ from .credentials import PIN_COOKIE, SESSION_COOKIE, Credential, CredentialKind,
 from .origin import origin_acceptable
 from .policy import ORIGIN_REJECTED, TOO_MANY_ATTEMPTS, Refusal, judge_credential, missing_credential_refusal
 from .principal import PrincipalKind, principal_of
-from .share import ShareUnavailable
+from .share import VIA_SHARE_SCOPE_KEY, ShareUnavailable
 from .state import SOURCE_KEY, SOURCE_PIN, AuthState
 
 MAX_BODY_BYTES = 4096
@@ -166,7 +166,7 @@ async def share_status(request: Request) -> Response:
 
 async def stop_share(request: Request) -> Response:
     state: AuthState = request.state.auth
-    await state.stop_sharing()
+    await state.stop_sharing(wait=not request.scope.get(VIA_SHARE_SCOPE_KEY, False))
     return Response(status_code=204)
 
 

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 PIN_DIGITS = 6
+# Set in the scope by a share listener, so a route can tell it is running on it.
+VIA_SHARE_SCOPE_KEY = "voxgate.via_lan_share"
 LISTENER_STOP_TIMEOUT_S = 10.0
 
 
@@ -91,7 +93,14 @@ class LanShare:
             self._failures = 0
             return self._info
 
-    async def disable(self) -> None:
+    async def disable(self, *, wait: bool = True) -> None:
+        """Revoke the PIN at once and stop the listener. ``wait=False`` stops it in
+        the background: a request served by the listener itself must not wait for
+        the listener to finish serving it."""
+        if not wait:
+            self._revoke()
+            self._stop_in_background()
+            return
         async with self._lock:
             self._revoke()
             if self._listener is not None:
@@ -113,6 +122,10 @@ class LanShare:
 
     async def aclose(self) -> None:
         await self.disable()
+        await self.wait_stopped()
+
+    async def wait_stopped(self) -> None:
+        """Wait for listener stops running in the background (each bounded)."""
         for task in list(self._stop_tasks):
             try:
                 await asyncio.wait_for(task, LISTENER_STOP_TIMEOUT_S)

@@ -89,8 +89,8 @@ class AuthState:
     async def start_sharing(self, app: Any) -> ShareInfo:
         return await self.share.enable(app)
 
-    async def stop_sharing(self) -> None:
-        await self.share.disable()
+    async def stop_sharing(self, *, wait: bool = True) -> None:
+        await self.share.disable(wait=wait)
 
     async def aclose(self) -> None:
         """Stop sharing (the PIN dies) and wait for the listener to stop."""

@@ -19,6 +19,8 @@ from typing import Any
 
 import uvicorn
 
+from auth.share import VIA_SHARE_SCOPE_KEY
+
 from .config import Settings
 
 log = logging.getLogger("voxgate.lan_share")
@@ -29,14 +31,15 @@ STOP_TIMEOUT_S = 10.0
 ROUTE_PROBE = ("192.0.2.1", 9)
 
 
-def primary_lan_ipv4() -> str:
-    """The address of the interface that carries the default route, or 127.0.0.1."""
+def primary_lan_ipv4() -> str | None:
+    """The address of the interface that carries the default route, or None."""
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
         try:
             probe.connect(ROUTE_PROBE)
-            return probe.getsockname()[0]
+            address = probe.getsockname()[0]
         except OSError:
-            return "127.0.0.1"
+            return None
+    return None if address.startswith(("127.", "0.")) else address
 
 
 class _StateShim:
@@ -49,6 +52,7 @@ class _StateShim:
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] in ("http", "websocket"):
             scope["state"] = dict(self.state)
+            scope[VIA_SHARE_SCOPE_KEY] = True
         await self.app(scope, receive, send)
 
 
@@ -64,7 +68,8 @@ class UvicornShareListener:
     """``auth.ShareListener`` over a second ``uvicorn.Server``.
 
     Binds ``settings.share_host`` (default: the primary LAN IPv4) on
-    ``settings.share_port`` (0: the main port + 1). Not thread-safe; call from
+    ``settings.share_port`` (0: the main port + 1, or any free port when the
+    main port is 0 too). Not thread-safe; call from
     the event loop that runs the main server.
     """
 
@@ -88,10 +93,14 @@ class UvicornShareListener:
         if self._state is None:
             raise RuntimeError("bind_state() must be called with the lifespan state before start()")
         host = self._settings.share_host or primary_lan_ipv4()
-        port = self._settings.share_port or self._settings.port + 1
+        if host is None:
+            raise OSError("no LAN address found; set VOXGATE_SHARE_HOST to the address to share on")
+        main_port = self._settings.port
+        port = self._settings.share_port or (main_port + 1 if main_port else 0)
         sock = _bind(host, port)
+        # proxy_headers off: X-Forwarded-For is auth's to judge (forwarded_allow_ips), nobody else's.
         config = uvicorn.Config(_StateShim(app, self._state), lifespan="off", access_log=False,
-                                log_config=None)
+                                log_config=None, proxy_headers=False)
         server = _QuietServer(config)
         task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]), name="lan-share-listener")
         try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import socket
 
 import httpx
@@ -54,6 +55,24 @@ def test_busy_port_is_a_clear_503(leak_guard) -> None:
     assert (r.status_code, r.json()) == (503, {"detail": "LAN sharing could not start its listener: Address already in use"})
 
 
-def test_primary_lan_address_is_an_ipv4_address() -> None:
+@pytest.mark.slow
+def test_stopping_sharing_through_the_share_listener_itself(leak_guard) -> None:
+    # The DELETE is served by the listener it stops: the answer must not wait for it.
+    port = free_port()
+    settings = Settings(engines=(), share_host="127.0.0.1", share_port=port)
+    app = create_app(settings, share_listener=UvicornShareListener(settings))
+    with TestClient(app, client=("127.0.0.1", 50000)) as c:
+        leak_guard.append(c.post("/v1/admin/share").json()["pin"])
+        r = httpx.delete(f"http://127.0.0.1:{port}/v1/admin/share", timeout=5)
+        assert r.status_code == 204
+        assert c.get("/v1/admin/share").json() == {"enabled": False, "url": None, "port": None}
+        c.portal.call(c.app_state["auth"].share.wait_stopped)
+        with pytest.raises(httpx.ConnectError):
+            httpx.get(f"http://127.0.0.1:{port}/health", timeout=5)
+
+
+def test_primary_lan_address_is_a_routable_ipv4_address_or_none() -> None:
     address = primary_lan_ipv4()
-    assert socket.inet_aton(address) and address.count(".") == 3
+    if address is not None:
+        ip = ipaddress.ip_address(address)
+        assert ip.version == 4 and not ip.is_loopback and not ip.is_unspecified

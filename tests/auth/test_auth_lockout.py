@@ -117,7 +117,7 @@ def test_pin_is_revoked_after_100_failures_from_many_addresses(harness) -> None:
     r = h.local.get("/consume", headers={"X-Voxgate-Pin": pin, **other})
     assert (r.status_code, r.json()) == (403, {"detail": "loopback origin required"})
     assert h.local.get("/v1/admin/share").json() == {"enabled": False, "url": None, "port": None}
-    h.local.portal.call(h.state.aclose)  # waits for the background stop
+    h.local.portal.call(h.state.share.wait_stopped)
     assert (h.listener.running, h.listener.stops) == (False, 1)
     new_pin = h.enable_pin()
     assert h.local.get("/consume", headers={"X-Voxgate-Pin": new_pin, **other}).json()["principal"] == "pin"
@@ -132,3 +132,11 @@ def test_pin_budget_resets_with_a_new_pin(harness) -> None:
     for i in range(60):
         assert h.state.pin_matches("not-a-pin") is False
     assert h.state.pin_matches(pin) is True
+
+
+def test_loopback_is_never_locked_out_of_routes(harness) -> None:
+    h = harness(SERVER_KEY)
+    for _ in range(10):
+        assert h.local.post("/v1/auth/session", headers={"X-API-Key": "wrong"}).status_code == 401
+    assert h.local.post("/v1/auth/session", headers={"X-API-Key": KEY}).status_code == 429
+    assert h.local.get("/admin").json() == {"principal": "loopback", "may_admin": True}
