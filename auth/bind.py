@@ -31,7 +31,7 @@ def refuse_unsafe_bind(config: AuthConfig, host: str) -> str | None:
     if is_loopback_host(host) or config.has_key or config.trusted_networks or config.allow_anonymous:
         return None
     return (
-        f"refusing to listen on {host}: a non-loopback address needs a credential. Choose one of:\n"
+        f"{host} is not a loopback address, and listening there needs a credential. Choose one of:\n"
         "  1. an API key: set VOXGATE_API_KEY (or VOXGATE_API_KEY_FILE);\n"
         "  2. a PIN: keep the default 127.0.0.1 bind and enable LAN sharing "
         "(POST /v1/admin/share from this machine), which opens a PIN-protected LAN listener;\n"

@@ -121,7 +121,7 @@ def test_protected_non_loopback_bind_is_safe(config: AuthConfig) -> None:
 def test_unprotected_non_loopback_bind_names_the_options() -> None:
     message = refuse_unsafe_bind(AuthConfig(server_mode=True), "0.0.0.0")
     assert message is not None
-    assert message.startswith("refusing to listen on 0.0.0.0: a non-loopback address needs a credential.")
+    assert message.startswith("0.0.0.0 is not a loopback address, and listening there needs a credential. Choose one of:\n")
     for option in ("VOXGATE_API_KEY", "PIN", "POST /v1/admin/share", "VOXGATE_TRUSTED_NETWORKS", "--allow-anonymous"):
         assert option in message
 
