@@ -14,6 +14,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 
 from auth.access import RouteClass, http_route, ws_route
+from engines.base import EngineState
 
 from .audio import AudioFormatError, read_wav, resample
 from .dictation import dictation_socket
@@ -35,6 +36,8 @@ async def _transcribe(request: Request) -> Response:
     asr = request.state.asr
     if asr is None:
         raise Unavailable("ASR is not enabled on this gateway; start it with --engines including asr")
+    if asr.status().state in (EngineState.MISSING, EngineState.FAILED):
+        raise asr.unavailable()
     length = request.headers.get("content-length")
     if length is not None and length.isdigit() and int(length) > MAX_UPLOAD_BYTES + 64 * 1024:
         raise TooLarge(f"request body of {length} bytes; the limit is {MAX_UPLOAD_BYTES} bytes")
@@ -44,7 +47,7 @@ async def _transcribe(request: Request) -> Response:
         form = await request.form(max_files=1, max_fields=20)
     except Exception as exc:  # the multipart parser's own errors: malformed body, too many parts
         raise BadRequest(f"the multipart body cannot be parsed: {exc}") from None
-    async with form:
+    try:
         upload = form.get("file")
         if not isinstance(upload, UploadFile):
             raise BadRequest("file: missing; send the audio as a multipart file field named 'file'")
@@ -54,6 +57,8 @@ async def _transcribe(request: Request) -> Response:
         response_format = str(form.get("response_format") or "json")
         language = str(form.get("language") or "").strip().lower() or None
         granularities = [str(v) for v in form.getlist("timestamp_granularities[]")]
+    finally:
+        await form.close()
     if response_format not in RESPONSE_FORMATS:
         raise BadRequest(f"response_format: {response_format[:20]!r} must be one of: {', '.join(RESPONSE_FORMATS)}")
     if language == "auto":

@@ -1,0 +1,263 @@
+"""Live dictation end to end: a real `voxgate serve` process with the real ASR
+sidecar and tiny.en, real speech made at test time (Piper and espeak-ng),
+streamed through the real socket by the real client."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pytest
+
+from gateway.audio import write_wav
+from gateway.client.dictation import DictationClient
+from tests.engines.asr.asr_speech import (
+    add_noise,
+    espeak_say,
+    pcm16,
+    piper_say,
+    resample,
+    silence,
+    wer,
+)
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+FIRST = "It's easy to tell the depth of a well."
+SECOND = "Glue the sheet to the dark blue background."
+LONG = "Rice is often served in round bowls and the juice of lemons makes fine punch for the whole family."
+MAX_PIPER_WER = 0.25  # tiny.en on this voice: ~10% on average, a single sentence can be worse
+MAX_ESPEAK_WER = 0.6  # tiny.en on espeak-ng: ~30% on average
+
+
+def sidecar_pids(server_pid: int) -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == server_pid and "engines.asr" in cmdline:
+            pids.append(int(entry.name))
+    return pids
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    port = _free_port()
+    data = tmp_path_factory.mktemp("data")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VOXGATE_")}
+    env.update({"VOXGATE_DATA_DIR": str(data), "PYTHONPATH": str(ROOT), "VOXGATE_ASR_THREADS": "2"})
+    proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "serve", "--port", str(port), "--engines", "asr"],
+                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.stderr.read()
+        try:
+            if httpx.get(url + "/health", timeout=2).status_code == 200:
+                break
+        except httpx.TransportError:
+            pass
+        time.sleep(0.2)
+    else:
+        proc.kill()
+        raise AssertionError("gateway with ASR did not become healthy")
+    yield url, proc
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def speech():
+    """Test sentences at 16 kHz, synthesized once per module."""
+    out = {}
+    for text in (FIRST, SECOND, LONG):
+        samples, rate = piper_say(text)
+        out[text] = resample(samples, rate)
+    return out
+
+
+async def collect(client: DictationClient, audio: np.ndarray, realtime: bool, finalize: bool = False):
+    async def send():
+        await client.stream_samples(audio, realtime=realtime)
+        if finalize:
+            await client.finalize()
+        await client.end()
+
+    sender = asyncio.create_task(send())
+    events = [event async for event in client.events()]
+    await sender
+    return events
+
+
+def check_invariants(events: list[dict]) -> None:
+    """Cumulative partials with growing stable text, one final per utterance, in order."""
+    stable: dict[int, str] = {}
+    finals: list[int] = []
+    for event in events:
+        if event["type"] == "partial":
+            n = event["utterance"]
+            assert n not in finals, f"partial after the final of utterance {n}"
+            assert event["text"].startswith(event["stable"])
+            assert event["stable"].startswith(stable.get(n, ""))
+            stable[n] = event["stable"]
+        elif event["type"] == "final":
+            assert event["utterance"] not in finals
+            assert event["text"].startswith(stable.get(event["utterance"], ""))
+            finals.append(event["utterance"])
+    assert finals == sorted(finals)
+
+
+def finals_of(events: list[dict]) -> list[dict]:
+    return [e for e in events if e["type"] == "final"]
+
+
+async def test_two_piper_sentences_in_real_time_give_two_matching_finals(server, speech):
+    url, _ = server
+    audio = np.concatenate([silence(0.5), speech[FIRST], silence(1.2), speech[SECOND], silence(1.0)])
+    async with await DictationClient.connect(url) as client:
+        events = await collect(client, audio, realtime=True)
+    check_invariants(events)
+    finals = finals_of(events)
+    assert [f["utterance"] for f in finals] == [0, 1]
+    assert wer(FIRST, finals[0]["text"]) <= MAX_PIPER_WER, finals[0]["text"]
+    assert wer(SECOND, finals[1]["text"]) <= MAX_PIPER_WER, finals[1]["text"]
+    assert finals[0]["end"] < finals[1]["start"]
+    assert any(e["type"] == "partial" and e["text"] for e in events)
+    assert [e["type"] for e in events].count("speech_started") == 2
+    assert events[-1] == {"type": "closed", "utterances": 2, "audio_s": round(len(audio) / 16000, 3)}
+    assert client.close_code == 1000
+
+
+async def test_espeak_speech_at_another_rate_and_in_f32(server):
+    from gateway.audio import Encoding
+
+    samples, rate = espeak_say(SECOND, voice="en-us", words_per_minute=150, rate=22050)
+    audio = np.concatenate([samples, np.zeros(rate // 2, dtype=np.float32)])
+    async with await DictationClient.connect(server[0], sample_rate=rate, encoding=Encoding.F32LE,
+                                             interim=False) as client:
+        events = await collect(client, audio, realtime=False)
+    (final,) = finals_of(events)
+    assert wer(SECOND, final["text"]) <= MAX_ESPEAK_WER, final["text"]
+    assert not any(e["type"] == "partial" for e in events)
+
+
+async def test_finalize_closes_the_utterance_without_waiting_for_silence(server, speech):
+    async with await DictationClient.connect(server[0], silence_ms=5000, word_timestamps=True) as client:
+        events = await collect(client, speech[FIRST], realtime=False, finalize=True)
+    (final,) = finals_of(events)
+    assert wer(FIRST, final["text"]) <= MAX_PIPER_WER
+    assert [w["word"] for w in final["words"]] == final["text"].split()
+    assert all(0 <= w["start"] <= w["end"] <= len(speech[FIRST]) / 16000 + 0.5 for w in final["words"])
+    assert events[-1]["type"] == "closed" and client.close_code == 1000
+
+
+async def test_silence_and_noise_give_no_text(server):
+    rng = np.random.default_rng(7)
+    noise = (rng.standard_normal(16000 * 10) * 0.05).astype(np.float32)
+    async with await DictationClient.connect(server[0]) as client:
+        events = await collect(client, np.concatenate([silence(10), noise]), realtime=False)
+    assert not finals_of(events)
+    assert not [e for e in events if e["type"] == "partial" and e["text"]]
+    assert events[-1] == {"type": "closed", "utterances": 0, "audio_s": 20.0}
+
+
+async def test_noisy_speech_at_10_db_is_still_transcribed(server, speech):
+    audio = add_noise(np.concatenate([silence(0.5), speech[FIRST], silence(1.0)]), snr_db=10, seed=3)
+    async with await DictationClient.connect(server[0], interim=False) as client:
+        events = await collect(client, audio, realtime=False)
+    assert wer(FIRST, " ".join(f["text"] for f in finals_of(events))) <= 0.4
+
+
+async def test_a_sidecar_crash_mid_utterance_loses_no_speech(server, speech):
+    url, proc = server
+    audio = np.concatenate([silence(0.3), speech[LONG], silence(1.0)])
+    crash_at_s = 2.5
+    killed: list[int] = []
+
+    def maybe_kill(sent_s: float) -> None:
+        if sent_s >= crash_at_s and not killed:
+            pids = sidecar_pids(proc.pid)
+            assert len(pids) == 1
+            os.kill(pids[0], signal.SIGKILL)
+            killed.append(pids[0])
+
+    async with await DictationClient.connect(url) as bystander, await DictationClient.connect(url) as client:
+        async def send():
+            await client.stream_samples(audio, realtime=True, on_chunk_sent=maybe_kill)
+            await client.end()
+
+        sender = asyncio.create_task(send())
+        events = [e async for e in client.events()]
+        await sender
+        # the other socket stayed up through the crash and still transcribes
+        other = await collect(bystander, np.concatenate([speech[SECOND], silence(0.8)]), realtime=False)
+    assert killed
+    errors = [e for e in events if e["type"] == "error"]
+    assert errors and errors[0]["code"] == "asr_unavailable" and errors[0]["retryable"] is True
+    check_invariants(events)
+    text = " ".join(f["text"] for f in finals_of(events))
+    assert wer(LONG, text) <= MAX_PIPER_WER, text
+    spoken_before = LONG.split()[:3]  # the crash came ~2 s into the sentence
+    assert all(w.lower() in text.lower() for w in spoken_before)
+    assert "family" in text.lower()
+    assert wer(SECOND, " ".join(f["text"] for f in finals_of(other))) <= MAX_PIPER_WER
+    health = httpx.get(url + "/health").json()
+    assert health["asr"] == {"state": "ready"}
+    engines = httpx.get(url + "/v1/engines").json()["engines"]
+    assert [e["restarts"] for e in engines if e["kind"] == "asr"] == [1]
+
+
+def test_openai_client_transcribes_a_wav_file(server, speech, tmp_path):
+    import openai
+
+    path = tmp_path / "speech.wav"
+    path.write_bytes(write_wav(np.concatenate([speech[FIRST], silence(0.3), speech[SECOND]]), 16000))
+    client = openai.OpenAI(base_url=server[0] + "/v1", api_key="unused-on-loopback", timeout=60)
+    with open(path, "rb") as fh:
+        result = client.audio.transcriptions.create(model="whisper-1", file=fh)
+    assert wer(f"{FIRST} {SECOND}", result.text) <= MAX_PIPER_WER
+    with open(path, "rb") as fh:
+        verbose = client.audio.transcriptions.create(model="whisper-1", file=fh, response_format="verbose_json")
+    assert verbose.language == "en"
+    assert verbose.duration == pytest.approx(len(speech[FIRST]) / 16000 + 0.3 + len(speech[SECOND]) / 16000, abs=0.01)
+    assert len(verbose.segments) >= 1
+
+
+def test_voxgate_transcribe_prints_the_finals(server, speech, tmp_path):
+    path = tmp_path / "speech.wav"
+    samples, rate = piper_say(FIRST)
+    path.write_bytes(write_wav(np.concatenate([samples, np.zeros(rate // 2, dtype=np.float32)]), rate))
+    out = subprocess.run([sys.executable, "-m", "gateway.cli", "transcribe", str(path), "--url", server[0], "--fast"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120,
+                         env={**{k: v for k, v in os.environ.items() if not k.startswith("VOXGATE_")},
+                              "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stderr
+    (line,) = out.stdout.strip().splitlines()
+    assert line.startswith("[")
+    assert wer(FIRST, line.split("] ", 1)[1]) <= MAX_PIPER_WER
