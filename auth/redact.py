@@ -13,7 +13,7 @@ import re
 
 SECRET_PARAMS = ("api_key", "ticket", "pin")
 MASK = "***"
-_PATTERN = re.compile(r"(?i)([?&](?:%s)=)[^&\s\"']*" % "|".join(SECRET_PARAMS))
+_PATTERN = re.compile(r"(?i)([?&](?:" + "|".join(SECRET_PARAMS) + r")=)[^&\s\"']*")
 
 
 def redact_query_secrets(text: str) -> str:

@@ -161,7 +161,10 @@ rows("server+anonymous", "remote", "consume", {
     "none": allow("anonymous"),
     **{c: refuse(401, KEY_REQUIRED) for c in INVALID_KEYLIKE},  # no fallback to anonymous
 })
-rows("server+anonymous", "remote", "admin", {"none": refuse(403, LOOPBACK_REQUIRED), "bad_bearer": refuse(403, LOOPBACK_REQUIRED)})
+rows("server+anonymous", "remote", "admin", {
+    "none": refuse(403, LOOPBACK_REQUIRED),
+    "bad_bearer": refuse(403, LOOPBACK_REQUIRED),
+})
 
 # ---- trusted networks: consume without a credential from inside, never admin
 rows("server+key+trusted", "trusted", "consume", {

@@ -126,10 +126,10 @@ def test_pin_is_revoked_after_100_failures_from_many_addresses(harness) -> None:
 def test_pin_budget_resets_with_a_new_pin(harness) -> None:
     h = harness(SERVER_PIN)
     h.enable_pin()
-    for i in range(60):
+    for _ in range(60):
         h.state.pin_matches("not-a-pin")
     pin = h.enable_pin()
-    for i in range(60):
+    for _ in range(60):
         assert h.state.pin_matches("not-a-pin") is False
     assert h.state.pin_matches(pin) is True
 
