@@ -6,10 +6,13 @@ loopback / trusted-network address) must come from the server's own origin or
 one in ``allowed_origins`` when it changes something (an HTTP mutation) or opens
 a WebSocket, which no CORS rule protects. A request with no ``Origin`` header did
 not come from a cross-site page (browsers always send it on those) and passes.
+For loopback clients the server's own origin must also be a loopback one
+(``localhost``, ``127.0.0.1``, ``[::1]``), which defeats DNS rebinding.
 """
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Sequence
 
 from .credentials import first_header
@@ -44,11 +47,30 @@ def needs_origin_check(scope: dict) -> bool:
     return scope["type"] == "websocket" or scope.get("method", "GET").upper() not in SAFE_METHODS
 
 
-def origin_acceptable(scope: dict, scheme: str, allowed_origins: Sequence[str]) -> bool:
+def is_loopback_origin(origin: str) -> bool:
+    """True when a normalized origin names localhost, 127.0.0.0/8 or [::1]."""
+    _, _, authority = origin.partition("://")
+    host = authority[1:authority.index("]")] if authority.startswith("[") and "]" in authority else authority.split(":")[0]
+    if host in ("localhost", "localhost.localdomain") or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def origin_acceptable(scope: dict, scheme: str, allowed_origins: Sequence[str], *,
+                      own_must_be_loopback: bool = False) -> bool:
+    """Whether the request's Origin (if any) may use ambient authority.
+
+    ``own_must_be_loopback`` is for loopback clients: their own origin counts only
+    when it is a loopback name, because a page whose domain an attacker re-points
+    at 127.0.0.1 (DNS rebinding) sends an Origin equal to its Host.
+    """
     origin = first_header(scope, "origin")
     if origin is None:
         return True
     presented = normalize_origin(origin)
-    if presented == own_origin(scope, scheme):
+    if presented == own_origin(scope, scheme) and (not own_must_be_loopback or is_loopback_origin(presented)):
         return True
     return presented in {normalize_origin(o) for o in allowed_origins}

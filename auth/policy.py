@@ -49,9 +49,13 @@ def decide(scope: dict, route_class: RouteClass, state: AuthState) -> Principal 
         kind = PrincipalKind.LOOPBACK if client.is_loopback else PrincipalKind.ANONYMOUS
         return Principal(kind, client.host, may_admin=client.is_loopback)
 
-    ambient_ok = not needs_origin_check(scope) or origin_acceptable(scope, client.scheme, config.allowed_origins)
+    check_origin = needs_origin_check(scope)
     if client.is_loopback:  # needs no credential, so it has nothing to be locked out of
-        return Principal(PrincipalKind.LOOPBACK, client.host, may_admin=True) if ambient_ok else Refusal(403, ORIGIN_REJECTED)
+        if check_origin and not origin_acceptable(scope, client.scheme, config.allowed_origins,
+                                                  own_must_be_loopback=True):
+            return Refusal(403, ORIGIN_REJECTED)
+        return Principal(PrincipalKind.LOOPBACK, client.host, may_admin=True)
+    ambient_ok = not check_origin or origin_acceptable(scope, client.scheme, config.allowed_origins)
 
     retry_after = state.failures.retry_after_s(client.host)
     if retry_after is not None:

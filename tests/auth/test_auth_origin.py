@@ -103,9 +103,25 @@ def test_loopback_websocket_from_a_foreign_origin_closes_1008(keyed) -> None:
     assert (r.status_code, r.json()) == (403, {"detail": REJECTED})
 
 
-def test_loopback_without_origin_or_from_its_own_page_is_accepted(keyed) -> None:
+@pytest.mark.parametrize("host", ["127.0.0.1:8000", "localhost:8000", "[::1]:8000"])
+def test_loopback_without_origin_or_from_its_own_loopback_page_is_accepted(keyed, host: str) -> None:
     assert principal_of_socket(keyed.local, "/v1/tts", {}) == "loopback"
-    assert principal_of_socket(keyed.local, "/v1/tts", {"Origin": OWN}) == "loopback"
+    page = {"Host": host, "Origin": f"http://{host}"}
+    assert principal_of_socket(keyed.local, "/v1/tts", page) == "loopback"
+    assert keyed.local.post("/admin", headers=page).json() == {"principal": "loopback", "may_admin": True}
+
+
+def test_loopback_page_on_a_rebound_domain_is_rejected(keyed) -> None:
+    # evil.example re-pointed at 127.0.0.1: its Origin equals the Host it sends.
+    page = {"Host": "evil.example:8000", "Origin": "http://evil.example:8000"}
+    assert close_of(keyed.local, "/v1/tts", page) == (1008, REJECTED)
+    r = keyed.local.post("/v1/admin/share", headers=page)
+    assert (r.status_code, r.json()) == (403, {"detail": REJECTED})
+    assert keyed.listener.starts == 0
+
+
+def test_loopback_page_on_an_allowed_origin_is_accepted(keyed) -> None:
+    assert principal_of_socket(keyed.local, "/v1/tts", {"Origin": ALLOWED}) == "loopback"
 
 
 def test_trusted_network_websocket_from_a_foreign_origin_closes_1008(harness) -> None:

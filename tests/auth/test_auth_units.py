@@ -150,3 +150,14 @@ def test_access_log_filter_masks_query_secrets(caplog: pytest.LogCaptureFixture)
     finally:
         logger.filters.clear()
     assert caplog.messages == ['203.0.113.5:1 - "GET /v1/tts?voice=a&api_key=***&ticket=***&pin=***"']
+
+
+@pytest.mark.parametrize(("origin", "loopback"), [
+    ("http://localhost:8000", True), ("http://127.0.0.1", True), ("http://127.9.9.9:1", True),
+    ("http://[::1]:8000", True), ("http://app.localhost", True),
+    ("http://evil.example:8000", False), ("http://192.168.1.20:8001", False), ("null", False),
+])
+def test_loopback_origins(origin: str, loopback: bool) -> None:
+    from auth.origin import is_loopback_origin
+
+    assert is_loopback_origin(origin) is loopback
