@@ -15,6 +15,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.websockets import WebSocket
@@ -166,8 +167,6 @@ def _speech_response(request: Request, engine: Any, text: str, voice: str | None
     else:
         media_type = f"audio/pcm;rate={rate};encoding={encoding.value}"
     headers = {"X-Sample-Rate": str(rate), "X-Encoding": encoding.value, "Cache-Control": "no-store"}
-    from starlette.background import BackgroundTask
-
     return StreamingResponse(body(), media_type=media_type, headers=headers,
                              background=BackgroundTask(sessions.remove, entry.id))
 
