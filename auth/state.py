@@ -3,6 +3,9 @@
 Sessions, tickets, failure counters and the LAN-share PIN live here and die with
 the process. Nothing is written to disk. ``clock`` is injectable so tests can
 move time instead of sleeping.
+
+Not thread-safe: every method runs on the event loop that serves the app (the
+LAN-share listener runs on that same loop).
 """
 
 from __future__ import annotations
