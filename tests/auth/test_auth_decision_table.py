@@ -85,3 +85,19 @@ def test_table_covers_every_mode_and_transport() -> None:
     assert modes == set(MODES)
     assert {"bearer_key", "bearer_key_lowercase", "x_api_key", "query_api_key", "session_bearer",
             "session_cookie", "pin_header", "pin_cookie", "pin_session_bearer"} <= credentials
+
+
+def test_invalid_key_next_to_a_valid_pin_is_final(harness) -> None:
+    h, pin = start(harness, "server+key+pin")
+    headers = {"Authorization": "Bearer wrong", "X-Voxgate-Pin": pin}
+    r = h.remote.get("/consume", headers=headers)
+    assert (r.status_code, r.json()) == (401, {"detail": "API key required"})
+    with h.remote.websocket_connect("/v1/tts", headers=headers) as ws:
+        assert ws.receive() == {"type": "websocket.close", "code": 1008, "reason": "API key required"}
+
+
+def test_invalid_key_from_a_trusted_network_is_final(harness) -> None:
+    h, _ = start(harness, "server+key+trusted")
+    with h.trusted.websocket_connect("/v1/dictation?api_key=wrong") as ws:
+        assert ws.receive() == {"type": "websocket.close", "code": 1008, "reason": "API key required"}
+    assert h.trusted.get("/consume").json()["principal"] == "trusted_network"
