@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from .audio import AudioFormatError, Encoding, read_wav, write_wav
+from .audio import AudioFormatError, Encoding, read_wav, wav_header, write_wav
 from .config import Settings
 
 
@@ -32,6 +32,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="int8 dynamic quantization of the LM linears (default none: exact float32)")
     p.add_argument("--encoding", choices=[e.value for e in Encoding], default=Encoding.S16LE.value,
                    help="WAV sample format (default pcm_s16le)")
+    p.add_argument("--url", default=None,
+                   help="synthesize on a running gateway (e.g. http://127.0.0.1:8000) over /v1/tts instead of "
+                        "loading the model here; the API key is taken from VOXGATE_API_KEY / VOXGATE_API_KEY_FILE")
     p.set_defaults(func=_run)
 
 
@@ -47,8 +50,35 @@ def _temperature(raw: str) -> float:
 
 def _run(args: argparse.Namespace) -> int:
     # The one place that picks where synthesis happens: this machine's model now,
-    # a running gateway (POST /v1/tts) once a --url option exists.
+    # a running gateway (/v1/tts) with --url.
+    if args.url:
+        return _say_remote(args)
     return _say_local(args)
+
+
+def _say_remote(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from .client.base import Credentials
+    from .client.tts import TtsClosed, TtsError, speak_once
+
+    if args.temperature is not None or args.model_dir is not None:
+        return _fail("--temperature and --model-dir apply to the local model, not to --url")
+    started = time.monotonic()
+    try:
+        pcm, ready = asyncio.run(speak_once(args.url, args.text, credentials=Credentials(Settings.from_env().api_key),
+                                            voice=args.voice, seed=args.seed, encoding=args.encoding))
+    except (TtsError, TtsClosed, OSError, TimeoutError) as exc:
+        return _fail(f"{args.url}: {exc}")
+    encoding = Encoding(args.encoding)
+    try:
+        args.output.write_bytes(wav_header(ready["sample_rate"], encoding, len(pcm) // encoding.sample_bytes) + pcm)
+    except OSError as exc:
+        return _fail(f"cannot write {args.output}: {exc.strerror}")
+    seconds = len(pcm) / encoding.sample_bytes / ready["sample_rate"]
+    print(f"wrote {args.output}: {seconds:.2f} s of audio at {ready['sample_rate']} Hz, voice {ready['voice']} "
+          f"from {args.url} (in {time.monotonic() - started:.1f} s)", file=sys.stderr)
+    return 0
 
 
 def _fail(message: str, hint: str = "") -> int:

@@ -185,3 +185,15 @@ class TtsClient:
                     closed = message
         except TtsClosed:
             return closed
+
+
+async def speak_once(base_url: str, text: str, *, credentials: Credentials | None = None, voice: str | None = None,
+                     seed: int | None = None, sample_rate: int | None = None, encoding: str | None = None,
+                     timeout_s: float = DEFAULT_TIMEOUT_S) -> tuple[bytes, dict]:
+    """Open a socket, synthesize ``text`` and close: (PCM bytes, the ``ready`` event).
+    Raises ``TtsError`` / ``TtsClosed`` with the server's reason."""
+    async with await TtsClient.connect(base_url, credentials=credentials, voice=voice, sample_rate=sample_rate,
+                                       encoding=encoding) as tts:
+        utt = await tts.synthesize(text, seed=seed, timeout_s=timeout_s)
+        await tts.close(timeout_s)
+        return utt.audio, tts.ready
