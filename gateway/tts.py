@@ -240,8 +240,8 @@ class TtsSession:
         queued = sum(1 for p in self._pending if p is not _END_OF_WORK)
         if queued >= self.config.max_queued_utterances:
             raise BadMessage(f"{queued} utterances are already queued (the limit is "
-                             f"{self.config.max_queued_utterances}); wait for an \"end\" event", code="queue_full",
-                             retryable=True)
+                             f"{self.config.max_queued_utterances}); wait for an \"end\" event",
+                             code="too_many_utterances", retryable=True)
 
     def _flush_buffer(self) -> None:
         rest = self._buffer.flush()

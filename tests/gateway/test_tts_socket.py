@@ -247,7 +247,7 @@ def test_queue_limit(tmp_path):
             message = receive(ws)
             if isinstance(message, dict) and message["type"] == "error":
                 errors.append(message)
-        assert errors[0] == {"type": "error", "code": "queue_full", "retryable": True,
+        assert errors[0] == {"type": "error", "code": "too_many_utterances", "retryable": True,
                              "message": '32 utterances are already queued (the limit is 32); wait for an "end" '
                                         'event'}
 
