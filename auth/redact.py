@@ -1,9 +1,10 @@
-"""Keeping query-string secrets out of access logs.
+"""Keeping credentials out of logs.
 
-``?api_key=`` and ``?ticket=`` travel in URLs (a browser cannot set headers on
-a WebSocket), and access logs print URLs. ``QuerySecretFilter`` masks their
-values in every string argument of a log record; the CLI installs it on the
-access logger (``logging.getLogger("uvicorn.access")``).
+``?api_key=``, ``?ticket=`` and ``?pin=`` travel in URLs (a browser cannot set
+headers on a WebSocket), and access logs print URLs; a header dump can carry
+``Authorization`` or ``X-Voxgate-Pin``. ``SecretFilter`` masks those values in
+the formatted message of every record. The server installs it on its one root
+log handler (gateway/logging_setup.py), so uvicorn's loggers are covered too.
 """
 
 from __future__ import annotations
@@ -11,20 +12,23 @@ from __future__ import annotations
 import logging
 import re
 
-SECRET_PARAMS = ("api_key", "ticket", "pin")
+SECRET_PARAMS = ("api_key", "ticket", "pin", "token")
+SECRET_HEADERS = ("authorization", "x-api-key", "x-voxgate-pin", "cookie")
 MASK = "***"
-_PATTERN = re.compile(r"(?i)([?&](?:" + "|".join(SECRET_PARAMS) + r")=)[^&\s\"']*")
+_QUERY = re.compile(r"(?i)([?&](?:" + "|".join(SECRET_PARAMS) + r")=)[^&\s\"']*")
+_HEADER = re.compile(r"(?i)\b((?:" + "|".join(SECRET_HEADERS) + r")['\"]?\s*[:=,]\s*['\"]?)[^'\"\r\n]+")
 
 
-def redact_query_secrets(text: str) -> str:
-    """``text`` with the values of secret query parameters masked."""
-    return _PATTERN.sub(lambda m: m.group(1) + MASK, text)
+def redact_secrets(text: str) -> str:
+    """``text`` with secret query-parameter and header values masked."""
+    text = _QUERY.sub(lambda m: m.group(1) + MASK, text)
+    return _HEADER.sub(lambda m: m.group(1) + MASK, text)
 
 
-class QuerySecretFilter(logging.Filter):
+class SecretFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
-        if isinstance(record.msg, str):
-            record.msg = redact_query_secrets(record.msg)
-        if isinstance(record.args, tuple):
-            record.args = tuple(redact_query_secrets(a) if isinstance(a, str) else a for a in record.args)
+        message = record.getMessage()
+        cleaned = redact_secrets(message)
+        if cleaned != message:
+            record.msg, record.args = cleaned, None
         return True

@@ -140,10 +140,10 @@ def test_key_is_not_in_the_config_repr() -> None:
 def test_access_log_filter_masks_query_secrets(caplog: pytest.LogCaptureFixture) -> None:
     import logging
 
-    from auth.redact import QuerySecretFilter
+    from auth.redact import SecretFilter
 
     logger = logging.getLogger("test.access")
-    logger.addFilter(QuerySecretFilter())
+    logger.addFilter(SecretFilter())
     try:
         with caplog.at_level(logging.INFO, logger="test.access"):
             logger.info('%s - "%s %s"', "203.0.113.5:1", "GET", "/v1/tts?voice=a&api_key=s3cret&ticket=vgt_x&pin=123456")
