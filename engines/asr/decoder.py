@@ -5,7 +5,8 @@ decode worker thread only. Every call is deterministic (temperature 0, no
 fallback) and guarded against the known failure modes of short-window
 re-decoding: repetition loops (a cap on new tokens per audio second, segments
 with a compression ratio above 2.4 dropped) and text invented for non-speech
-(segments with no_speech_prob > 0.6 and avg_logprob < -1 dropped).
+(segments with no_speech_prob > 0.6 and avg_logprob < -1 dropped, and, when
+word timings are known, segments spoken impossibly fast).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ MAX_COMPRESSION_RATIO = 2.4
 NO_SPEECH_PROB = 0.6
 LOW_LOGPROB = -1.0
 TOKENS_PER_AUDIO_S = 8  # English speech runs ~3-4 tokens/s; twice that is generous
+MAX_WORDS_PER_S = 10.0
 
 
 @dataclass
@@ -116,4 +118,11 @@ def _plausible(segment) -> bool:
         return False
     if segment.no_speech_prob > NO_SPEECH_PROB and segment.avg_logprob < LOW_LOGPROB:
         return False
+    words = segment.words or ()
+    if len(words) >= 3:
+        # Whisper pads every window to 30 s; at the very end of the audio it can "hear"
+        # a sentence in 0.1 s of padding. Nobody speaks faster than ~6 words a second.
+        duration = max(words[-1].end - words[0].start, 0.01)
+        if len(words) / duration > MAX_WORDS_PER_S:
+            return False
     return bool(segment.text.strip())

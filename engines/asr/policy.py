@@ -10,6 +10,9 @@ Grammar of the events it produces, per utterance n (in order):
 - While an utterance is open its audio is re-decoded about every 0.5 s
   (greedy) for a ``partial``; LocalAgreement-2 fixes the ``stable`` prefix,
   which is then forced as the decoder prefix so later hypotheses keep it.
+- Finals are decoded freely (a forced prefix that already covers all the
+  speech makes Whisper invent a continuation), then the stable words are put
+  back in front if the free decode disagrees, so ``stable`` never changes.
 - When silence begins, a final decode (beam 5) starts speculatively; if the
   silence lasts, its result IS the final, so end-of-speech to final costs about
   the silence window rather than silence + queue + decode. Speech resuming
@@ -29,8 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from .agreement import Agreement, split_words
-from .decoder import Transcript
+from .agreement import Agreement, normalize, split_words
+from .decoder import Transcript, Word
 from .vad import WINDOW, StreamingVad
 
 RATE = 16000
@@ -97,7 +100,7 @@ class _Closed:
     speech_start: int
     end: int  # end of speech
     cut: int  # where the decoded audio ends (speech end plus the pad): the next utterance starts after it
-    prefix: str
+    stable: str
     language: str | None
     forced: bool  # closed by finalize/end: a final even when empty
     since: float
@@ -197,13 +200,13 @@ class StreamPolicy:
         events.append({"ev": "speech_started", "stream": self.stream, "utterance": u.index,
                        "at": round(speech_start / RATE, 3), "start_sample": start})
 
-    def _close(self, end: int, speech_end: int, now: float, *, forced: bool, use_prefix: bool = True) -> None:
+    def _close(self, end: int, speech_end: int, now: float, *, forced: bool, keep_stable: bool = True) -> None:
         u = self.utterance
         assert u is not None
         self.utterance = None
         self._prev_end = end
         closed = _Closed(index=u.index, start=u.start, speech_start=u.speech_start, end=speech_end, cut=end,
-                         prefix=u.agreement.stable if use_prefix else "", language=u.language,
+                         stable=u.agreement.stable if keep_stable else "", language=u.language,
                          forced=forced, since=now, audio=None)
         if u.spec_result is not None:
             closed.result, closed.dispatched = u.spec_result, True
@@ -221,7 +224,7 @@ class StreamPolicy:
         # a speculative decode may reach past the cut: never let it stand for the first part
         u.generation += 1
         u.spec_due, u.spec_result, u.spec_running = None, None, False
-        self._close(cut, cut, now, forced=False, use_prefix=False)
+        self._close(cut, cut, now, forced=False, keep_stable=False)
         u2 = _Utterance(index=self._next_index, start=cut, speech_start=cut, agreement=Agreement(),
                         language=u.language, last_partial_pos=cut,
                         probs=[(s, p) for s, p in u.probs if s >= cut])
@@ -264,14 +267,14 @@ class StreamPolicy:
             if not c.dispatched:
                 c.dispatched = True
                 return DecodeJob(self.stream, "final", c.index, c.audio, c.start, c.start + len(c.audio),
-                                 c.language, c.prefix, FINAL_BEAM, self.options.word_timestamps, -1, self._ready_at)
+                                 c.language, "", FINAL_BEAM, self.options.word_timestamps, -1, self._ready_at)
         u = self.utterance
         if u is None:
             return None
         if u.spec_due is not None:
             u.spec_due, u.spec_running, u.spec_end = None, True, self.pos
             return DecodeJob(self.stream, "final", u.index, self._slice(u.start, self.pos), u.start, self.pos,
-                             u.language, u.agreement.stable, FINAL_BEAM, self.options.word_timestamps,
+                             u.language, "", FINAL_BEAM, self.options.word_timestamps,
                              u.generation, self._ready_at)
         if u.partial_due is not None:
             u.partial_due, u.last_partial_pos = None, self.pos
@@ -317,15 +320,16 @@ class StreamPolicy:
             c = self.closed.popleft()
             r = c.result
             assert r is not None
-            if not r.text and not c.forced:
+            if not r.text and not c.stable and not c.forced:
                 events.append({"ev": "discarded", "stream": self.stream, "utterance": c.index,
                                "end_sample": c.cut})
                 continue
-            event = {"ev": "final", "stream": self.stream, "utterance": c.index, "text": r.text,
+            text, words = keep_stable_words(c.stable, r.text, r.words)
+            event = {"ev": "final", "stream": self.stream, "utterance": c.index, "text": text,
                      "start": round(c.speech_start / RATE, 3), "end": round(c.end / RATE, 3),
                      "language": r.language, "lag_s": round(self.lag_s, 3), "end_sample": c.cut}
             if self.options.word_timestamps:
-                event["words"] = [w.to_dict() for w in r.words]
+                event["words"] = [w.to_dict() for w in words]
             events.append(event)
         return events
 
@@ -358,3 +362,17 @@ class StreamPolicy:
             first = self._audio.popleft()
             self._audio_start += len(first)
             self._audio_len -= len(first)
+
+
+def keep_stable_words(stable: str, text: str, words: list[Word]) -> tuple[str, list[Word]]:
+    """The final text with the stable words in front, whatever the free decode said."""
+    committed = split_words(stable)
+    decoded = split_words(text)
+    if not committed or [normalize(w) for w in decoded[:len(committed)]] == [normalize(w) for w in committed]:
+        return (" ".join(committed + decoded[len(committed):]) if committed else text), words
+    merged = committed + decoded[len(committed):]
+    if len(words) == len(decoded):  # keep the timings, show the stable spelling
+        words = [Word(merged[i], w.start, w.end, w.probability) for i, w in enumerate(words)]
+        words += [Word(m, words[-1].end if words else 0.0, words[-1].end if words else 0.0, 0.0)
+                  for m in merged[len(words):]]
+    return " ".join(merged), words

@@ -6,8 +6,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engines.asr.decoder import Transcript
-from engines.asr.policy import FINAL_BEAM, MAX_UTTERANCE, PAD, StreamOptions, StreamPolicy
+from engines.asr.decoder import Transcript, Word
+from engines.asr.policy import (
+    FINAL_BEAM,
+    MAX_UTTERANCE,
+    PAD,
+    StreamOptions,
+    StreamPolicy,
+    keep_stable_words,
+)
 from engines.asr.vad import WINDOW
 
 RATE = 16000
@@ -180,3 +187,26 @@ def test_times_are_on_the_stream_clock_after_a_restart_offset(offset):
     assert events[0]["at"] == pytest.approx(offset / RATE + 0.992)
     job = policy.take_job()
     assert job.prefix == "already said"
+
+
+def test_a_final_is_decoded_freely_and_keeps_the_stable_words_in_front():
+    policy = make([(0.5, 3.0)], silence_ms=300)
+    now = [0.0]
+    feed_seconds(policy, 1.1, now)
+    policy.on_result(policy.take_job(), result("the quick"), now[0])
+    feed_seconds(policy, 0.5, now)
+    policy.on_result(policy.take_job(), result("the quick brown"), now[0])
+    feed_seconds(policy, 1.8, now)  # the utterance closes: stable is "the quick"
+    job = policy.take_job()
+    assert (job.kind, job.prefix) == ("final", "")
+    events = policy.on_result(job, result("a quick brown fox."), now[0])
+    assert [e["text"] for e in events if e["ev"] == "final"] == ["the quick brown fox."]
+
+
+def test_keep_stable_words_keeps_the_timings_of_the_decoded_words():
+    words = [Word("a", 0.0, 0.2, 0.5), Word("quick", 0.2, 0.5, 0.9), Word("fox", 0.5, 0.8, 0.9)]
+    text, out = keep_stable_words("the quick", "a quick fox", words)
+    assert text == "the quick fox"
+    assert [(w.word, w.start, w.end) for w in out] == [("the", 0.0, 0.2), ("quick", 0.2, 0.5), ("fox", 0.5, 0.8)]
+    assert keep_stable_words("", "Hello.", []) == ("Hello.", [])
+    assert keep_stable_words("Hello,", "hello world", [])[0] == "Hello, world"
