@@ -58,7 +58,7 @@ class FakeStream:
     def __init__(self, engine: FakeTtsEngine, text: str, voice: str | None, options: SynthesisOptions | None):
         self.engine, self.text, self.voice = engine, text, voice
         self.rng = np.random.default_rng(seed_for(text, options))
-        self.total = frames_for(text) if engine.frames_override is None else engine.frames_override
+        self.total = engine.frames_by_text.get(text, frames_for(text))
         self.produced = 0
         self.cancelled = False
         self.closed = False
@@ -94,7 +94,7 @@ class FakeTtsEngine:
     hint: str = ""
     can_clone: bool = True
     engine_id: str = "pocket"
-    frames_override: int | None = None  # every stream yields this many frames
+    frames_by_text: dict[str, int] = field(default_factory=dict)  # frame counts other than frames_for(text)
     fail_after: int | None = None  # raise EngineError after this many frames
     builtin: tuple[str, ...] = ("alba", "marius")
     cloned: dict[str, bytes] = field(default_factory=dict)

@@ -90,7 +90,7 @@ def test_post_tts_engine_not_ready(tmp_path):
 
 @pytest.mark.slow
 async def test_post_tts_first_bytes_leave_before_synthesis_ends(tmp_path):
-    engine = FakeTtsEngine(frame_delay_s=0.02, frames_override=200)
+    engine = FakeTtsEngine(frame_delay_s=0.02, frames_by_text={"A long answer.": 200})
     async with running_server(make_app(tmp_path, engine, max_tts_sessions=1)) as url:
         async with httpx.AsyncClient(base_url=url, timeout=30) as http:
             async with http.stream("POST", "/v1/tts", json={"text": "A long answer."}) as r:

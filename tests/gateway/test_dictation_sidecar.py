@@ -1,0 +1,114 @@
+"""The real sidecar process under the supervisor: a start that fails, the
+multilingual model with language detection, and restart after a crash."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+
+import numpy as np
+import pytest
+from starlette.testclient import TestClient
+
+from engines.asr.models import install_whisper_base
+from engines.base import EngineState
+from gateway.app import create_app
+from gateway.asr_client import AsrSupervisor
+from gateway.config import Settings
+from tests.engines.asr.asr_speech import espeak_say, piper_say, resample, silence, wer
+from tests.gateway.fakes import FakeListener
+
+pytestmark = pytest.mark.slow
+
+
+async def test_a_missing_model_is_reported_without_starting_a_process(tmp_path):
+    asr = AsrSupervisor(model="whisper-base", data_dir=tmp_path)
+    await asr.start()
+    status = asr.status()
+    assert status.state is EngineState.MISSING
+    assert status.hint == "voxgate models install whisper-base"
+    assert asr.pid is None
+    await asr.aclose()
+
+
+def test_a_model_that_cannot_load_fails_the_engine_and_the_socket_says_why(tmp_path):
+    model = tmp_path / "broken"
+    model.mkdir()
+    (model / "model.bin").write_bytes(b"this is not a model")
+    app = create_app(Settings(engines=("asr",), data_dir=tmp_path, asr_model=str(model)), tts_engines={},
+                     share_listener=FakeListener())
+    with TestClient(app, client=("127.0.0.1", 5000)) as client:
+        for _ in range(300):
+            health = client.get("/health")
+            if health.status_code == 200:
+                break
+            asyncio.run(asyncio.sleep(0.1))
+        asr = health.json()["asr"]
+        assert asr["state"] == "failed"
+        assert asr["detail"].startswith(f"the ASR sidecar did not start: cannot load ASR model '{model}'")
+        with client.websocket_connect("/v1/dictation") as ws:
+            error = json.loads(ws.receive()["text"])
+            assert error["code"] == "engine_unavailable"
+            assert error["message"].startswith("the ASR sidecar did not start: cannot load ASR model")
+            close = ws.receive()
+            assert close["type"] == "websocket.close" and close["code"] == 1011
+
+
+async def test_multilingual_base_detects_german_and_takes_a_language(tmp_path):
+    install_whisper_base(tmp_path)
+    asr = AsrSupervisor(model="whisper-base", data_dir=tmp_path, threads=2)
+    await asr.start()
+    try:
+        assert asr.status().state is EngineState.READY
+        assert {"de", "en", "fr"} <= set(asr.info()["languages"])
+        german = "Guten Morgen. Das Wetter ist heute sehr schön."
+        samples, rate = espeak_say(german, voice="de", words_per_minute=140)
+        audio = np.concatenate([silence(0.3), resample(samples, rate), silence(0.8)])
+        result = await asr.transcribe(audio, language=None, word_timestamps=False, timeout_s=120)
+        assert result["language"] == "de"
+        assert wer(german, result["text"]) <= 0.6, result["text"]
+
+        stream = await asr.open_stream({"language": "de", "interim": False, "word_timestamps": False,
+                                        "silence_ms": 500})
+        await stream.send_audio(audio)
+        await stream.end()
+        events = []
+        while not events or type(events[-1]).__name__ != "Closed":
+            events.append(await asyncio.wait_for(stream.events.get(), 60))
+        finals = [e for e in events if type(e).__name__ == "Final"]
+        assert [f.language for f in finals] == ["de"] * len(finals) and finals
+        await stream.close()
+    finally:
+        await asr.aclose()
+
+
+async def test_a_killed_sidecar_restarts_and_replays_the_open_utterance(tmp_path):
+    text = "Rice is often served in round bowls."
+    samples, rate = piper_say(text)
+    speech = resample(samples, rate)
+    half = len(speech) // 2
+    asr = AsrSupervisor(model="tiny.en", data_dir=tmp_path, threads=2, backoff_s=(0.0, 0.5))
+    await asr.start()
+    try:
+        stream = await asr.open_stream({"language": None, "interim": True, "word_timestamps": False,
+                                        "silence_ms": 500})
+        await stream.send_audio(np.concatenate([silence(0.3), speech[:half]]))
+        first_pid = asr.pid
+        os.kill(first_pid, signal.SIGKILL)
+        await stream.send_audio(speech[half:])  # sent while the process is down: kept, replayed
+        await stream.send_audio(silence(0.8))
+        await stream.end()
+        events = []
+        while not events or type(events[-1]).__name__ != "Closed":
+            events.append(await asyncio.wait_for(stream.events.get(), 60))
+        errors = [e for e in events if isinstance(e, dict)]
+        assert errors[0]["code"] == "asr_unavailable" and errors[0]["retryable"] is True
+        finals = [e for e in events if type(e).__name__ == "Final"]
+        assert len(finals) == 1 and wer(text, finals[0].text) <= 0.25, finals
+        assert asr.restarts == 1 and asr.pid not in (None, first_pid)
+        assert asr.status().state is EngineState.READY
+        await stream.close()
+    finally:
+        await asr.aclose()
