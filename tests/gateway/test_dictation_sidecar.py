@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import signal
+import time
 
 import numpy as np
 import pytest
@@ -44,7 +45,7 @@ def test_a_model_that_cannot_load_fails_the_engine_and_the_socket_says_why(tmp_p
             health = client.get("/health")
             if health.status_code == 200:
                 break
-            asyncio.run(asyncio.sleep(0.1))
+            time.sleep(0.1)
         asr = health.json()["asr"]
         assert asr["state"] == "failed"
         assert asr["detail"].startswith(f"the ASR sidecar did not start: cannot load ASR model '{model}'")
