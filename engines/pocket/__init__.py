@@ -60,11 +60,11 @@ exactly as the reference draws from the global generator after ``torch.manual_se
 
 from __future__ import annotations
 
+from engines.pocket.batch import StepOutput, StreamBatch
 from engines.pocket.errors import PocketModelError
 from engines.pocket.generation import GenerationSettings, prepare_text, split_text
 from engines.pocket.geometry import PocketGeometry
 from engines.pocket.model import PocketModel, load_model
-from engines.pocket.batch import StepOutput, StreamBatch
 from engines.pocket.stream import PocketStream
 from engines.pocket.voice import VoiceState, load_voice_file, save_voice_file
 

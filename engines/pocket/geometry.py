@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 FLOW_TYPES = ("lsd", "flow_matching", "drifting", "pointwise")
 

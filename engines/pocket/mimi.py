@@ -16,8 +16,13 @@ from torch import nn
 from engines.pocket.geometry import MimiTransformerGeometry, PocketGeometry
 from engines.pocket.kv_cache import RingKvCache
 from engines.pocket.layers import CausalWindow, Transformer
-from engines.pocket.seanet import (ConvState, SeanetDecoder, SeanetEncoder, StreamingConv,
-                                   StreamingConvTranspose)
+from engines.pocket.seanet import (
+    ConvState,
+    SeanetDecoder,
+    SeanetEncoder,
+    StreamingConv,
+    StreamingConvTranspose,
+)
 
 
 class _ProjectedTransformer(nn.Module):
@@ -47,7 +52,7 @@ class _Quantizer(nn.Module):
 
 
 class _Resample(nn.Module):
-    pass
+    """Holder that gives the resampling conv its checkpoint key (``upsample.convtr...``)."""
 
 
 @dataclass
@@ -105,7 +110,10 @@ class Mimi(nn.Module):
             attention=RingKvCache(t.num_layers, rows, t.context, t.num_heads, t.d_model // t.num_heads))
 
     def decode(self, latents: torch.Tensor, state: DecoderState) -> torch.Tensor:
-        """Normalised-space latents [B, T, latent_dim] -> audio [B, T * frame_samples]."""
+        """Latents [B, T, latent_dim] -> audio [B, T * frame_samples].
+
+        The latents are in Mimi's scale: the flow head's output * emb_std + emb_mean.
+        """
         x = self.quantizer.output_proj(latents.transpose(1, 2))
         x = self.upsample.convtr(x, state.upsample)
         steps = x.shape[-1]

@@ -20,8 +20,12 @@ from torch import nn
 from engines.base import CloneRefused, UnknownVoice
 from engines.pocket.errors import PocketModelError, missing_file, shape_mismatch
 from engines.pocket.flow_lm import FlowLM
-from engines.pocket.generation import (ENGLISH_REPLACEMENTS, SMALL_MODEL_REPLACEMENTS,
-                                       GenerationSettings, Tokenizer)
+from engines.pocket.generation import (
+    ENGLISH_REPLACEMENTS,
+    SMALL_MODEL_REPLACEMENTS,
+    GenerationSettings,
+    Tokenizer,
+)
 from engines.pocket.geometry import GeometryError, PocketGeometry, detect_geometry
 from engines.pocket.mimi import Mimi
 from engines.pocket.voice import VoiceState, load_voice_file, read_voice_layout
@@ -51,6 +55,7 @@ class PocketModel(nn.Module):
             eos_threshold=-1.0 if small else -4.0,
             replace_characters=tuple((SMALL_MODEL_REPLACEMENTS if small else ENGLISH_REPLACEMENTS).items()))
         self._voices: dict[str, VoiceState] = {}
+        self._can_clone: bool | None = None  # decided on first use, after the weights are in
 
     @property
     def frame_samples(self) -> int:
@@ -59,7 +64,9 @@ class PocketModel(nn.Module):
     @property
     def can_clone(self) -> bool:
         """False on the ungated release, whose Mimi encoder weights are all zero."""
-        return any(bool(p.detach().abs().sum() > 0) for p in self.mimi.encoder.parameters())
+        if self._can_clone is None:
+            self._can_clone = any(bool(p.detach().abs().sum() > 0) for p in self.mimi.encoder.parameters())
+        return self._can_clone
 
     # voices -------------------------------------------------------------------------
     def voice_ids(self) -> list[str]:
@@ -161,7 +168,8 @@ def load_model(model_dir: str | Path, *, quantize: bool = False, flow_type: str 
     if not tokenizer_path.is_file():
         raise missing_file(str(tokenizer_path), "sentencepiece tokenizer")
     head_dim, kv_heads = 64, None
-    voices = sorted((model_dir / VOICES_DIR).glob("*.safetensors")) if (model_dir / VOICES_DIR).is_dir() else []
+    voices_dir = model_dir / VOICES_DIR
+    voices = sorted(voices_dir.glob("*.safetensors")) if voices_dir.is_dir() else []
     if voices:  # the head layout is not in the weights' shapes, but it is in a voice cache
         _, kv_heads, head_dim = read_voice_layout(voices[0])
     shapes = _file_shapes(weights)

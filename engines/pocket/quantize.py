@@ -24,6 +24,7 @@ def quantize_lm_linears(flow_lm: nn.Module) -> None:
         # torch.ao's eager API is deprecated in favour of torchao, which is not a dependency;
         # it still works and is what the reference's own quantize option falls back to.
         warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.filterwarnings("ignore", message=r".*quantize_per_tensor.*deprecated", category=UserWarning)
         for layer in flow_lm.transformer.layers:
             _quantize_layer(layer)
 

@@ -219,13 +219,13 @@ def shapes(out_path: Path, configs: list[str]) -> None:
         config.weights_path = config.weights_path_without_voice_cloning = None
         model = tts_model.TTSModel._from_pydantic_config_with_weights(config, 0.3, 1, None, -4.0)
         t = config.flow_lm.transformer
+        decoder = config.mimi.decoder_transformer or config.mimi.transformer
         result[name] = {
             "shapes": {k: list(v.shape) for k, v in model.state_dict().items()},
             "config": {"num_heads": t.num_heads, "num_kv_heads": t.num_kv_heads or t.num_heads,
                        "num_layers": t.num_layers, "flow_type": config.flow_lm.flow.type,
                        "eos_threshold": config.default_eos_threshold,
-                       "decoder_context": (config.mimi.decoder_transformer or config.mimi.transformer).context,
-                       "decoder_heads": (config.mimi.decoder_transformer or config.mimi.transformer).num_heads,
+                       "decoder_context": decoder.context, "decoder_heads": decoder.num_heads,
                        "ratios": (config.mimi.decoder_seanet or config.mimi.seanet).ratios}}
     out_path.write_text(json.dumps(result))
 

@@ -24,7 +24,8 @@ def _settings(model, temperature: float):
 
 
 def _solo(model, text: str, voice: str, seed: int, temperature: float) -> np.ndarray:
-    return np.concatenate(list(model.stream(text, model.load_voice(voice), _settings(model, temperature), seed)))
+    stream = model.stream(text, model.load_voice(voice), _settings(model, temperature), seed)
+    return np.concatenate(list(stream))
 
 
 @pytest.fixture(scope="module")

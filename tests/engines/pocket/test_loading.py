@@ -74,7 +74,8 @@ def test_tokenizer_of_another_size(model_copy: Path) -> None:
     weights = model_copy / "model.safetensors"
 
     def grow(t: dict) -> None:
-        t["flow_lm.conditioner.embed.weight"] = torch.zeros(402, t["flow_lm.conditioner.embed.weight"].shape[1])
+        key = "flow_lm.conditioner.embed.weight"
+        t[key] = torch.zeros(402, t[key].shape[1])
 
     _rewrite(weights, grow)
     with pytest.raises(PocketModelError) as info:
@@ -127,8 +128,10 @@ def test_saved_voice_round_trips(tiny_model, tmp_path: Path) -> None:
 
 
 def test_cloning_refused_when_encoder_is_zero(model_copy: Path) -> None:
-    _rewrite(model_copy / "model.safetensors",
-             lambda t: t.update({k: torch.zeros_like(v) for k, v in t.items() if k.startswith("mimi.encoder.")}))
+    def zero_encoder(t: dict) -> None:
+        t.update({k: torch.zeros_like(v) for k, v in t.items() if k.startswith("mimi.encoder.")})
+
+    _rewrite(model_copy / "model.safetensors", zero_encoder)
     model = load_model(model_copy)
     assert not model.can_clone
     with pytest.raises(CloneRefused) as info:

@@ -14,11 +14,10 @@ import numpy as np
 import pytest
 import scipy.io.wavfile
 import torch
+from pocket_reference import TEXTS, ReferenceResults
 
 from engines.pocket import split_text
 from engines.pocket.generation import plan_chunks, prepare_text
-
-from pocket_reference import TEXTS, ReferenceResults
 
 pytestmark = pytest.mark.reference
 
