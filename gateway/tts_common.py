@@ -14,11 +14,12 @@ from engines.base import (
     EngineUnavailable,
     SynthesisOptions,
     TtsEngine,
+    TtsStream,
     UnknownVoice,
 )
 
 from .audio import Encoding, StreamResampler, encode
-from .errors import BadRequest, GatewayError, NotFound, Unavailable
+from .errors import BadRequest, GatewayError, NotFound, OverCapacity, Unavailable
 
 
 def pick_engine(engines: Mapping[str, TtsEngine], engine_id: str) -> TtsEngine:
@@ -72,6 +73,10 @@ def gateway_error(exc: EngineError) -> GatewayError:
     message = f"{exc}. {exc.hint}" if exc.hint else str(exc)
     if isinstance(exc, EngineUnavailable):
         return Unavailable(message, extra={"hint": exc.hint} if exc.hint else None)
+    if exc.code == "over_capacity":  # the engine's own queue is full: retry shortly
+        return OverCapacity(message)
+    if exc.code in ("bad_request", "bad_audio"):
+        return BadRequest(message, code=exc.code)
     return GatewayError(message, code=exc.code)
 
 
@@ -104,27 +109,41 @@ class FrameEncoder:
         return [(encode(part, self.encoding), len(part)) for part in np.array_split(samples, parts)]
 
 
-async def stream_audio(engine: TtsEngine, text: str, voice: str | None, out_rate: int, encoding: Encoding,
-                       seed: int | None = None) -> AsyncIterator[bytes]:
-    """Synthesize ``text`` and yield wire bytes frame by frame. The engine stream is
-    cancelled when the consumer stops early (a client that hung up)."""
+class AudioBytes:
+    """Wire bytes of one engine stream, frame by frame; ``aclose()`` cancels the
+    engine stream whether or not iteration ever started (a client that hung up)."""
+
+    def __init__(self, stream: TtsStream, encoder: FrameEncoder) -> None:
+        self._stream = stream
+        self._frames = stream.frames()
+        self._encoder = encoder
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        try:
+            async for frame in self._frames:
+                for data, _ in self._encoder.feed(frame):
+                    yield data
+            for data, _ in self._encoder.finish():
+                yield data
+        except EngineError as exc:
+            raise gateway_error(exc) from None
+
+    async def aclose(self) -> None:
+        self._stream.cancel()
+        aclose = getattr(self._frames, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
+def open_audio(engine: TtsEngine, text: str, voice: str | None, out_rate: int, encoding: Encoding,
+               seed: int | None = None) -> AudioBytes:
+    """Start synthesizing ``text`` now, so engine errors raise here, before any
+    response is sent."""
     try:
         stream = engine.open_stream(text, voice, SynthesisOptions(seed=seed))
     except EngineError as exc:
         raise gateway_error(exc) from None
-    encoder = FrameEncoder(engine.info().sample_rate, out_rate, encoding)
-    frames = stream.frames()
-    try:
-        async for frame in frames:
-            for data, _ in encoder.feed(frame):
-                yield data
-        for data, _ in encoder.finish():
-            yield data
-    finally:
-        stream.cancel()
-        aclose = getattr(frames, "aclose", None)
-        if aclose is not None:
-            await aclose()
+    return AudioBytes(stream, FrameEncoder(engine.info().sample_rate, out_rate, encoding))
 
 
 def not_found_voice(voice: str, available: list[str]) -> NotFound:

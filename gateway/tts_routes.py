@@ -26,7 +26,7 @@ from .audio import Encoding, parse_rate, wav_header
 from .errors import CLOSE_SERVER_ERROR, CLOSE_TRY_AGAIN, BadRequest, GatewayError, OverCapacity, TooLarge
 from .protocol.tts import MAX_SEED, Ready, TextLimits, parse_tts_params
 from .tts import SessionConfig, TtsSession
-from .tts_common import check_ready, pick_engine, resolve_voice, stream_audio
+from .tts_common import check_ready, open_audio, pick_engine, resolve_voice
 from .tts_voices import voice_routes
 
 log = logging.getLogger("voxgate.tts")
@@ -150,17 +150,27 @@ def _speech_response(request: Request, engine: Any, text: str, voice: str | None
     if entry is None:
         raise OverCapacity(f"too many TTS sessions (limit {request.state.settings.max_tts_sessions}); try again later")
 
+    try:
+        audio = open_audio(engine, text, voice, rate, encoding, seed)
+    except GatewayError:
+        sessions.remove(entry.id)
+        raise
+
     async def body() -> AsyncIterator[bytes]:
         try:
             if wav:
                 yield wav_header(rate, encoding)
-            async for chunk in stream_audio(engine, text, voice, rate, encoding, seed):
+            async for chunk in audio:
                 sent["bytes"] += len(chunk)
                 yield chunk
-        except GatewayError as exc:  # headers are gone: the stream just ends short
+        except GatewayError as exc:  # the status line is gone: the stream just ends short
             log.warning("TTS HTTP stream ended early: %s", exc.message)
         finally:
-            sessions.remove(entry.id)
+            await cleanup()
+
+    async def cleanup() -> None:  # after the body, or instead of it when the client left first
+        await audio.aclose()
+        sessions.remove(entry.id)
 
     if wav:
         media_type = "audio/wav"
@@ -168,7 +178,7 @@ def _speech_response(request: Request, engine: Any, text: str, voice: str | None
         media_type = f"audio/pcm;rate={rate};encoding={encoding.value}"
     headers = {"X-Sample-Rate": str(rate), "X-Encoding": encoding.value, "Cache-Control": "no-store"}
     return StreamingResponse(body(), media_type=media_type, headers=headers,
-                             background=BackgroundTask(sessions.remove, entry.id))
+                             background=BackgroundTask(cleanup))
 
 
 @_handles_errors

@@ -96,6 +96,7 @@ class FakeTtsEngine:
     engine_id: str = "pocket"
     frames_by_text: dict[str, int] = field(default_factory=dict)  # frame counts other than frames_for(text)
     fail_after: int | None = None  # raise EngineError after this many frames
+    open_error: Exception | None = None  # raised by open_stream (e.g. the engine's queue is full)
     builtin: tuple[str, ...] = ("alba", "marius")
     cloned: dict[str, bytes] = field(default_factory=dict)
     streams: list[FakeStream] = field(default_factory=list)
@@ -119,6 +120,8 @@ class FakeTtsEngine:
             Voice(v, self.engine_id, source="cloned") for v in self.cloned]
 
     def open_stream(self, text: str, voice: str | None = None, options: SynthesisOptions | None = None) -> FakeStream:
+        if self.open_error is not None:
+            raise self.open_error
         known = [v.id for v in self.voices()]
         if voice is not None and voice not in known:
             raise UnknownVoice(voice, known)

@@ -238,3 +238,17 @@ def test_clone_unsupported_engine(tmp_path):
         r = client.post("/v1/voices", data={"id": "v1"}, files={"file": ("a.wav", sine_wav(2), "audio/wav")})
     assert (r.status_code, r.json()) == (400, {"detail": "engine pocket cannot clone voices",
                                                "code": "clone_unsupported"})
+
+
+def test_engine_queue_full_is_503_before_any_audio(tmp_path):
+    from engines.base import EngineError
+
+    engine = FakeTtsEngine(open_error=EngineError("too many TTS streams: 8 running and 32 waiting; try again shortly",
+                                                  code="over_capacity"))
+    with TestClient(make_app(tmp_path, engine), client=LOOPBACK) as client:
+        r = client.post("/v1/tts", json={"text": "hi"})
+        assert (r.status_code, r.headers["retry-after"]) == (503, "5")
+        assert r.json() == {"detail": "too many TTS streams: 8 running and 32 waiting; try again shortly",
+                            "code": "over_capacity"}
+        assert client.get("/v1/admin/sessions").json()["sessions"] == []  # the slot was given back
+

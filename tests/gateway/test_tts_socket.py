@@ -339,3 +339,18 @@ def test_admin_sessions_lists_the_live_tts_session(tmp_path):
             (1, len(frames), 0.0, 0)
         assert s["audio_s_sent"] == round(sum(len(f) for f in frames) / 2 / 16000, 3)
     assert client.get("/v1/admin/sessions").json()["sessions"] == []
+
+
+def test_engine_queue_full_is_a_retryable_error_event(tmp_path):
+    from engines.base import EngineError
+
+    engine = FakeTtsEngine(open_error=EngineError("too many TTS streams", code="over_capacity"))
+    with make_client(tmp_path, engine) as client, client.websocket_connect("/v1/tts") as ws:
+        receive(ws)
+        ws.send_json({"type": "speak", "text": "hi", "id": "x"})
+        assert receive(ws) == {"type": "error", "code": "over_capacity", "message": "too many TTS streams",
+                               "retryable": True, "id": "x"}
+        engine.open_error = None
+        ws.send_json({"type": "speak", "text": "hi again"})
+        assert read_utterance(ws)[2]["type"] == "end"
+
