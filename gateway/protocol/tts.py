@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 from ..audio import Encoding, parse_encoding, parse_rate
 from ..errors import BadMessage, BadRequest
@@ -80,7 +80,7 @@ class Keepalive:
     type: Literal["keepalive"] = "keepalive"
 
 
-ClientMessage = Union[Speak, TextFragment, Flush, Cancel, End, Keepalive]
+ClientMessage = Speak | TextFragment | Flush | Cancel | End | Keepalive
 CLIENT_TYPES = ("speak", "text", "flush", "cancel", "end", "keepalive")
 
 
