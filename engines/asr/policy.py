@@ -185,7 +185,7 @@ class StreamPolicy:
             self._force_cut(now, events)
 
     def _spec_after(self) -> int:
-        return min(int(0.24 * RATE), self.options.silence_ms * RATE // 2000)
+        return min(int(0.16 * RATE), self.options.silence_ms * RATE // 2000)
 
     def _open(self, speech_start: int, now: float, events: list[dict]) -> None:
         start = max(speech_start - PAD, self._audio_start, self._prev_end)

@@ -288,3 +288,15 @@ def test_admin_sessions_lists_the_stream_with_its_lag(tmp_path):
         (entry,) = client.get("/v1/admin/sessions").json()["sessions"]
         assert entry["kind"] == "dictation"
         assert (entry["lag_s"], entry["audio_s"], entry["utterances"], entry["phase"]) == (1.75, 1.0, 0, "streaming")
+
+
+def test_a_remote_client_needs_the_api_key(tmp_path):
+    app = create_app(Settings(engines=("asr",), data_dir=tmp_path, api_key="k" * 32), tts_engines={},
+                     asr=FakeSidecar(), share_listener=FakeListener())
+    with TestClient(app, client=("192.0.2.7", 5000)) as client:
+        with client.websocket_connect("/v1/dictation") as ws:
+            assert close_code(ws) == (1008, "API key required")
+        with client.websocket_connect("/v1/dictation", headers={"Authorization": "Bearer " + "k" * 32}) as ws:
+            assert receive(ws)["type"] == "ready"
+        r = client.post("/v1/audio/transcriptions", files={"file": ("a.wav", b"", "audio/wav")})
+        assert (r.status_code, r.json()) == (401, {"detail": "API key required"})
