@@ -23,7 +23,7 @@ pytestmark = pytest.mark.reference
 
 PCM_ATOL = 1e-5
 LATENT_ATOL = 1e-5
-INT8_PCM_ATOL = 1e-4  # dynamic activation scales make int8 slightly less reproducible
+INT8_PCM_ATOL = 1e-5  # the same torch.ao int8 kernels on both sides: observed 2.4e-7
 
 
 def _ours(model, name: str, text: str, voice, seed: int, temperature: float = 0.3):
