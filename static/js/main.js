@@ -1,0 +1,154 @@
+// Page start-up: ask the gateway what this browser may do (GET /v1/engines),
+// show the matching login gate or the two panels, and keep the engine notes
+// fresh while an engine is still loading.
+
+import {request} from "./api.js";
+import {DictationPanel} from "./dictation.js";
+import {panelStates} from "./engines.js";
+import {decide, signInError, signInWithKey, signInWithPin, signOut, takePinFromAddress} from "./gate.js";
+import {TtsPanel} from "./tts.js";
+
+const LOADING_POLL_MS = 2000;
+const MAX_LOADING_POLLS = 300;   // ten minutes of model loading, then the page stops asking
+const UNREACHABLE_RETRY_MS = 5000;
+const MAX_UNREACHABLE_RETRIES = 60;
+
+const $ = (id) => document.getElementById(id);
+
+const gate = {
+  section: $("gate"), message: $("gate-message"),
+  pinForm: $("pin-form"), pinInput: $("pin-input"), pinError: $("pin-error"),
+  keyForm: $("key-form"), keyInput: $("key-input"), keyError: $("key-error"),
+};
+const app = $("app");
+const signOutButton = $("sign-out");
+
+const dictation = new DictationPanel({
+  toggle: $("dictation-toggle"), state: $("dictation-state"), note: $("asr-note"),
+  finals: $("finals"), partialStable: document.querySelector("#partial .stable"),
+  partialUnstable: document.querySelector("#partial .unstable"), problem: $("dictation-problem"),
+}, {onSignInNeeded: () => enter()});
+
+const tts = new TtsPanel({
+  text: $("tts-text"), voice: $("tts-voice"), speak: $("tts-speak"), stop: $("tts-stop"),
+  state: $("tts-state"), stats: $("tts-stats"), note: $("tts-note"), problem: $("tts-problem"),
+}, {onSignInNeeded: () => enter()});
+
+let pendingPin = takePinFromAddress();
+let timer = null;
+let loadingPolls = 0;
+let unreachableRetries = 0;
+
+function schedule(fn, ms) {
+  clearTimeout(timer);
+  timer = setTimeout(fn, ms);
+}
+
+/** Decide what to show from GET /v1/engines; the single entry point after any sign-in change. */
+async function enter() {
+  clearTimeout(timer);
+  const result = await request("GET", "/v1/engines");
+  const decision = decide(result);
+  if (decision.view === "open") {
+    unreachableRetries = 0;
+    await showApp(result.body.engines || []);
+    return;
+  }
+  showGate(decision);
+  if (decision.view === "pin" && pendingPin) {
+    const pin = pendingPin;
+    pendingPin = "";  // used once: a wrong PIN from a link must not be retried forever
+    gate.pinInput.value = pin;
+    await submitPin(pin);
+  }
+}
+
+async function showApp(engines) {
+  gate.section.hidden = true;
+  app.hidden = false;
+  signOutButton.hidden = false;
+  const states = panelStates(engines);
+  dictation.setAvailable(states.asr.available, states.asr.note);
+  tts.setAvailable(states.tts.available, states.tts.note);
+  if (states.tts.available) await loadVoices(states.tts.defaultEngine);
+  if (states.loading && loadingPolls < MAX_LOADING_POLLS) {
+    loadingPolls += 1;
+    schedule(enter, LOADING_POLL_MS);
+  }
+}
+
+async function loadVoices(defaultEngine) {
+  const result = await request("GET", "/v1/voices");
+  if (result.status !== 200) {
+    tts.setVoices([], {}, defaultEngine);
+    return;
+  }
+  tts.setVoices(result.body.voices || [], result.body.defaults || {}, defaultEngine);
+}
+
+function showGate(decision) {
+  app.hidden = true;
+  signOutButton.hidden = true;
+  gate.section.hidden = false;
+  gate.message.textContent = decision.message;
+  gate.pinForm.hidden = decision.view !== "pin";
+  gate.keyForm.hidden = decision.view !== "key";
+  gate.pinError.textContent = "";
+  gate.keyError.textContent = "";
+  if (decision.view === "wait") countDown(decision.retryAfterS);
+  if (decision.view === "unreachable" && unreachableRetries < MAX_UNREACHABLE_RETRIES) {
+    unreachableRetries += 1;
+    schedule(enter, UNREACHABLE_RETRY_MS);
+  }
+  if (decision.view === "pin") gate.pinInput.focus();
+  if (decision.view === "key") gate.keyInput.focus();
+}
+
+function countDown(seconds) {
+  let left = seconds;
+  const tick = () => {
+    if (left <= 0) {
+      enter();
+      return;
+    }
+    gate.message.textContent = `Too many sign-in attempts. Try again in ${left} s.`;
+    left -= 1;
+    schedule(tick, 1000);
+  };
+  tick();
+}
+
+async function submitPin(pin) {
+  const result = await signInWithPin(pin);
+  if (result.status === 204 || result.status === 201) {
+    gate.pinInput.value = "";
+    await enter();
+  } else {
+    gate.pinError.textContent = signInError(result, "PIN");
+  }
+}
+
+gate.pinForm.addEventListener("submit", (event) => {
+  event.preventDefault();
+  submitPin(gate.pinInput.value.trim());
+});
+
+gate.keyForm.addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const result = await signInWithKey(gate.keyInput.value.trim());
+  if (result.status === 204 || result.status === 201) {
+    gate.keyInput.value = "";  // the key is not kept anywhere by the page
+    await enter();
+  } else {
+    gate.keyError.textContent = signInError(result, "key");
+  }
+});
+
+signOutButton.addEventListener("click", async () => {
+  if (dictation.session) dictation.session.stop();
+  if (tts.session) tts.session.stop();
+  await signOut();
+  await enter();
+});
+
+enter();
