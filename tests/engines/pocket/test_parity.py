@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 import scipy.io.wavfile
 import torch
-from pocket_reference import TEXTS, ReferenceResults
+from pocket_reference import TEXTS, ReferenceResults, reference_jobs
 
-from engines.pocket import split_text
+from engines.pocket import save_voice_file, split_text
 from engines.pocket.generation import plan_chunks, prepare_text
 
 pytestmark = pytest.mark.reference
@@ -121,6 +121,17 @@ def test_cloned_voice_speaks_like_reference(tiny_model, tiny_dir: Path, tiny_ref
     voice = tiny_model.clone_voice(samples.astype(np.float32) / 32768.0, rate)
     frames, _ = _ours(tiny_model, "cloned", TEXTS["short"], voice, seed=11)
     _assert_same_audio(frames, tiny_reference.audio("cloned"), tiny_model.frame_samples)
+
+
+def test_our_voice_file_speaks_the_same_in_the_reference(tiny_model, tiny_dir: Path, tmp_path: Path) -> None:
+    rate, samples = scipy.io.wavfile.read(tiny_dir / "alba.wav")
+    voice = tiny_model.clone_voice(samples.astype(np.float32) / 32768.0, rate)
+    save_voice_file(voice, tmp_path / "ours.safetensors")
+    job = {"kind": "generate", "name": "ours", "text": TEXTS["tiny"], "seed": 21, "temperature": 0.3,
+           "voice": str(tmp_path / "ours.safetensors")}
+    reference = reference_jobs(tiny_dir, [job], tmp_path)
+    frames, _ = _ours(tiny_model, "ours", TEXTS["tiny"], voice, seed=21)
+    _assert_same_audio(frames, reference.audio("ours"), tiny_model.frame_samples)
 
 
 def test_cloning_resamples_other_rates(tiny_model, tiny_dir: Path) -> None:
