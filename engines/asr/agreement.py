@@ -48,4 +48,4 @@ class Agreement:
     def _agrees(self, hypothesis: list[str]) -> bool:
         if len(hypothesis) < len(self.committed):
             return False
-        return all(normalize(a) == normalize(b) for a, b in zip(self.committed, hypothesis))
+        return all(normalize(a) == normalize(b) for a, b in zip(self.committed, hypothesis, strict=False))

@@ -4,7 +4,8 @@ The gateway logs every audio chunk (16 kHz float32) and ``finalize`` it sent
 for a stream, and drops entries only once no open utterance needs them: audio
 is kept from the start of the oldest utterance without a final, or, when none
 is open, from the end of the last finished one (at most a few seconds back, for
-the VAD onset and the leading pad). After a restart the client opens the
+the VAD onset and the leading pad); never more than 60 s, so a sidecar that
+stays down cannot make the gateway's memory grow without bound. After a restart the client opens the
 stream again at the first kept sample (``offset``) with the utterance number
 and stable text to continue from, and replays the log.
 
@@ -24,6 +25,7 @@ import numpy as np
 
 RATE = 16000
 IDLE_KEEP_SAMPLES = 3 * RATE
+MAX_KEEP_SAMPLES = 60 * RATE  # bounds memory while a sidecar stays down; a forced cut comes at 25 s anyway
 
 
 class Retention:
@@ -41,6 +43,7 @@ class Retention:
     def add_audio(self, samples: np.ndarray) -> None:
         self._log.append((self.pos, samples))
         self.pos += len(samples)
+        self.trim()
 
     def add_finalize(self) -> None:
         self._log.append((self.pos, None))
@@ -63,6 +66,7 @@ class Retention:
             keep_from = min(self._open_starts.values())
         else:
             keep_from = max(self._finished_end, self.pos - IDLE_KEEP_SAMPLES)
+        keep_from = max(keep_from, self.pos - MAX_KEEP_SAMPLES)
         while self._log:
             position, samples = self._log[0]
             if samples is None and position > keep_from:

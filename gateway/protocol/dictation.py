@@ -23,7 +23,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 from ..audio import Encoding, parse_encoding, parse_rate
 from ..errors import BadMessage, BadRequest
@@ -108,7 +108,7 @@ class Keepalive:
     type: Literal["keepalive"] = "keepalive"
 
 
-ClientMessage = Union[Finalize, End, Keepalive]
+ClientMessage = Finalize | End | Keepalive
 CLIENT_TYPES = ("finalize", "end", "keepalive")
 
 
@@ -204,7 +204,7 @@ class Closed:
         return {"type": self.type, "utterances": self.utterances, "audio_s": self.audio_s}
 
 
-ServerEvent = Union[Ready, SpeechStarted, Partial, Final, Closed]
+ServerEvent = Ready | SpeechStarted | Partial | Final | Closed
 
 
 def event_from_dict(data: Mapping[str, Any]) -> ServerEvent | dict[str, Any]:

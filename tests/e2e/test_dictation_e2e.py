@@ -21,7 +21,6 @@ from gateway.client.dictation import DictationClient
 from tests.engines.asr.asr_speech import (
     add_noise,
     espeak_say,
-    pcm16,
     piper_say,
     resample,
     silence,

@@ -56,7 +56,8 @@ def piper_say(text: str, length_scale: float = 1.0) -> tuple[np.ndarray, int]:
     return audio.astype(np.float32), voice.config.sample_rate
 
 
-def espeak_say(text: str, voice: str = "en-us", words_per_minute: int = 160, rate: int = 16000) -> tuple[np.ndarray, int]:
+def espeak_say(text: str, voice: str = "en-us", words_per_minute: int = 160,
+               rate: int = 16000) -> tuple[np.ndarray, int]:
     """espeak-ng speech, resampled by sox to ``rate``."""
     from gateway.audio import read_wav
 

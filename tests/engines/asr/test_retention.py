@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from engines.asr.retention import IDLE_KEEP_SAMPLES, Retention
+from engines.asr.retention import IDLE_KEEP_SAMPLES, MAX_KEEP_SAMPLES, Retention
 
 
 def chunk(seconds: float) -> np.ndarray:
@@ -15,7 +15,6 @@ def test_idle_audio_is_kept_only_a_few_seconds_back():
     r = Retention()
     for _ in range(100):
         r.add_audio(chunk(0.1))
-    r.trim()
     assert r.resume_fields() == {"offset": 10 * 16000 - IDLE_KEEP_SAMPLES, "first_utterance": 0, "stable": ""}
 
 
@@ -62,3 +61,12 @@ def test_a_finalize_mark_is_replayed_in_order_with_the_audio():
     entries = r.entries(0)
     assert [None if e is None else len(e) for e in entries] == [8000, None, 8000]
     assert r.entries(2)[0] is not None and len(r) == 3
+
+
+def test_an_utterance_that_never_ends_keeps_at_most_60_s():
+    r = Retention()
+    r.accept({"ev": "speech_started", "utterance": 0, "start_sample": 0})
+    for _ in range(900):
+        r.add_audio(chunk(0.1))
+    assert r.resume_fields()["offset"] == 90 * 16000 - MAX_KEEP_SAMPLES
+    assert sum(len(e) for e in r.entries(0)) == MAX_KEEP_SAMPLES

