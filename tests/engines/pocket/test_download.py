@@ -188,3 +188,19 @@ def test_pull_replaces_an_existing_model_whole(server: ModelServer, tmp_path: Pa
     (dest / "stale.bin").write_bytes(b"x")
     pull_model(dest, base_url=server.base_url)
     _assert_same_tree(dest, server.root)
+
+
+def test_cli_models_pull_uses_the_base_url(server: ModelServer, tmp_path: Path):
+    import os
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[3]
+    dest = tmp_path / "pocket"
+    env = {**os.environ, "VOXGATE_DATA_DIR": str(tmp_path / "data")}
+    proc = subprocess.run([sys.executable, "-m", "gateway.cli", "models", "pull", "pocket", "--dest", str(dest),
+                           "--base-url", server.base_url], cwd=repo, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == f"Pocket TTS model is in {dest}\n"
+    _assert_same_tree(dest, server.root)
