@@ -61,7 +61,7 @@ export class DictationPanel {
   }
 
   setButton(live) {
-    this.el.toggle.textContent = live ? "Stop" : "Start";
+    this.el.toggle.textContent = live ? "Stop dictation" : "Start dictation";
     this.el.toggle.setAttribute("aria-pressed", live ? "true" : "false");
   }
 
