@@ -20,6 +20,7 @@ if [[ $want_test == 1 ]] && command -v apt-get >/dev/null 2>&1; then
   export DEBIAN_FRONTEND=noninteractive
   $sudo_cmd apt-get update -qq
   $sudo_cmd apt-get install -y -qq --no-install-recommends espeak-ng sox libsox-fmt-all >/dev/null
+  $sudo_cmd apt-get install -y -qq --no-install-recommends chromium chromium-driver >/dev/null
 fi
 
 python=${PYTHON:-python3}
