@@ -132,6 +132,7 @@ class DictationSession {
     }
     if (this.stopping) { this.finish(""); return; }
     this.rate = ctx.sampleRate;
+    panel.el.toggle.disabled = false;  // Stop works while the socket is still connecting
     panel.setState("Connecting…");
     this.connect(ctx);
   }
@@ -150,7 +151,9 @@ class DictationSession {
       this.onEvent(msg, ctx);
     };
     ws.onclose = (event) => {
-      this.finish(describeClose("Dictation", event.code, event.reason), needsSignIn(event.code, event.reason));
+      // a socket the user stopped before it was up closes without a code: nothing to explain
+      const quiet = this.stopping && (event.code === 1005 || event.code === 1006);
+      this.finish(quiet ? "" : describeClose("Dictation", event.code, event.reason), needsSignIn(event.code, event.reason));
     };
   }
 

@@ -40,6 +40,7 @@ export class TtsPanel {
   /** Fill the voice select from GET /v1/voices; the default engine's default voice is selected. */
   setVoices(voices, defaults, defaultEngine) {
     const select = this.el.voice;
+    const kept = select.value;  // the list is refreshed while engines load: keep the user's choice
     select.innerHTML = "";
     const engines = new Set(voices.map((v) => v.engine));
     for (const voice of voices) {
@@ -51,6 +52,7 @@ export class TtsPanel {
       option.selected = voice.engine === defaultEngine && voice.id === defaults[defaultEngine];
       select.append(option);
     }
+    if (kept && voices.some((v) => `${v.engine}/${v.id}` === kept)) select.value = kept;
     select.disabled = voices.length === 0;
   }
 
@@ -160,6 +162,10 @@ class TtsSession {
     switch (msg.type) {
       case "ready":
         this.rate = msg.sample_rate;
+        if (this.cancelled) {  // stopped before the socket was ready: nothing to speak
+          this.send({type: "end"});
+          break;
+        }
         panel.setState(`Synthesizing with ${msg.engine} / ${msg.voice}…`);
         this.send({type: "speak", text: this.text, id: UTTERANCE_ID});
         break;

@@ -420,3 +420,16 @@ def test_tts_stop_cancels_on_the_socket(page, gateway_url):
     fake.route.close(code=1000, reason="")
     expect(page.get_by_role("button", name="Speak", exact=True)).to_be_enabled()
     expect(page.get_by_role("button", name="Stop speaking")).to_be_disabled()
+
+
+def test_dictation_stopped_before_the_session_is_ready_ends_quietly(page, gateway_url):
+    fake = FakeSocket(page, "**/v1/dictation*", ready=None)
+    open_app(page, gateway_url)
+    page.get_by_role("button", name="Start dictation").click()
+    wait_for(page, lambda: fake.route is not None, "the dictation socket")
+    page.get_by_role("button", name="Stop dictation").click()
+    wait_for(page, lambda: fake.text == [{"type": "end"}], "the end message")
+    assert fake.binary == []  # no audio is sent before `ready`
+    fake.route.close(code=1000, reason="")
+    expect(page.locator("#dictation-state")).to_have_text("Stopped.")
+    expect(page.locator("#dictation-problem")).to_have_text("")
