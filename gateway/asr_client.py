@@ -211,11 +211,15 @@ class AsrSupervisor:
             await asyncio.wait_for(self._settled.wait(), self.start_timeout_s + 5)
 
     async def wait_ready(self, timeout_s: float) -> bool:
-        """True once the sidecar is ready; False if it failed or ``timeout_s`` passed."""
-        if self._state.state in (EngineState.MISSING, EngineState.FAILED):
-            return False
+        """True once the sidecar is ready; False as soon as its first start has
+        failed, or when ``timeout_s`` has passed."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
         try:
-            await asyncio.wait_for(self._ready.wait(), timeout_s)
+            await asyncio.wait_for(self._settled.wait(), timeout_s)
+            if self._state.state in (EngineState.MISSING, EngineState.FAILED):
+                return False
+            await asyncio.wait_for(self._ready.wait(), max(0.0, deadline - loop.time()))
         except asyncio.TimeoutError:
             return False
         return True

@@ -12,6 +12,7 @@ real engines.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -398,7 +399,7 @@ def test_tts_player_schedules_each_frame_right_after_the_previous_one(page, gate
     starts = page.evaluate("window.__starts")
     assert [s["rate"] for s in starts] == [rate] * 3
     assert [round(s["duration"] * rate) for s in starts] == [frame] * 3
-    for before, after in zip(starts, starts[1:]):
+    for before, after in itertools.pairwise(starts):
         assert after["when"] == pytest.approx(before["when"] + before["duration"], abs=1e-9)
     wait_for(page, lambda: {"type": "end"} in fake.text, "the end message after the utterance")
 

@@ -25,6 +25,7 @@ from tests.engines.asr.asr_speech import (
     resample,
     silence,
     wer,
+    words,
 )
 
 pytestmark = pytest.mark.slow
@@ -32,7 +33,7 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 FIRST = "It's easy to tell the depth of a well."
 SECOND = "Glue the sheet to the dark blue background."
-LONG = "Rice is often served in round bowls and the juice of lemons makes fine punch for the whole family."
+LONG = "The juice of lemons makes fine punch, and the hogs were fed chopped corn and garbage before the rain."
 MAX_PIPER_WER = 0.25  # tiny.en on this voice: ~10% on average, a single sentence can be worse
 MAX_ESPEAK_WER = 0.6  # tiny.en on espeak-ng: ~30% on average
 
@@ -222,9 +223,9 @@ async def test_a_sidecar_crash_mid_utterance_loses_no_speech(server, speech):
     check_invariants(events)
     text = " ".join(f["text"] for f in finals_of(events))
     assert wer(LONG, text) <= MAX_PIPER_WER, text
-    spoken_before = LONG.split()[:3]  # the crash came ~2 s into the sentence
-    assert all(w.lower() in text.lower() for w in spoken_before)
-    assert "family" in text.lower()
+    heard = words(text)
+    assert {"juice", "lemons"} <= set(heard), text  # spoken before the crash (~2 s into the sentence)
+    assert {"chopped", "garbage"} <= set(heard), text  # spoken after it
     assert wer(SECOND, " ".join(f["text"] for f in finals_of(other))) <= MAX_PIPER_WER
     health = httpx.get(url + "/health").json()
     assert health["asr"] == {"state": "ready"}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import numpy as np
@@ -46,11 +47,17 @@ def _submit(sched: BatchScheduler, model, seed: int) -> ScheduledStream:
     return sched.submit(text, model.load_voice(voice), seed=seed)
 
 
+_readers: dict[int, AsyncIterator] = {}
+
+
 async def _take(stream: ScheduledStream, n: int | None = None) -> list[np.ndarray]:
+    """The next ``n`` frames (all remaining if None), through one iterator per stream."""
+    frames = _readers.setdefault(id(stream), stream.frames())
     out = []
-    async for frame in stream.frames():
-        out.append(frame)
-        if n is not None and len(out) == n:
+    while n is None or len(out) < n:
+        try:
+            out.append(await frames.__anext__())
+        except StopAsyncIteration:
             break
     return out
 
@@ -158,3 +165,26 @@ async def test_exclusive_jobs_run_on_the_worker(scheduler):
     assert name == "pocket-scheduler"
     with pytest.raises(ZeroDivisionError):
         await asyncio.wrap_future(scheduler.run_exclusive(lambda: 1 / 0))
+
+
+async def test_a_consumer_that_goes_away_cancels_its_stream(scheduler, model):
+    stream = _submit(scheduler, model, 3)
+
+    async def consume() -> None:
+        async for _ in stream.frames():
+            await asyncio.sleep(3600)  # the session task is cancelled while holding a frame
+
+    task = asyncio.create_task(consume())
+    for _ in range(200):
+        if stream.buffered or task.done():
+            break
+        await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert stream.cancelled
+    for _ in range(200):
+        if scheduler.load() == (0, 0):
+            break
+        await asyncio.sleep(0.01)
+    assert scheduler.load() == (0, 0)
