@@ -62,7 +62,7 @@ export class DictationPanel {
 
   setButton(live) {
     this.el.toggle.textContent = live ? "Stop dictation" : "Start dictation";
-    this.el.toggle.setAttribute("aria-pressed", live ? "true" : "false");
+    this.el.toggle.dataset.live = live ? "true" : "false";  // the label says the state; styling only
   }
 
   setState(text) {
