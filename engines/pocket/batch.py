@@ -74,6 +74,11 @@ class StreamBatch:
         """
         if len(self._rows) >= self.max_streams:
             raise EngineError(f"batch is full ({self.max_streams} streams)", code="over_capacity")
+        g = self.model.geometry
+        if (len(voice.layers), voice.kv_heads, voice.head_dim) != (g.lm_layers, g.lm_kv_heads, g.lm_head_dim):
+            raise ValueError(f"voice: made for another model ({len(voice.layers)} layers x {voice.kv_heads} "
+                             f"heads x {voice.head_dim}; this model has {g.lm_layers} x {g.lm_kv_heads} "
+                             f"x {g.lm_head_dim})")
         settings = settings or self.model.defaults
         plans = plan_chunks(self.model.tokenizer, text, settings)
         generator = torch.Generator()

@@ -41,6 +41,8 @@ def prepare_prompt_audio(wav: np.ndarray, sample_rate: int, target_rate: int) ->
         audio = audio.mean(axis=0) if audio.shape[0] > 1 else audio[0]
     if audio.ndim != 1 or audio.size == 0:
         raise ValueError("audio: expected a non-empty mono or [channels, samples] signal")
+    if not np.isfinite(audio).all():
+        raise ValueError("audio: contains NaN or infinite samples")
     if sample_rate != target_rate:
         common = math.gcd(int(sample_rate), int(target_rate))
         audio = resample_poly(audio, target_rate // common, sample_rate // common, axis=-1)

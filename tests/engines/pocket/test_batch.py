@@ -104,3 +104,14 @@ def test_stream_cancel_stops_between_frames(tiny_model) -> None:
     stream.cancel()
     assert list(stream) == []
     assert stream.done
+
+
+def test_a_voice_of_another_model_is_refused(tiny_model) -> None:
+    import torch
+
+    from engines.pocket import VoiceState
+
+    voice = VoiceState(layers=(torch.zeros(2, 3, 4, 32),) * 2, length=3)
+    with pytest.raises(ValueError, match=r"^voice: made for another model \(2 layers x 4 heads x 32; "
+                                         r"this model has 2 x 2 x 64\)$"):
+        tiny_model.new_batch().add("Hello.", voice)

@@ -139,3 +139,21 @@ def test_cloning_refused_when_encoder_is_zero(model_copy: Path) -> None:
     assert info.value.code == "clone_unsupported"
     assert str(info.value) == ("this Pocket TTS checkpoint has no voice-cloning weights (its Mimi "
                                "encoder is all zeros); use one of the bundled voices")
+
+
+@pytest.mark.parametrize("audio,message", [
+    (np.zeros(0, dtype=np.float32), "audio: expected a non-empty mono or [channels, samples] signal"),
+    (np.zeros((2, 2, 5), dtype=np.float32), "audio: expected a non-empty mono or [channels, samples] signal"),
+    (np.array([0.1, np.nan, 0.2], dtype=np.float32), "audio: contains NaN or infinite samples"),
+])
+def test_cloning_rejects_unusable_audio(tiny_model, audio: np.ndarray, message: str) -> None:
+    with pytest.raises(ValueError) as info:
+        tiny_model.clone_voice(audio, 24000)
+    assert str(info.value) == message
+
+
+def test_read_wav_reports_garbage() -> None:
+    from engines.pocket.cloning import read_wav
+
+    with pytest.raises(ValueError, match=r"^audio: not a readable WAV file \("):
+        read_wav(b"RIFF....not really")
