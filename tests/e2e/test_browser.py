@@ -29,7 +29,9 @@ from tests.engines.asr.asr_speech import pcm16, piper_say, resample, silence, we
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
-playwright_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (the test extra)")
+# The test extra installs playwright and scripts/setup.sh --test installs chromium: a missing
+# one is a broken setup, so it fails rather than skips.
+import playwright.sync_api as playwright_api  # noqa: E402
 expect = playwright_api.expect
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -80,8 +82,7 @@ def speech_wav(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def gateway_url(tmp_path_factory):
-    if shutil.which("chromium") is None:
-        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
+    assert shutil.which("chromium"), "Debian's chromium is not installed (scripts/setup.sh --test installs it)"
     from engines.pocket.random_checkpoint import make_random_model_dir
 
     pocket_dir = tmp_path_factory.mktemp("pocket") / "tiny"
