@@ -90,18 +90,19 @@ def test_post_tts_engine_not_ready(tmp_path):
 
 @pytest.mark.slow
 async def test_post_tts_first_bytes_leave_before_synthesis_ends(tmp_path):
-    engine = FakeTtsEngine(frame_delay_s=0.02, frames_by_text={"A long answer.": 200})
+    engine = FakeTtsEngine(frame_delay_s=0.02, frames_by_text={"A long answer.": 2000})
     async with running_server(make_app(tmp_path, engine, max_tts_sessions=1)) as url:
         async with httpx.AsyncClient(base_url=url, timeout=30) as http:
             async with http.stream("POST", "/v1/tts", json={"text": "A long answer."}) as r:
                 assert r.status_code == 200
+                chunks = r.aiter_bytes()  # kept referenced: a dropped iterator closes the response
                 got = b""
-                async for chunk in r.aiter_bytes():
-                    got += chunk
-                    if len(got) > 44 + 3840:
-                        break
+                while len(got) <= 44 + 3840:
+                    got += await chunks.__anext__()
                 assert got[:4] == b"RIFF"
-                assert engine.streams[0].produced < 200  # synthesis still running
+                assert engine.streams[0].produced < 2000  # synthesis still running
+                listed = (await http.get("/v1/admin/sessions")).json()["sessions"]
+                assert [(s["kind"], s["route"], s["voice"]) for s in listed] == [("tts", "/v1/tts", "alba")]
                 # The streaming request holds a TTS slot: the limit applies to HTTP too.
                 busy = await http.post("/v1/tts", json={"text": "hi"})
                 assert busy.status_code == 503 and busy.headers["retry-after"] == "5"
@@ -110,7 +111,7 @@ async def test_post_tts_first_bytes_leave_before_synthesis_ends(tmp_path):
                 if engine.streams[0].cancelled:
                     break
                 await asyncio.sleep(0.02)
-            assert engine.streams[0].cancelled and engine.streams[0].produced < 200
+            assert engine.streams[0].cancelled and engine.streams[0].produced < 2000
             assert (await http.post("/v1/tts", json={"text": "hi"})).status_code == 200
 
 

@@ -320,8 +320,15 @@ def test_over_capacity_closes_1013_and_a_slot_frees_on_close(tmp_path):
 
 
 def test_idle_socket_is_closed_4408_and_keepalive_holds_it(tmp_path):
+    import time
+
     with make_client(tmp_path, idle_timeout_s=1) as client, client.websocket_connect("/v1/tts") as ws:
         receive(ws)
+        for _ in range(8):  # twice the idle timeout, kept open by keepalives
+            ws.send_json({"type": "keepalive"})
+            time.sleep(0.25)
+        ws.send_json({"type": "speak", "text": "still here"})
+        assert read_utterance(ws)[2]["type"] == "end"
         assert close_code(ws) == (4408, "idle: no message for 1 s (send keepalive to stay open)")
 
 
