@@ -3,7 +3,7 @@
 ``import pocket_tts`` pins torch to one thread for the whole process, so the tests
 never import it themselves. Usage::
 
-    python reference_runner.py build  MODEL_DIR GEOMETRY SEED
+    python reference_runner.py build  MODEL_DIR GEOMETRY SEED   (tiny, english, 2m, 7m)
     python reference_runner.py run    MODEL_DIR JOBS.json OUT.safetensors
     python reference_runner.py shapes OUT.json CONFIG...
 
@@ -72,7 +72,8 @@ def train_tokenizer(path: Path, vocab: int, seed: int) -> int:
 def make_config(geometry: str, vocab: int, tokenizer: Path) -> dict:
     from pocket_tts.utils.config import CONFIGS_DIR
 
-    cfg = yaml.safe_load((CONFIGS_DIR / "english.yaml").read_text())
+    released = {"2m": "english_2m_2026-10", "7m": "english_7m_2026-10"}.get(geometry, "english")
+    cfg = yaml.safe_load((CONFIGS_DIR / f"{released}.yaml").read_text())
     cfg["weights_path"] = None
     cfg["weights_path_without_voice_cloning"] = None
     lm = cfg["flow_lm"]
@@ -125,7 +126,7 @@ def build(model_dir: Path, geometry: str, seed: int) -> None:
     from pocket_tts.models.model_state import export_model_state
 
     model_dir.mkdir(parents=True, exist_ok=True)
-    vocab = train_tokenizer(model_dir / "tokenizer.model", 300 if geometry == "tiny" else 600, seed)
+    vocab = train_tokenizer(model_dir / "tokenizer.model", 600 if geometry == "english" else 300, seed)
     (model_dir / "reference.yaml").write_text(
         yaml.safe_dump(make_config(geometry, vocab, model_dir / "tokenizer.model")))
     torch.manual_seed(seed)
