@@ -47,6 +47,19 @@ class GenerationSettings:
     max_tokens_per_chunk: int = 50
     replace_characters: tuple[tuple[str, str], ...] = tuple(ENGLISH_REPLACEMENTS.items())
 
+    def __post_init__(self) -> None:
+        if not (isinstance(self.temperature, (int, float)) and 0 <= self.temperature <= 10):
+            raise ValueError(f"temperature: must be a number from 0 to 10, got {self.temperature!r}")
+        if not (isinstance(self.lsd_steps, int) and 1 <= self.lsd_steps <= 64):
+            raise ValueError(f"lsd_steps: must be an integer from 1 to 64, got {self.lsd_steps!r}")
+        if self.frames_after_eos is not None and not (
+                isinstance(self.frames_after_eos, int) and 0 <= self.frames_after_eos <= 100):
+            raise ValueError(f"frames_after_eos: must be an integer from 0 to 100 or None, "
+                             f"got {self.frames_after_eos!r}")
+        if not (isinstance(self.max_tokens_per_chunk, int) and self.max_tokens_per_chunk >= 1):
+            raise ValueError("max_tokens_per_chunk: must be a positive integer, "
+                             f"got {self.max_tokens_per_chunk!r}")
+
 
 class Tokenizer:
     """Sentencepiece unigram model (``tokenizer.model``)."""

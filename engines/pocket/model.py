@@ -10,6 +10,7 @@ Directory layout (the released one)::
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import safetensors
@@ -29,6 +30,10 @@ from engines.pocket.generation import (
 from engines.pocket.geometry import GeometryError, PocketGeometry, detect_geometry
 from engines.pocket.mimi import Mimi
 from engines.pocket.voice import VoiceState, load_voice_file, read_voice_layout
+
+if TYPE_CHECKING:
+    from engines.pocket.batch import StreamBatch
+    from engines.pocket.stream import PocketStream
 
 SAMPLE_RATE = 24000
 MODEL_FILE = "model.safetensors"
@@ -103,13 +108,13 @@ class PocketModel(nn.Module):
         return VoiceState(layers=layers, length=prompt.shape[1])
 
     # generation ---------------------------------------------------------------------
-    def new_batch(self, max_streams: int = 8):
+    def new_batch(self, max_streams: int = 8) -> StreamBatch:
         from engines.pocket.batch import StreamBatch
 
         return StreamBatch(self, max_streams)
 
     def stream(self, text: str, voice: VoiceState, settings: GenerationSettings | None = None,
-               seed: int | None = None):
+               seed: int | None = None) -> PocketStream:
         from engines.pocket.stream import PocketStream
 
         return PocketStream(self, text, voice, settings, seed)

@@ -75,3 +75,15 @@ def test_temperature_zero_noise_is_exactly_zero() -> None:
 def test_no_chunks_is_refused() -> None:
     with pytest.raises(ValueError, match="^text: nothing to say$"):
         Utterance([], GenerationSettings(), 32, None)
+
+
+@pytest.mark.parametrize("field,value,message", [
+    ("temperature", -0.1, "temperature: must be a number from 0 to 10, got -0.1"),
+    ("lsd_steps", 0, "lsd_steps: must be an integer from 1 to 64, got 0"),
+    ("frames_after_eos", -1, "frames_after_eos: must be an integer from 0 to 100 or None, got -1"),
+    ("max_tokens_per_chunk", 0, "max_tokens_per_chunk: must be a positive integer, got 0"),
+])
+def test_settings_name_the_bad_field(field: str, value, message: str) -> None:
+    with pytest.raises(ValueError) as info:
+        GenerationSettings(**{field: value})
+    assert str(info.value) == message
