@@ -112,24 +112,31 @@ class ScheduledStream:
 
     # ---- consumer side (the event loop)
     async def frames(self) -> AsyncIterator[np.ndarray]:
-        """Yield float32 frames until the utterance ends or is cancelled."""
+        """Yield float32 frames until the utterance ends or is cancelled.
+
+        A consumer that goes away (its task is cancelled, or it closes this
+        iterator early) cancels the stream, so its batch row is freed at once.
+        """
         timeout = self._scheduler.frame_timeout_s
-        while not self.cancelled:
-            try:
-                item = await asyncio.wait_for(self._queue.get(), timeout)
-            except asyncio.TimeoutError:
+        try:
+            while not self.cancelled:
+                try:
+                    item = await asyncio.wait_for(self._queue.get(), timeout)
+                except asyncio.TimeoutError:
+                    raise EngineError(f"no audio frame within {timeout:g} s; the TTS worker is overloaded",
+                                      code="engine_timeout") from None
+                with self._lock:
+                    self._buffered -= item is not _END and not isinstance(item, BaseException)
+                self._scheduler.wake()
+                if item is _END:
+                    return
+                if isinstance(item, BaseException):
+                    raise item
+                if not self.cancelled:
+                    yield item
+        finally:
+            if not self.finished:
                 self.cancel()
-                raise EngineError(f"no audio frame within {timeout:g} s; the TTS worker is overloaded",
-                                  code="engine_timeout") from None
-            with self._lock:
-                self._buffered -= item is not _END and not isinstance(item, BaseException)
-            self._scheduler.wake()
-            if item is _END:
-                return
-            if isinstance(item, BaseException):
-                raise item
-            if not self.cancelled:
-                yield item
 
     def cancel(self) -> None:
         """Stop at the next frame boundary; ``frames()`` then ends. Idempotent."""

@@ -182,6 +182,10 @@ async def test_a_consumer_that_goes_away_cancels_its_stream(scheduler, model):
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
+    for _ in range(100):  # the abandoned iterator is closed by the loop's async-generator finalizer
+        if stream.cancelled:
+            break
+        await asyncio.sleep(0.01)
     assert stream.cancelled
     for _ in range(200):
         if scheduler.load() == (0, 0):
