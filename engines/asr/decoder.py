@@ -90,8 +90,9 @@ class WhisperDecoder:
         return Transcript(text=text, language=info.language, words=words,
                           decode_s=time.perf_counter() - started)
 
-    def decode_partial(self, audio: np.ndarray, *, language: str | None, prefix: str = "") -> Transcript:
-        """A greedy decode on a short encoder window (see SHORT_WINDOW_MARGIN_S).
+    def decode_partial(self, audio: np.ndarray, *, language: str | None, prefix: str = "",
+                       beam_size: int = 1) -> Transcript:
+        """A decode on a short encoder window (see SHORT_WINDOW_MARGIN_S).
 
         Goes to CTranslate2 directly because faster-whisper always pads to 30 s.
         Applies the same plausibility filters as ``decode``.
@@ -116,7 +117,7 @@ class WhisperDecoder:
         tokenizer = Tokenizer(model.hf_tokenizer, self.multilingual, task="transcribe", language=language)
         prompt = model.get_prompt(tokenizer, [], without_timestamps=True, prefix=prefix or None)
         max_new = min(220, int(TOKENS_PER_AUDIO_S * len(audio) / SAMPLE_RATE) + 8 + len(prefix.split()) * 2)
-        result = model.model.generate(encoded, [prompt], beam_size=1, max_length=len(prompt) + max_new,
+        result = model.model.generate(encoded, [prompt], beam_size=beam_size, max_length=len(prompt) + max_new,
                                       return_scores=True, return_no_speech_prob=True, suppress_blank=True,
                                       suppress_tokens=[-1])[0]
         tokens = [t for t in result.sequences_ids[0] if t < tokenizer.eot]

@@ -8,7 +8,8 @@ Threads and who owns what:
   every outgoing frame, so stream state is never shared between threads.
 
 Scheduling: when the worker is free, the job that has waited longest across
-all streams runs next (finals of a stream before its partials; a stream has at
+all streams runs next (a final counts as having waited 1 s longer than it has;
+finals of a stream go before its partials; a stream has at
 most one pending partial, always for its newest audio, so stale partial work is
 dropped under load and finals never are). Each stream's ``lag_s`` (how old its
 newest decoded audio was when the result went out, or how long its pending
@@ -94,7 +95,8 @@ class SidecarServer:
                     result: Transcript | Exception = self.decoder.transcribe_file(
                         job.audio, language=job.language, word_timestamps=job.word_timestamps)
                 elif job.kind == "partial":
-                    result = self.decoder.decode_partial(job.audio, language=job.language, prefix=job.prefix)
+                    result = self.decoder.decode_partial(job.audio, language=job.language, prefix=job.prefix,
+                                                         beam_size=job.beam_size)
                 else:
                     result = self.decoder.decode(job.audio, language=job.language, beam_size=job.beam_size,
                                                  prefix=job.prefix, word_timestamps=job.word_timestamps,
@@ -234,7 +236,7 @@ class SidecarServer:
         self._last_lag_report = now
         lags = {}
         for sid, policy in self.streams.items():
-            since = policy.want_since()
+            since = policy.want_since(head_start=False)
             waiting = now - since if since is not None else 0.0
             lags[sid] = round(max(policy.lag_s if since is not None else 0.0, waiting), 3)
         self.emit({"ev": "lag", "streams": lags})

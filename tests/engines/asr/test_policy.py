@@ -11,6 +11,7 @@ from engines.asr.policy import (
     FINAL_BEAM,
     MAX_UTTERANCE,
     PAD,
+    PARTIAL_BEAM,
     StreamOptions,
     StreamPolicy,
     keep_stable_words,
@@ -131,7 +132,7 @@ def test_partials_commit_words_two_hypotheses_agree_on():
     now = [0.0]
     feed_seconds(policy, 1.1, now)
     first = policy.take_job()
-    assert first.kind == "partial" and first.beam_size == 1 and first.prefix == ""
+    assert first.kind == "partial" and first.beam_size == PARTIAL_BEAM and first.prefix == ""
     e1 = policy.on_result(first, result("the quick"), now[0])
     feed_seconds(policy, 0.5, now)
     second = policy.take_job()
@@ -210,3 +211,14 @@ def test_keep_stable_words_keeps_the_timings_of_the_decoded_words():
     assert [(w.word, w.start, w.end) for w in out] == [("the", 0.0, 0.2), ("quick", 0.2, 0.5), ("fox", 0.5, 0.8)]
     assert keep_stable_words("", "Hello.", []) == ("Hello.", [])
     assert keep_stable_words("Hello,", "hello world", [])[0] == "Hello, world"
+
+
+def test_a_due_final_outranks_a_partial_that_has_waited_less_than_a_second_longer():
+    finishing = make([(0.5, 1.5)], silence_ms=300)
+    talking = make([(0.0, 9.0)])
+    now = [1.0]
+    feed_seconds(talking, 1.0, now)  # its partial is due from t=1.5
+    t = [0.0]
+    feed_seconds(finishing, 1.9, t)  # closes at t=1.9: its final is due from then
+    assert talking.want_since() < finishing.want_since(head_start=False)
+    assert finishing.want_since() < talking.want_since()
