@@ -7,12 +7,19 @@ and leave (:meth:`remove`, or by finishing) between steps. Rows differ in cache 
 and decoder position; masks keep them independent, so a stream's audio does not
 depend on who else is in the batch.
 
+Pipelined mode (``pipelined=True``) overlaps the two halves of a step on two cores:
+while the LM computes the next latents, a helper thread owned by the batch decodes
+the previous ones with Mimi. Each stream's audio is the same; it arrives one call
+later (time to first audio grows by about one LM step, throughput rises to the
+slower half). Call :meth:`close` to stop the helper thread.
+
 Not thread-safe: one thread (the scheduler's worker) owns a batch.
 """
 
 from __future__ import annotations
 
 import itertools
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -42,21 +49,27 @@ class _Row:
     voice: VoiceState
     utterance: Utterance
     next_input: torch.Tensor  # [latent_dim], NaN = BOS
-    fade: bool = True
+    fade: bool = True  # the next accepted latent is a chunk's first frame
+    pending: torch.Tensor | None = None  # accepted latent waiting for Mimi
+    pending_first: bool = False  # ... and it starts a chunk: fresh decoder state, fade in
 
 
 class StreamBatch:
-    def __init__(self, model: PocketModel, max_streams: int = 8, initial_capacity: int = 512) -> None:
+    def __init__(self, model: PocketModel, max_streams: int = 8, initial_capacity: int = 512,
+                 pipelined: bool = False) -> None:
         if max_streams < 1:
             raise ValueError("max_streams: must be at least 1")
         self.model = model
         self.max_streams = max_streams
+        self.pipelined = pipelined
+        self._decoder: ThreadPoolExecutor | None = None
         self._lm = model.flow_lm.new_cache(max_streams, initial_capacity)
         self._mimi = model.mimi.new_decoder_state(max_streams)
         self._rows: list[_Row] = []
         self._ids = itertools.count(1)
         g = model.geometry
         self._nan = torch.full((g.latent_dim,), float("nan"))
+        self._zeros = torch.zeros(g.latent_dim)
         self._fade = torch.linspace(0, 1, FADE_IN_SAMPLES)
 
     def __len__(self) -> int:
@@ -114,49 +127,111 @@ class StreamBatch:
         row = self._rows[index]
         tokens = row.utterance.begin_chunk()
         self._lm.lengths[index] = row.voice.length  # the voice prefix is never overwritten
-        self._lm.ensure_capacity(row.voice.length + len(tokens) + row.utterance.plan.max_steps)
+        # + 2: a finished row still rides along in the forward while its last frame decodes
+        self._lm.ensure_capacity(row.voice.length + len(tokens) + row.utterance.plan.max_steps + 2)
         flow_lm = self.model.flow_lm
         flow_lm.prompt(flow_lm.embed_text(tokens), self._lm.select(slice(index, index + 1)))
-        self._mimi.reset_row(index)
-        row.next_input, row.fade = self._nan, True
+        row.next_input, row.fade = self._nan, True  # Mimi restarts at the chunk's first frame
 
     @torch.no_grad()
     def step(self) -> list[StepOutput]:
-        """Advance every stream by one frame in one batched forward."""
+        """Advance every stream by one frame in one batched forward.
+
+        Pipelined: the audio returned is that of the latents computed by the previous
+        call, decoded on the helper thread while this call runs the LM.
+        """
+        if not self.pipelined:
+            self._advance_lm()
+            work = self._take_pending()
+            return self._collect(self._decode(*work) if work is not None else {})
+        job = self._start_decode()
+        try:
+            self._advance_lm()
+        finally:
+            decoded = job.result() if job is not None else {}
+        return self._collect(decoded)
+
+    def _advance_lm(self) -> None:
+        """LM + flow head for every row; accepted latents become the rows' pending frames."""
         for index, row in enumerate(self._rows):
-            if row.utterance.chunk_done:
+            if row.utterance.chunk_done and not row.utterance.finished:
                 self._begin_chunk(index)
+        live = [not row.utterance.finished for row in self._rows]
+        if not any(live):
+            return
         n = len(self._rows)
-        if n == 0:
-            return []
-        model = self.model
         inputs = torch.stack([row.next_input for row in self._rows])
-        cond, eos_logits = model.flow_lm.step(inputs, self._lm.select(slice(0, n)))
-        noise = torch.stack([row.utterance.noise() for row in self._rows])
+        cond, eos_logits = self.model.flow_lm.step(inputs, self._lm.select(slice(0, n)))
+        noise = torch.stack([row.utterance.noise() if live[i] else self._zeros
+                             for i, row in enumerate(self._rows)])
         latents = self._sample(cond, noise)
         eos = eos_logits.tolist()
-        keep = [row.utterance.accept(eos[i]) for i, row in enumerate(self._rows)]
-        audio = None
-        if any(keep):
-            frames = latents * model.flow_lm.emb_std + model.flow_lm.emb_mean
-            audio = model.mimi.decode(frames[:, None, :], self._mimi.select(slice(0, n)))
-        outputs = []
         for i, row in enumerate(self._rows):
-            pcm = None
-            if keep[i]:
-                assert audio is not None
-                frame = audio[i]
-                if row.fade:
-                    frame = frame.clone()
-                    frame[:FADE_IN_SAMPLES] *= self._fade
-                    row.fade = False
-                pcm = frame.numpy().astype(np.float32, copy=True)
+            if live[i] and row.utterance.accept(eos[i]):
+                row.pending, row.pending_first = latents[i], row.fade
+                row.fade = False
                 row.next_input = latents[i]
-            outputs.append(StepOutput(row.stream_id, pcm, row.utterance.finished))
-        for index in reversed(range(n)):
-            if self._rows[index].utterance.finished:
+
+    def _start_decode(self) -> Future[dict[int, np.ndarray]] | None:
+        work = self._take_pending()
+        if work is None:
+            return None
+        if self._decoder is None:
+            self._decoder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pocket-mimi")
+        return self._decoder.submit(self._decode, *work)
+
+    def _take_pending(self) -> tuple[list[tuple[int, int, bool]], torch.Tensor] | None:
+        """Hand the pending latents over (the rows are free for the next LM step).
+
+        Rows without a pending latent are decoded from zeros: each of them is about to
+        start a chunk (fresh decoder state) or to leave, so its state does not matter.
+        """
+        if not any(row.pending is not None for row in self._rows):
+            return None
+        frames, latents = [], []
+        for index, row in enumerate(self._rows):
+            if row.pending is None:
+                latents.append(self._zeros)
+                continue
+            frames.append((index, row.stream_id, row.pending_first))
+            latents.append(row.pending)
+            row.pending = None
+        return frames, torch.stack(latents)
+
+    @torch.no_grad()
+    def _decode(self, frames: list[tuple[int, int, bool]], latents: torch.Tensor) -> dict[int, np.ndarray]:
+        """Mimi-decode one latent per row [0, n) in one call; {stream_id: pcm}."""
+        for index, _, first in frames:
+            if first:
+                self._mimi.reset_row(index)
+        flow_lm = self.model.flow_lm
+        scaled = latents * flow_lm.emb_std + flow_lm.emb_mean
+        audio = self.model.mimi.decode(scaled[:, None, :], self._mimi.select(slice(0, len(latents))))
+        out = {}
+        for index, stream_id, first in frames:
+            frame = audio[index]
+            if first:
+                frame = frame.clone()
+                frame[:FADE_IN_SAMPLES] *= self._fade
+            out[stream_id] = frame.numpy().astype(np.float32, copy=True)
+        return out
+
+    def _collect(self, decoded: dict[int, np.ndarray]) -> list[StepOutput]:
+        outputs = []
+        for row in self._rows:
+            done = row.utterance.finished and row.pending is None
+            outputs.append(StepOutput(row.stream_id, decoded.get(row.stream_id), done))
+        for index in reversed(range(len(self._rows))):
+            row = self._rows[index]
+            if row.utterance.finished and row.pending is None:
                 self._drop(index)
         return outputs
+
+    def close(self) -> None:
+        """Stop the helper thread of a pipelined batch (idempotent)."""
+        if self._decoder is not None:
+            self._decoder.shutdown(wait=True)
+            self._decoder = None
 
     def _sample(self, cond: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
         head = self.model.flow_lm.flow_net

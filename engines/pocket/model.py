@@ -108,10 +108,10 @@ class PocketModel(nn.Module):
         return VoiceState(layers=layers, length=prompt.shape[1])
 
     # generation ---------------------------------------------------------------------
-    def new_batch(self, max_streams: int = 8) -> StreamBatch:
+    def new_batch(self, max_streams: int = 8, pipelined: bool = False) -> StreamBatch:
         from engines.pocket.batch import StreamBatch
 
-        return StreamBatch(self, max_streams)
+        return StreamBatch(self, max_streams, pipelined=pipelined)
 
     def stream(self, text: str, voice: VoiceState, settings: GenerationSettings | None = None,
                seed: int | None = None) -> PocketStream:

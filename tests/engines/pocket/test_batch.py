@@ -33,9 +33,10 @@ def solo(tiny_model) -> list[np.ndarray]:
     return [_solo(tiny_model, *s) for s in STREAMS]
 
 
-def _run(model, joins: dict[int, list[int]], cancel: dict[int, int] | None = None, max_streams: int = 4):
+def _run(model, joins: dict[int, list[int]], cancel: dict[int, int] | None = None, max_streams: int = 4,
+         pipelined: bool = False):
     """Step a batch; stream i joins before step joins[step]; cancel {stream: step}."""
-    batch = model.new_batch(max_streams=max_streams)
+    batch = model.new_batch(max_streams=max_streams, pipelined=pipelined)
     frames: dict[int, list[np.ndarray]] = {}
     ids: dict[int, int] = {}
     done: set[int] = set()
@@ -57,24 +58,38 @@ def _run(model, joins: dict[int, list[int]], cancel: dict[int, int] | None = Non
             if out.done:
                 done.add(by_id[out.stream_id])
         step += 1
+    batch.close()
     return {i: np.concatenate(f) for i, f in frames.items()}, widths, done
 
 
-def test_streams_joining_at_different_times_match_solo_runs(tiny_model, solo) -> None:
-    audio, widths, done = _run(tiny_model, {0: [0], 3: [1, 2], 9: [3]})
+@pytest.mark.parametrize("pipelined", [False, True])
+def test_streams_joining_at_different_times_match_solo_runs(tiny_model, solo, pipelined: bool) -> None:
+    audio, widths, done = _run(tiny_model, {0: [0], 3: [1, 2], 9: [3]}, pipelined=pipelined)
     assert max(widths) == 4 and done == {0, 1, 2, 3}
     for i, expected in enumerate(solo):
         assert audio[i].shape == expected.shape, f"stream {i}"
         np.testing.assert_allclose(audio[i], expected, rtol=0, atol=ATOL, err_msg=f"stream {i}")
 
 
-def test_a_stream_leaving_mid_way_does_not_disturb_the_others(tiny_model, solo) -> None:
-    audio, widths, done = _run(tiny_model, {0: [0, 1, 2, 3]}, cancel={1: 5})
+@pytest.mark.parametrize("pipelined", [False, True])
+def test_a_stream_leaving_mid_way_does_not_disturb_the_others(tiny_model, solo, pipelined: bool) -> None:
+    audio, widths, done = _run(tiny_model, {0: [0, 1, 2, 3]}, cancel={1: 5}, pipelined=pipelined)
     assert widths[:5] == [4, 4, 4, 4, 4] and widths[5] == 3
-    assert 1 not in done and len(audio[1]) == 5 * tiny_model.frame_samples
+    played = 4 if pipelined else 5  # pipelined audio arrives one step later
+    assert 1 not in done and len(audio[1]) == played * tiny_model.frame_samples
     np.testing.assert_allclose(audio[1], solo[1][: len(audio[1])], rtol=0, atol=ATOL)
     for i in (0, 2, 3):
         np.testing.assert_allclose(audio[i], solo[i], rtol=0, atol=ATOL, err_msg=f"stream {i}")
+
+
+def test_pipelined_audio_arrives_one_step_later(tiny_model) -> None:
+    voice = tiny_model.load_voice("alba")
+    for pipelined, first_audio_step in [(False, 0), (True, 1)]:
+        batch = tiny_model.new_batch(max_streams=1, pipelined=pipelined)
+        batch.add("Hello world.", voice, seed=1)
+        outputs = [batch.step()[0] for _ in range(3)]
+        batch.close()
+        assert [out.pcm is not None for out in outputs].index(True) == first_audio_step
 
 
 def test_a_full_batch_refuses_another_stream(tiny_model) -> None:
