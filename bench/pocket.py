@@ -1,0 +1,294 @@
+"""Pocket TTS: our engine vs the reference ``pocket-tts`` package, side by side, one run.
+
+    python bench/pocket.py [--quick] [--model-dir DIR] [--threads N] [--precision int8|fp32]
+
+Full English geometry with random weights (written to a temporary directory
+unless ``--model-dir`` points at one). Each side runs in its own subprocess with
+the same torch thread count (importing ``pocket_tts`` pins torch to one thread,
+so it never shares a process with us; it is set back to ``--threads``).
+
+Measured:
+- single stream, fp32 and int8: ms per frame in steady state (first to last
+  frame, per frame after the first) and time to first audio (request to first PCM);
+- concurrency at 1, 2, 4, 8 streams (ours also 12 and 16 unless ``--quick``),
+  all requested at once: aggregate real-time factor (audio seconds / wall
+  seconds), time to first frame per stream (mean, max), and whether every
+  stream stayed real-time (every frame arrives before it is due when playback
+  starts 80 ms after that stream's first frame). Ours: the batch scheduler.
+  Reference: its best of one-at-a-time and one thread (own model copy) per stream;
+- peak RSS of each process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import copy
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+FRAME_S = 0.08
+SHORT_TEXT = "Good morning, how are you?"  # 5 words
+LONG_TEXT = "Hello there, this is a quick test of the speech gateway running on a small machine."  # 16 words
+STREAM_TEXT = "The weather today is sunny with a light breeze from the west."
+
+
+def _rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _summarise(streams: list[list[tuple[float, int]]], start: float) -> dict:
+    """streams: per stream, (arrival time, frames) per delivery."""
+    ttff, audio_s, realtime, end = [], 0.0, True, start
+    for deliveries in streams:
+        first = deliveries[0][0]
+        ttff.append(first - start)
+        k = 0
+        for arrival, frames in deliveries:
+            for _ in range(frames):
+                realtime &= arrival <= first + FRAME_S + k * FRAME_S + 1e-9
+                k += 1
+        audio_s += k * FRAME_S
+        end = max(end, deliveries[-1][0])
+    return {"rtf": audio_s / (end - start), "ttff_mean_ms": 1000 * sum(ttff) / len(ttff),
+            "ttff_max_ms": 1000 * max(ttff), "realtime": realtime, "audio_s": audio_s}
+
+
+def _single(deliveries: list[tuple[float, int]], start: float) -> dict:
+    first_t, first_n = deliveries[0]
+    frames = sum(n for _, n in deliveries)
+    later = frames - first_n
+    return {"ttfa_ms": 1000 * (first_t - start), "frames": frames,
+            "ms_per_frame": 1000 * (deliveries[-1][0] - first_t) / later if later else float("nan")}
+
+
+# ---- our side -----------------------------------------------------------------
+
+
+def run_ours(model_dir: Path, threads: int, levels: list[int], precision: str) -> dict:
+    import torch
+
+    from engines.pocket import load_model
+    from engines.pocket.scheduler import BatchScheduler
+
+    torch.set_num_threads(threads)
+    out: dict = {"single": {}, "concurrency": {}}
+
+    async def collect(stream) -> list[tuple[float, int]]:
+        return [(time.perf_counter(), 1) async for _ in stream.frames()]
+
+    async def session(model, voice, n_streams: int, text: str, seed0: int, n_threads: int = threads):
+        sched = BatchScheduler(model, max_streams=max(n_streams, 1), max_waiting=64, threads=n_threads)
+        sched.start()
+        try:
+            start = time.perf_counter()
+            streams = [sched.submit(text, voice, seed=seed0 + i) for i in range(n_streams)]
+            results = await asyncio.gather(*(collect(s) for s in streams))
+        finally:
+            await asyncio.to_thread(sched.close)
+        return results, start
+
+    for prec in ("fp32", "int8"):
+        model = load_model(model_dir, quantize=prec == "int8")
+        voice = model.load_voice("alba")
+        asyncio.run(session(model, voice, 1, SHORT_TEXT, 99))  # warm-up
+        single = {}
+        for name, text in (("short", SHORT_TEXT), ("long", LONG_TEXT)):
+            (deliveries,), start = asyncio.run(session(model, voice, 1, text, 1))
+            single[name] = _single(deliveries, start)
+        out["single"][prec] = single
+        if threads > 1:  # the thread setting, measured: the same stream on one thread
+            (deliveries,), start = asyncio.run(session(model, voice, 1, LONG_TEXT, 1, n_threads=1))
+            out["single"][f"{prec}_1_thread"] = {"long": _single(deliveries, start)}
+        if prec == precision:
+            for n in levels:
+                results, start = asyncio.run(session(model, voice, n, STREAM_TEXT, 100))
+                out["concurrency"][str(n)] = _summarise(results, start)
+        out[f"rss_after_{prec}_mb"] = _rss_mb()
+        del model
+    out["peak_rss_mb"] = _rss_mb()
+    return out
+
+
+# ---- the reference --------------------------------------------------------------
+
+
+def reference_yaml(model_dir: Path, dest: Path) -> Path:
+    """The reference's bundled English YAML pointed at our random weights and tokenizer."""
+    import yaml
+    from pocket_tts.utils.config import CONFIGS_DIR
+
+    cfg = yaml.safe_load((CONFIGS_DIR / "english.yaml").read_text())
+    cfg["weights_path"] = str(model_dir / "model.safetensors")
+    cfg["weights_path_without_voice_cloning"] = None
+    cfg["flow_lm"]["lookup_table"].update(tokenizer="sentencepiece", tokenizer_path=str(model_dir / "tokenizer.model"))
+    dest.write_text(yaml.safe_dump(cfg))
+    return dest
+
+
+def run_reference(model_dir: Path, threads: int, levels: list[int], precision: str) -> dict:
+    import torch
+    from pocket_tts import TTSModel
+
+    torch.set_num_threads(threads)  # the import pinned it to 1
+    out: dict = {"single": {}, "concurrency": {}}
+    yaml_path = reference_yaml(model_dir, Path(tempfile.mkdtemp()) / "english.yaml")
+
+    def stream(model, state, text: str, seed: int | None) -> list[tuple[float, int]]:
+        if seed is not None:
+            torch.manual_seed(seed)
+        return [(time.perf_counter(), chunk.shape[-1] // 1920) for chunk in model.generate_audio_stream(state, text)]
+
+    for prec in ("fp32", "int8"):
+        model = TTSModel.load_model(config=str(yaml_path), quantize=prec == "int8")
+        state = model.get_state_for_audio_prompt(model_dir / "embeddings" / "alba.safetensors")
+        stream(model, state, SHORT_TEXT, 99)  # warm-up
+        single = {}
+        for name, text in (("short", SHORT_TEXT), ("long", LONG_TEXT)):
+            start = time.perf_counter()
+            single[name] = _single(stream(model, state, text, 1), start)
+        out["single"][prec] = single
+        if prec == precision:
+            copies = [model] + [copy.deepcopy(model) for _ in range(max(levels) - 1)]
+            for n in levels:
+                start = time.perf_counter()
+                seq = [stream(model, state, STREAM_TEXT, 100 + i) for i in range(n)]
+                one_by_one = _summarise(seq, start)
+                results: list = [None] * n
+                barrier = threading.Barrier(n + 1)
+
+                def worker(i: int) -> None:
+                    barrier.wait()
+                    results[i] = stream(copies[i], state, STREAM_TEXT, None)
+
+                workers = [threading.Thread(target=worker, args=(i,)) for i in range(n)]
+                for w in workers:
+                    w.start()
+                barrier.wait()
+                start = time.perf_counter()
+                for w in workers:
+                    w.join()
+                threaded = _summarise(results, start)
+                best = max((("one-at-a-time", one_by_one), ("threads", threaded)), key=lambda kv: kv[1]["rtf"])
+                out["concurrency"][str(n)] = {**best[1], "mode": best[0],
+                                              "one_at_a_time_rtf": one_by_one["rtf"], "threads_rtf": threaded["rtf"]}
+            del copies
+        out[f"rss_after_{prec}_mb"] = _rss_mb()
+        del model, state
+    out["peak_rss_mb"] = _rss_mb()
+    return out
+
+
+# ---- orchestration and the table ---------------------------------------------------
+
+
+def _worker(side: str, args: argparse.Namespace, levels: list[int]) -> dict:
+    cmd = [sys.executable, __file__, "--worker", side, "--model-dir", str(args.model_dir), "--threads",
+           str(args.threads), "--precision", args.precision, "--levels", ",".join(map(str, levels))]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    if proc.returncode != 0:
+        raise SystemExit(f"{side} worker failed:\n{proc.stderr[-4000:]}")
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT "))
+    return json.loads(line.removeprefix("RESULT "))
+
+
+def _ratio(ours: float, ref: float, higher_is_better: bool) -> str:
+    if not ours or not ref:
+        return "-"
+    return f"{(ours / ref if higher_is_better else ref / ours):.2f}x"
+
+
+def render(ours: dict, ref: dict, args: argparse.Namespace) -> str:
+    lines = [f"Pocket TTS, English geometry (random weights), {args.threads} torch thread(s), "
+             f"{os.cpu_count()} cores", "",
+             "Single stream                   | ours     | reference | speed-up",
+             "--------------------------------|----------|-----------|---------"]
+    for prec in ("fp32", "int8"):
+        o, r = ours["single"][prec], ref["single"][prec]
+        lines.append(f"{prec} ms/frame (16 words)        | {o['long']['ms_per_frame']:8.1f} | "
+                     f"{r['long']['ms_per_frame']:9.1f} | {_ratio(o['long']['ms_per_frame'], r['long']['ms_per_frame'], False)}")
+        for name, words in (("short", 5), ("long", 16)):
+            lines.append(f"{prec} first audio, {words:2d} words (ms) | {o[name]['ttfa_ms']:8.0f} | "
+                         f"{r[name]['ttfa_ms']:9.0f} | {_ratio(o[name]['ttfa_ms'], r[name]['ttfa_ms'], False)}")
+    if "fp32_1_thread" in ours["single"]:
+        for prec in ("fp32", "int8"):
+            lines.append(f"ours {prec} ms/frame on 1 thread instead of {args.threads}: "
+                         f"{ours['single'][prec + '_1_thread']['long']['ms_per_frame']:.1f}")
+    lines += ["", f"Concurrency ({args.precision}); RTF = audio s / wall s, all streams requested at once",
+              "streams | ours RTF | ref RTF (best mode)      | ratio | ours TTFF mean/max ms | ref TTFF mean/max ms | "
+              "real time ours/ref",
+              "--------|----------|--------------------------|-------|-----------------------|---------------------|"
+              "-------------------"]
+    for n, o in ours["concurrency"].items():
+        r = ref["concurrency"].get(n)
+        ref_rtf = f"{r['rtf']:5.2f} ({r['mode']})" if r else "-"
+        ref_ttff = f"{r['ttff_mean_ms']:6.0f} / {r['ttff_max_ms']:6.0f}" if r else "-"
+        ref_rt = ("yes" if r["realtime"] else "no") if r else "-"
+        lines.append(f"{n:>7} | {o['rtf']:8.2f} | {ref_rtf:24} | {_ratio(o['rtf'], r['rtf'], True) if r else '-':5} | "
+                     f"{o['ttff_mean_ms']:8.0f} / {o['ttff_max_ms']:6.0f}     | {ref_ttff:19} | "
+                     f"{'yes' if o['realtime'] else 'no'} / {ref_rt}")
+
+    def largest(side: dict) -> str:
+        ok = [int(n) for n, v in side["concurrency"].items() if v["realtime"]]
+        return str(max(ok)) if ok else "none"
+
+    lines += ["", f"Largest measured stream count with every stream real time: ours {largest(ours)}, "
+                  f"reference {largest(ref)}",
+              f"Peak RSS: ours {ours['peak_rss_mb']:.0f} MB, reference {ref['peak_rss_mb']:.0f} MB "
+              f"(reference includes one model copy per thread)"]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer concurrency levels")
+    parser.add_argument("--model-dir", type=Path, default=None, help="an English-geometry model dir to reuse")
+    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--precision", choices=["int8", "fp32"], default="int8", help="for the concurrency table")
+    parser.add_argument("--json", type=Path, default=None, help="also write the raw results here")
+    parser.add_argument("--worker", choices=["ours", "reference"], help=argparse.SUPPRESS)
+    parser.add_argument("--levels", default="", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        levels = [int(x) for x in args.levels.split(",")]
+        run = run_ours if args.worker == "ours" else run_reference
+        print("RESULT " + json.dumps(run(args.model_dir, args.threads, levels, args.precision)), flush=True)
+        return 0
+    tmp = None
+    if args.model_dir is None:
+        from engines.pocket.random_checkpoint import make_random_model_dir
+
+        tmp = tempfile.TemporaryDirectory(prefix="pocket-bench-")
+        args.model_dir = Path(tmp.name) / "english"
+        print("writing a random English-geometry model ...", file=sys.stderr, flush=True)
+        make_random_model_dir(args.model_dir, geometry="english", seed=0)
+    ref_levels = [1, 2, 4] if args.quick else [1, 2, 4, 8]
+    our_levels = ref_levels if args.quick else ref_levels + [12, 16]
+    started = time.monotonic()
+    try:
+        print("measuring ours ...", file=sys.stderr, flush=True)
+        ours = _worker("ours", args, our_levels)
+        print("measuring the reference ...", file=sys.stderr, flush=True)
+        ref = _worker("reference", args, ref_levels)
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+    print(render(ours, ref, args))
+    print(f"\n(bench took {time.monotonic() - started:.0f} s)")
+    if args.json:
+        args.json.write_text(json.dumps({"ours": ours, "reference": ref}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
