@@ -61,8 +61,9 @@ one call later, ~25-30% more throughput when a second core is free.
 
 ``GenerationSettings`` (frozen dataclass, validated: ValueError naming the field):
 temperature, lsd_steps, eos_threshold, frames_after_eos, max_tokens_per_chunk,
-replace_characters; start from ``model.defaults`` and ``dataclasses.replace`` it. ``prepare_text`` / ``split_text`` expose the
-reference's text preparation and chunking (``engines.pocket.generation``).
+replace_characters; start from ``model.defaults`` and ``dataclasses.replace`` it.
+``prepare_text`` / ``split_text`` expose the reference's text preparation and chunking
+(``engines.pocket.generation``).
 
 With ``temperature == 0`` the flow noise is exactly zero: output is deterministic.
 With a ``seed`` the noise stream is ``torch.Generator().manual_seed(seed)`` drawn

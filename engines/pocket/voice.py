@@ -73,7 +73,10 @@ def load_voice_file(path: str | Path, layers: int, kv_heads: int, head_dim: int)
         if cache is None:
             raise PocketModelError(f"{path}: missing tensor '{prefix}/cache' "
                                    f"(the model has {layers} layers)", path=str(path))
-        expected = (2, 1, cache.shape[2] if cache.dim() == 5 else -1, kv_heads, head_dim)
+        if cache.dim() != 5:
+            raise PocketModelError(f"{path}: tensor '{prefix}/cache' has shape {list(cache.shape)}, "
+                                   f"expected [2, 1, T, {kv_heads}, {head_dim}]", path=str(path))
+        expected = (2, 1, cache.shape[2], kv_heads, head_dim)
         if tuple(cache.shape) != expected:
             raise shape_mismatch(str(path), f"{prefix}/cache", expected, tuple(cache.shape))
         if f"{prefix}/offset" in tensors:
