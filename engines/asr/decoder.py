@@ -22,10 +22,10 @@ NO_SPEECH_PROB = 0.6
 LOW_LOGPROB = -1.0
 TOKENS_PER_AUDIO_S = 8  # English speech runs ~3-4 tokens/s; twice that is generous
 MAX_WORDS_PER_S = 10.0
-# Partials encode a window of the utterance plus this much zero padding instead of
-# Whisper's full 30 s: the encoder is most of a decode's cost, and on our Piper and
-# espeak-ng sentences a 10 s margin gave the same WER as 30 s at half the time
-# (a 1-3 s margin did not: Whisper expects trailing padding).
+# Streaming decodes encode the utterance plus this much zero padding instead of
+# Whisper's full 30 s: the encoder is most of a decode's cost. On the benchmark's
+# Piper and espeak-ng clips a 10 s margin gave the same or better WER than 30 s at
+# half the time (a 1-3 s margin did not: Whisper expects trailing padding).
 SHORT_WINDOW_MARGIN_S = 10
 FRAMES_PER_S = 100
 
@@ -90,9 +90,10 @@ class WhisperDecoder:
         return Transcript(text=text, language=info.language, words=words,
                           decode_s=time.perf_counter() - started)
 
-    def decode_partial(self, audio: np.ndarray, *, language: str | None, prefix: str = "",
+    def decode_short(self, audio: np.ndarray, *, language: str | None, prefix: str = "",
                        beam_size: int = 1) -> Transcript:
-        """A decode on a short encoder window (see SHORT_WINDOW_MARGIN_S).
+        """Transcribe one utterance window on a short encoder window (see
+        SHORT_WINDOW_MARGIN_S); no word timings (those need ``decode``).
 
         Goes to CTranslate2 directly because faster-whisper always pads to 30 s.
         Applies the same plausibility filters as ``decode``.

@@ -8,7 +8,7 @@ Grammar of the events it produces, per utterance n (in order):
   speech (so a click does not open one) and closes after ``silence_ms`` of
   silence. Audio outside utterances is never decoded.
 - While an utterance is open its audio is re-decoded about every 0.5 s
-  (beam 5, on a short encoder window) for a ``partial``; LocalAgreement-2 fixes the ``stable`` prefix,
+  (beam 5) for a ``partial``; LocalAgreement-2 fixes the ``stable`` prefix,
   which is then forced as the decoder prefix so later hypotheses keep it.
 - Finals are decoded freely (a forced prefix that already covers all the
   speech makes Whisper invent a continuation), then the stable words are put

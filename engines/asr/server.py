@@ -94,8 +94,8 @@ class SidecarServer:
                 if isinstance(job, FileJob):
                     result: Transcript | Exception = self.decoder.transcribe_file(
                         job.audio, language=job.language, word_timestamps=job.word_timestamps)
-                elif job.kind == "partial":
-                    result = self.decoder.decode_partial(job.audio, language=job.language, prefix=job.prefix,
+                elif not job.word_timestamps:
+                    result = self.decoder.decode_short(job.audio, language=job.language, prefix=job.prefix,
                                                          beam_size=job.beam_size)
                 else:
                     result = self.decoder.decode(job.audio, language=job.language, beam_size=job.beam_size,

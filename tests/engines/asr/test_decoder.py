@@ -29,7 +29,7 @@ def speech() -> np.ndarray:
 
 
 def test_a_partial_on_a_short_window_reads_the_same_words_as_a_full_decode(speech):
-    partial = decoder().decode_partial(speech, language=None)
+    partial = decoder().decode_short(speech, language=None)
     full = decoder().decode(speech, language=None, beam_size=5)
     assert partial.language == full.language == "en"
     assert wer(TEXT, partial.text) <= 0.25, partial.text
@@ -37,13 +37,13 @@ def test_a_partial_on_a_short_window_reads_the_same_words_as_a_full_decode(speec
 
 
 def test_a_prefix_is_kept_in_front_of_the_partial(speech):
-    partial = decoder().decode_partial(speech, language="en", prefix="Glue the sheet")
+    partial = decoder().decode_short(speech, language="en", prefix="Glue the sheet")
     assert partial.text.startswith("Glue the sheet")
     assert wer(TEXT, partial.text) <= 0.25
 
 
 def test_silence_decodes_to_nothing():
-    assert decoder().decode_partial(silence(2.0), language=None).text == ""
+    assert decoder().decode_short(silence(2.0), language=None).text == ""
     assert decoder().decode(silence(2.0), language=None).text == ""
 
 
