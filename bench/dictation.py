@@ -277,7 +277,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--url", help="use a running gateway instead of starting one (no CPU figure)")
     parser.add_argument("--threads", type=int, default=2, help="ASR threads of the gateway it starts")
-    parser.add_argument("--levels", default="1,2,3,4", help="concurrent stream counts to try")
+    parser.add_argument("--levels", default="1,2,4,6", help="concurrent stream counts to try")
     parser.add_argument("--clips", type=int, default=len(SENTENCES), help="use only the first N clips (a smoke run)")
     args = parser.parse_args()
     levels = [int(x) for x in args.levels.split(",")]
