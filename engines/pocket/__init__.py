@@ -72,26 +72,31 @@ exactly as the reference draws from the global generator after ``torch.manual_se
 
 from __future__ import annotations
 
-from engines.pocket.batch import StepOutput, StreamBatch
-from engines.pocket.errors import PocketModelError
-from engines.pocket.generation import GenerationSettings, prepare_text, split_text
-from engines.pocket.geometry import PocketGeometry
-from engines.pocket.model import PocketModel, load_model
-from engines.pocket.stream import PocketStream
-from engines.pocket.voice import VoiceState, load_voice_file, save_voice_file
+import importlib
+from typing import Any
 
-__all__ = [
-    "GenerationSettings",
-    "PocketGeometry",
-    "PocketModel",
-    "PocketModelError",
-    "PocketStream",
-    "StepOutput",
-    "StreamBatch",
-    "VoiceState",
-    "load_model",
-    "load_voice_file",
-    "prepare_text",
-    "save_voice_file",
-    "split_text",
-]
+# Names resolve on first use, so ``engines.pocket.download`` (and the gateway, when the
+# ``tts`` extra with torch is not installed) can import this package without torch.
+_EXPORTS = {
+    "GenerationSettings": "engines.pocket.generation",
+    "PocketGeometry": "engines.pocket.geometry",
+    "PocketModel": "engines.pocket.model",
+    "PocketModelError": "engines.pocket.errors",
+    "PocketStream": "engines.pocket.stream",
+    "StepOutput": "engines.pocket.batch",
+    "StreamBatch": "engines.pocket.batch",
+    "VoiceState": "engines.pocket.voice",
+    "load_model": "engines.pocket.model",
+    "load_voice_file": "engines.pocket.voice",
+    "prepare_text": "engines.pocket.generation",
+    "save_voice_file": "engines.pocket.voice",
+    "split_text": "engines.pocket.generation",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'engines.pocket' has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name]), name)
