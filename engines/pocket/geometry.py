@@ -49,6 +49,8 @@ class MimiTransformerGeometry:
 
 @dataclass(frozen=True)
 class PocketGeometry:
+    """Every size of a Pocket TTS model (flow LM, flow head, Mimi); see detect_geometry."""
+
     latent_dim: int
     lm_dim: int
     lm_layers: int
