@@ -140,6 +140,10 @@ class AsrStream:
         elif kind == "error":
             self._put(GatewayError(event.get("message", ""), code=event.get("code", "asr_failed")).to_event())
 
+    def report(self, event: dict[str, Any]) -> None:
+        """Queue an error event for the client (the supervisor's own news)."""
+        self._put(event)
+
     def _put(self, item: Any, essential: bool = False) -> None:
         try:
             self.events.put_nowait(item)
@@ -334,7 +338,7 @@ class AsrSupervisor:
         log.error("ASR sidecar exited (code %s)%s; restarting", code, f": {tail}" if tail else "")
         message = "the ASR sidecar restarted; audio is kept and replayed, nothing is lost"
         for stream in list(self._streams.values()):
-            stream._put(asr_unavailable_event(message))
+            stream.report(asr_unavailable_event(message))
         for future in self._requests.values():
             if not future.done():
                 future.set_exception(Unavailable("the ASR sidecar restarted during the transcription; retry",
@@ -424,7 +428,10 @@ class AsrSupervisor:
                     proc.kill()
                 await proc.wait()
                 return
-            self._dispatch(frame[0])
+            try:
+                self._dispatch(frame[0])
+            except (KeyError, TypeError, ValueError):  # one malformed event must not stop the relay
+                log.exception("ASR sidecar sent an event the gateway cannot use: %.200r", frame[0])
 
     def _dispatch(self, event: dict[str, Any]) -> None:
         kind = event.get("ev")
