@@ -123,14 +123,25 @@ class SidecarServer:
                 if kind == "eof":
                     return 0
                 if kind == "frame":
-                    self._on_frame(a, b, now)
+                    self._guarded(a.get("stream"), self._on_frame, a, b, now)
                 elif kind == "result":
                     self._busy = False
-                    self._on_result(a, b, now)
+                    self._guarded(getattr(a, "stream", None), self._on_result, a, b, now)
                 self._dispatch()
                 self._report_lag(now)
         finally:
             self._work.put(None)
+
+    def _guarded(self, sid: Any, handler: Any, *args: Any) -> None:
+        """Run a handler; a bug hit by one stream drops that stream, never the process
+        (a crash would replay the same audio into the next process and crash it too)."""
+        try:
+            handler(*args)
+        except Exception as exc:
+            log.exception("stream %s failed", sid)
+            if isinstance(sid, str) and self.streams.pop(sid, None) is not None:
+                self.emit({"ev": "error", "stream": sid, "code": "asr_failed",
+                           "message": f"the ASR sidecar dropped this stream after an internal error: {exc}"})
 
     # ---- frames from the gateway
 

@@ -117,3 +117,19 @@ def test_library_prints_go_to_stderr_not_into_the_frames():
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_a_stream_that_hits_a_bug_is_dropped_and_the_others_go_on():
+    server, out = make_server()
+    server._on_frame({"op": "open", "stream": "ok"}, b"", 0.0)
+    server._on_frame({"op": "open", "stream": "bad"}, b"", 0.0)
+
+    def explode(samples, now):
+        raise RuntimeError("boom")
+
+    server.streams["bad"].feed = explode
+    server._guarded("bad", server._on_frame, {"op": "audio", "stream": "bad"}, b"\0" * 8, 0.0)
+    out.seek(0)
+    assert read_frame(out)[0] == {"ev": "error", "stream": "bad", "code": "asr_failed",
+                                  "message": "the ASR sidecar dropped this stream after an internal error: boom"}
+    assert list(server.streams) == ["ok"]
