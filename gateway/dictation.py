@@ -124,7 +124,7 @@ class DictationSession:
         sender = asyncio.create_task(self._relay_events(), name=f"dictation-send-{session_id}")
         try:
             await self._send(Ready(session=session_id, sample_rate=self.params.sample_rate,
-                                   encoding=self.params.encoding.value, language=self._ready_language(),
+                                   encoding=self.params.encoding.value, language=self.params.language,
                                    model=self.asr.model_name).to_dict())
             await self._receive_loop(sender)
         except WebSocketDisconnect:
@@ -136,11 +136,6 @@ class DictationSession:
                 await sender
             await self.stream.close()
             self.phase = Phase.CLOSED
-
-    def _ready_language(self) -> str:
-        if self.params.language == "auto" and self.asr is not None and self.asr.info()["languages"] == ["en"]:
-            return "en"
-        return self.params.language
 
     async def _check_asr(self) -> bool:
         """Refuse the socket (error event + close) when ASR cannot serve it."""

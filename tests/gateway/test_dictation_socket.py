@@ -51,11 +51,11 @@ def deliver(client, fake: FakeSidecar, *events: dict) -> None:
         client.portal.call(stream.deliver, {"stream": stream.id, **event})
 
 
-def test_ready_names_the_model_and_an_english_model_answers_en_for_auto(tmp_path):
+def test_ready_echoes_the_parameters_and_names_the_model(tmp_path):
     with make_client(tmp_path) as client, client.websocket_connect("/v1/dictation?sample_rate=48000") as ws:
         ready = receive(ws)
         assert ready == {"type": "ready", "session": ready["session"], "protocol": 1, "sample_rate": 48000,
-                         "encoding": "pcm_s16le", "language": "en", "model": "tiny.en"}
+                         "encoding": "pcm_s16le", "language": "auto", "model": "tiny.en"}
         assert ready["session"].startswith("dic-")
 
 
