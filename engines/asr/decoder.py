@@ -93,7 +93,8 @@ class WhisperDecoder:
     def decode_short(self, audio: np.ndarray, *, language: str | None, prefix: str = "",
                        beam_size: int = 1) -> Transcript:
         """Transcribe one utterance window on a short encoder window (see
-        SHORT_WINDOW_MARGIN_S); no word timings (those need ``decode``).
+        SHORT_WINDOW_MARGIN_S); no word timings (those need ``decode``). Detecting
+        the language takes the full 30 s window.
 
         Goes to CTranslate2 directly because faster-whisper always pads to 30 s.
         Applies the same plausibility filters as ``decode``.
@@ -108,6 +109,8 @@ class WhisperDecoder:
         features = model.feature_extractor(audio)[:, :-1]
         seconds = -(-features.shape[-1] // FRAMES_PER_S)  # rounded up
         frames = min(3000, (seconds + SHORT_WINDOW_MARGIN_S) * FRAMES_PER_S)
+        if self.multilingual and language is None:
+            frames = 3000  # language detection is only reliable on the window it was trained on
         batch = np.ascontiguousarray(pad_or_trim(features, frames)[None], dtype=np.float32)
         encoded = model.model.encode(ctranslate2.StorageView.from_array(batch), to_cpu=False)
         if not self.multilingual:

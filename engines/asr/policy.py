@@ -43,6 +43,7 @@ OPEN_WINDOWS = 3  # ~100 ms of speech opens an utterance
 PAD = int(0.4 * RATE)  # speech pad on both sides of an utterance
 PARTIAL_STEP = int(0.5 * RATE)
 MAX_UTTERANCE = int(25 * RATE)
+DETECT_LANGUAGE_AFTER = int(2 * RATE)  # a language detected on less audio is not trusted for the utterance
 MIN_CUT_OFFSET = int(5 * RATE)  # a forced cut leaves at least this much in the first part
 IDLE_KEEP = PAD + WINDOW * 4  # audio kept while idle, for the leading pad
 FINAL_BEAM = 5
@@ -299,8 +300,8 @@ class StreamPolicy:
         u = self.utterance
         if job.kind == "partial":
             if u is not None and u.index == job.utterance:
-                if u.language is None and self.options.language is None:
-                    u.language = result.language
+                if u.language is None and len(job.audio) >= DETECT_LANGUAGE_AFTER:
+                    u.language = result.language  # later decodes of this utterance skip detection
                 words = u.agreement.update(split_words(result.text))
                 if words:
                     events.append({"ev": "partial", "stream": self.stream, "utterance": u.index,

@@ -72,16 +72,18 @@ async def test_multilingual_base_detects_german_and_takes_a_language(tmp_path):
         # espeak-ng German is hard for Whisper base; the greeting comes through reliably
         assert "guten morgen" in result["text"].lower(), result["text"]
 
-        stream = await asr.open_stream({"language": "de", "interim": False, "word_timestamps": False,
-                                        "silence_ms": 500})
-        await stream.send_audio(audio)
-        await stream.end()
-        events = []
-        while not events or type(events[-1]).__name__ != "Closed":
-            events.append(await asyncio.wait_for(stream.events.get(), 60))
-        finals = [e for e in events if type(e).__name__ == "Final"]
-        assert [f.language for f in finals] == ["de"] * len(finals) and finals
-        await stream.close()
+        for language in ("de", None):  # named, and detected per utterance
+            stream = await asr.open_stream({"language": language, "interim": True, "word_timestamps": False,
+                                            "silence_ms": 500})
+            await stream.send_audio(audio)
+            await stream.end()
+            events = []
+            while not events or type(events[-1]).__name__ != "Closed":
+                events.append(await asyncio.wait_for(stream.events.get(), 60))
+            finals = [e for e in events if type(e).__name__ == "Final"]
+            assert finals and [f.language for f in finals] == ["de"] * len(finals)
+            assert "guten morgen" in finals[0].text.lower(), finals[0].text
+            await stream.close()
     finally:
         await asr.aclose()
 
