@@ -47,7 +47,6 @@ class Transcript:
     text: str
     language: str
     words: list[Word] = field(default_factory=list)
-    segments: list[dict] = field(default_factory=list)  # offline transcription only
     decode_s: float = 0.0
 
 
@@ -131,31 +130,6 @@ class WhisperDecoder:
             result.no_speech_prob > NO_SPEECH_PROB and avg_logprob < LOW_LOGPROB)
         return Transcript(text="" if implausible else text, language=language,
                           decode_s=time.perf_counter() - started)
-
-    def transcribe_file(self, audio: np.ndarray, *, language: str | None,
-                        word_timestamps: bool = False) -> Transcript:
-        """A whole file, offline: VAD-filtered, beam 5, long audio handled by faster-whisper."""
-        started = time.perf_counter()
-        if not self.multilingual:
-            language = "en"
-        segments, info = self.model.transcribe(
-            audio, language=language, beam_size=5, temperature=0.0, condition_on_previous_text=False,
-            word_timestamps=word_timestamps, vad_filter=True, compression_ratio_threshold=None,
-            log_prob_threshold=LOW_LOGPROB, no_speech_threshold=NO_SPEECH_PROB)
-        out_segments, words, texts = [], [], []
-        for segment in segments:
-            if not _plausible(segment):
-                continue
-            texts.append(segment.text.strip())
-            item = {"id": len(out_segments), "start": round(segment.start, 3), "end": round(segment.end, 3),
-                    "text": segment.text.strip(), "avg_logprob": round(segment.avg_logprob, 4),
-                    "no_speech_prob": round(segment.no_speech_prob, 4),
-                    "compression_ratio": round(segment.compression_ratio, 4)}
-            out_segments.append(item)
-            for w in segment.words or ():
-                words.append(Word(w.word.strip(), w.start, w.end, w.probability))
-        return Transcript(text=" ".join(t for t in texts if t), language=info.language, words=words,
-                          segments=out_segments, decode_s=time.perf_counter() - started)
 
 
 def _plausible(segment) -> bool:

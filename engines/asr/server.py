@@ -9,9 +9,10 @@ Threads and who owns what:
 
 Scheduling: when the worker is free, the job that has waited longest across
 all streams runs next (a final counts as having waited 1 s longer than it has;
-finals of a stream go before its partials; a stream has at
-most one pending partial, always for its newest audio, so stale partial work is
-dropped under load and finals never are). Each stream's ``lag_s`` (how old its
+finals of a stream go before its partials). A stream has at most one pending
+partial, always for its newest audio, so stale partial work is dropped under
+load and finals never are. A file transcription runs one window at a time and
+rejoins the queue after each (files.py). Each stream's ``lag_s`` (how old its
 newest decoded audio was when the result went out, or how long its pending
 work has waited) is reported in partials, finals and a once-a-second ``lag``
 event, so a sidecar that cannot keep up says so.
@@ -24,12 +25,10 @@ import queue
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass
 from typing import Any, BinaryIO
 
-import numpy as np
-
 from .decoder import Transcript, WhisperDecoder
+from .files import FileJob
 from .framing import FrameError, encode_frame, pcm_from_bytes, read_frame
 from .policy import DecodeJob, StreamOptions, StreamPolicy
 
@@ -38,15 +37,6 @@ log = logging.getLogger("voxgate.asr")
 INBOX_SIZE = 256
 LAG_REPORT_S = 1.0
 MAX_STREAMS = 10000
-
-
-@dataclass
-class FileJob:
-    req: str
-    audio: np.ndarray
-    language: str | None
-    word_timestamps: bool
-    since: float
 
 
 class SidecarServer:
@@ -92,8 +82,8 @@ class SidecarServer:
                 return
             try:
                 if isinstance(job, FileJob):
-                    result: Transcript | Exception = self.decoder.transcribe_file(
-                        job.audio, language=job.language, word_timestamps=job.word_timestamps)
+                    job.step(self.decoder)
+                    result: Transcript | FileJob | Exception = job
                 elif not job.word_timestamps:
                     result = self.decoder.decode_short(job.audio, language=job.language, prefix=job.prefix,
                                                          beam_size=job.beam_size)
@@ -204,14 +194,15 @@ class SidecarServer:
 
     # ---- decode results and scheduling
 
-    def _on_result(self, job: DecodeJob | FileJob, result: Transcript | Exception, now: float) -> None:
+    def _on_result(self, job: DecodeJob | FileJob, result: Transcript | FileJob | Exception, now: float) -> None:
         if isinstance(job, FileJob):
             if isinstance(result, Exception):
                 self.emit({"ev": "error", "req": job.req, "code": "asr_failed", "message": str(result)})
+            elif job.finished:
+                self.emit(job.result_event())
             else:
-                self.emit({"ev": "transcription", "req": job.req, "text": result.text, "language": result.language,
-                           "duration": round(len(job.audio) / 16000, 3), "segments": result.segments,
-                           "words": [w.to_dict() for w in result.words]})
+                job.since = now  # back in the queue: live streams that waited longer go first
+                self.files.append(job)
             return
         policy = self.streams.get(job.stream)
         if policy is None:
