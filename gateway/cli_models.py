@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from .config import Settings
@@ -49,9 +50,16 @@ def _pull(args: argparse.Namespace) -> int:
 
 
 def _install(args: argparse.Namespace) -> int:
-    from engines.asr.models import install_whisper_base
+    from engines.asr.models import ModelMissing, install_whisper_base
 
     settings = Settings.from_env()
-    path = install_whisper_base(settings.data_dir)
+    try:
+        path = install_whisper_base(settings.data_dir)
+    except ModelMissing as exc:
+        print(f"voxgate: {exc} ({exc.hint})", file=sys.stderr)
+        return 1
+    except ValueError as exc:  # the assembled file does not match its checksum
+        print(f"voxgate: {exc}", file=sys.stderr)
+        return 1
     print(f"installed multilingual Whisper base in {path}; set VOXGATE_ASR_MODEL=whisper-base")
     return 0
