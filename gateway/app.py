@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
 from starlette.staticfiles import StaticFiles
 
 from auth import AuthConfig, AuthMiddleware, AuthState, auth_routes
@@ -25,6 +27,7 @@ from engines.base import TtsEngine
 
 from .config import Settings
 from .dictation_routes import dictation_routes
+from .errors import GatewayError
 from .http_api import core_routes
 from .sessions import SessionRegistry
 from .startup import Startup
@@ -124,9 +127,16 @@ def create_app(
         *_feature_routes(),
         mount("/static", StaticFiles(directory=STATIC_DIR), access=RouteClass.PUBLIC, name="static"),
     ]
-    app = Starlette(routes=routes, lifespan=lifespan)
+    app = Starlette(routes=routes, lifespan=lifespan,
+                    exception_handlers={GatewayError: _gateway_error_response})
     app.add_middleware(AuthMiddleware, classify=make_classifier(routes))
     return app
+
+
+async def _gateway_error_response(request: Request, exc: Exception) -> Response:
+    """Every GatewayError raised by an HTTP route becomes its JSON response here."""
+    assert isinstance(exc, GatewayError)
+    return exc.to_response()
 
 
 def _feature_routes() -> list:

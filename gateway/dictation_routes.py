@@ -18,7 +18,7 @@ from engines.base import EngineState
 
 from .audio import AudioFormatError, read_wav, resample
 from .dictation import dictation_socket
-from .errors import BadRequest, GatewayError, TooLarge, Unavailable
+from .errors import BadRequest, TooLarge, Unavailable
 
 MAX_UPLOAD_BYTES = 25 * 1024 * 1024  # OpenAI's own limit
 RESPONSE_FORMATS = ("json", "text", "verbose_json")
@@ -26,13 +26,7 @@ ASR_RATE = 16000
 
 
 async def transcriptions(request: Request) -> Response:
-    try:
-        return await _transcribe(request)
-    except GatewayError as exc:
-        return exc.to_response()
-
-
-async def _transcribe(request: Request) -> Response:
+    """OpenAI-compatible file transcription through the same sidecar."""
     asr = request.state.asr
     if asr is None:
         raise Unavailable("ASR is not enabled on this gateway; start it with --engines including asr")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.background import BackgroundTask
@@ -88,18 +88,6 @@ def _client(conn: Request | WebSocket) -> str:
 
 
 # ---- HTTP speech
-
-
-def _handles_errors(endpoint: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
-    async def wrapper(request: Request) -> Response:
-        try:
-            return await endpoint(request)
-        except GatewayError as exc:
-            return exc.to_response()
-
-    wrapper.__name__ = endpoint.__name__
-    wrapper.__doc__ = endpoint.__doc__
-    return wrapper
 
 
 async def read_json(request: Request, max_bytes: int) -> dict[str, Any]:
@@ -181,7 +169,6 @@ def _speech_response(request: Request, engine: Any, text: str, voice: str | None
                              background=BackgroundTask(cleanup))
 
 
-@_handles_errors
 async def tts_http(request: Request) -> Response:
     """``POST /v1/tts``: ``{"text","voice","engine","format","sample_rate","seed"}`` -> streaming audio."""
     state = request.state
@@ -209,7 +196,6 @@ async def tts_http(request: Request) -> Response:
                             wav=fmt == "wav", seed=seed)
 
 
-@_handles_errors
 async def openai_speech(request: Request) -> Response:
     """``POST /v1/audio/speech``: OpenAI-compatible (``model``, ``input``, ``voice``,
     ``response_format`` wav or pcm); 24 kHz 16-bit mono like OpenAI's."""

@@ -42,7 +42,7 @@ async def list_voices(request: Request) -> Response:
     engines = request.state.tts
     wanted = request.query_params.get("engine")
     if wanted is not None and wanted not in engines:
-        return pick_error(engines, wanted)
+        pick_engine(engines, wanted)  # raises the unknown-engine error
     voices, defaults = [], {}
     for name, engine in engines.items():
         if wanted is not None and name != wanted:
@@ -55,23 +55,8 @@ async def list_voices(request: Request) -> Response:
     return JSONResponse({"voices": voices, "defaults": defaults})
 
 
-def pick_error(engines: dict, wanted: str) -> Response:
-    try:
-        pick_engine(engines, wanted)
-    except GatewayError as exc:
-        return exc.to_response()
-    raise AssertionError("unreachable")
-
-
 async def add_voice(request: Request) -> Response:
     """Clone a voice: multipart form with ``id``, ``file`` (WAV, 1-30 s) and optional ``engine``."""
-    try:
-        return await _add_voice(request)
-    except GatewayError as exc:
-        return exc.to_response()
-
-
-async def _add_voice(request: Request) -> Response:
     state = request.state
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > MAX_UPLOAD_BYTES + 65536:
@@ -122,22 +107,19 @@ async def delete_voice(request: Request) -> Response:
     """Remove a cloned voice (``?engine=`` when it is not the default engine's)."""
     state = request.state
     voice_id = request.path_params["voice_id"]
+    engine = pick_engine(state.tts, request.query_params.get("engine") or state.settings.tts_engine)
+    check_ready(engine)
+    voices = {v.id: v for v in engine.voices()}
+    voice = voices.get(voice_id)
+    if voice is None:
+        raise not_found_voice(voice_id, sorted(voices))
+    if voice.source != "cloned":
+        raise BadRequest(f"voice {voice_id!r} is built in; only cloned voices can be deleted",
+                         code="voice_builtin")
     try:
-        engine = pick_engine(state.tts, request.query_params.get("engine") or state.settings.tts_engine)
-        check_ready(engine)
-        voices = {v.id: v for v in engine.voices()}
-        voice = voices.get(voice_id)
-        if voice is None:
-            raise not_found_voice(voice_id, sorted(voices))
-        if voice.source != "cloned":
-            raise BadRequest(f"voice {voice_id!r} is built in; only cloned voices can be deleted",
-                             code="voice_builtin")
-        try:
-            await engine.delete_voice(voice_id)
-        except EngineError as exc:
-            raise gateway_error(exc) from None
-    except GatewayError as exc:
-        return exc.to_response()
+        await engine.delete_voice(voice_id)
+    except EngineError as exc:
+        raise gateway_error(exc) from None
     await asyncio.to_thread(_unlink, upload_path(state.settings.voices_dir, engine.info().id, voice_id))
     return Response(status_code=204)
 
