@@ -11,13 +11,7 @@ scheduled on the page's AudioContext.
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
-import socket
-import subprocess
-import sys
-import time
 import wave
 from pathlib import Path
 
@@ -25,6 +19,7 @@ import httpx
 import numpy as np
 import pytest
 
+from tests.e2e.gateway_process import running_gateway
 from tests.engines.asr.asr_speech import pcm16, piper_say, resample, silence, wer
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
@@ -32,6 +27,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 # The test extra installs playwright and scripts/setup.sh --test installs chromium: a missing
 # one is a broken setup, so it fails rather than skips.
 import playwright.sync_api as playwright_api  # noqa: E402
+
 expect = playwright_api.expect
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -60,12 +56,6 @@ document.addEventListener("DOMContentLoaded", () => {
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def speech_wav(tmp_path_factory) -> Path:
     """The fake microphone: silence, the sentence, then silence that ends the utterance."""
@@ -87,34 +77,10 @@ def gateway_url(tmp_path_factory):
 
     pocket_dir = tmp_path_factory.mktemp("pocket") / "tiny"
     make_random_model_dir(pocket_dir, geometry="tiny", seed=0)
-    port = _free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VOXGATE_")}
-    env.update({"VOXGATE_DATA_DIR": str(tmp_path_factory.mktemp("data")), "PYTHONPATH": str(ROOT),
-                "VOXGATE_POCKET_DIR": str(pocket_dir), "VOXGATE_POCKET_QUANTIZE": "none",
-                "VOXGATE_ASR_THREADS": "2", "VOXGATE_TTS_THREADS": "1"})
-    proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
-                             "--engines", "pocket,asr"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while True:
-        assert proc.poll() is None, proc.stderr.read()
-        try:
-            if httpx.get(url + "/health", timeout=2).status_code == 200:
-                break
-        except httpx.TransportError:
-            pass
-        if time.monotonic() > deadline:
-            proc.kill()
-            raise AssertionError("gateway with pocket and asr did not become healthy")
-        time.sleep(0.2)
-    yield url
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.communicate(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
+    with running_gateway(tmp_path_factory.mktemp("data"), "pocket,asr", env={
+            "VOXGATE_POCKET_DIR": str(pocket_dir), "VOXGATE_POCKET_QUANTIZE": "none",
+            "VOXGATE_ASR_THREADS": "2", "VOXGATE_TTS_THREADS": "1"}, start_timeout_s=START_TIMEOUT_S) as gw:
+        yield gw.url
 
 
 @pytest.fixture(scope="module")

@@ -14,25 +14,21 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import re
 import shutil
-import signal
-import socket
 import struct
-import subprocess
-import sys
-import time
 from pathlib import Path
 
-import httpx
 import pytest
+
+from tests.e2e.gateway_process import running_gateway
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
 # The test extra installs playwright and scripts/setup.sh --test installs chromium: a missing
 # one is a broken setup, so it fails rather than skips.
 import playwright.sync_api as playwright_api  # noqa: E402
+
 expect = playwright_api.expect
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -66,32 +62,8 @@ RECORD_STARTS = """
 @pytest.fixture(scope="module")
 def gateway_url(tmp_path_factory):
     assert shutil.which("chromium"), "Debian's chromium is not installed (scripts/setup.sh --test installs it)"
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VOXGATE_")}
-    env.update({"VOXGATE_DATA_DIR": str(tmp_path_factory.mktemp("data")), "PYTHONPATH": str(ROOT)})
-    proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
-                             "--engines", "none"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        assert proc.poll() is None, proc.stderr.read()
-        try:
-            if httpx.get(url + "/health", timeout=2).status_code == 200:
-                break
-        except httpx.TransportError:
-            pass
-        assert time.monotonic() < deadline, "gateway did not become healthy"
-        time.sleep(0.1)
-    yield url
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.communicate(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
+    with running_gateway(tmp_path_factory.mktemp("data"), "none") as gw:
+        yield gw.url
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -18,6 +17,7 @@ import pytest
 
 from gateway.audio import write_wav
 from gateway.client.dictation import DictationClient
+from tests.e2e.gateway_process import running_gateway
 from tests.engines.asr.asr_speech import (
     add_noise,
     espeak_say,
@@ -56,40 +56,8 @@ def sidecar_pids(server_pid: int) -> list[int]:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    port = _free_port()
-    data = tmp_path_factory.mktemp("data")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VOXGATE_")}
-    env.update({"VOXGATE_DATA_DIR": str(data), "PYTHONPATH": str(ROOT), "VOXGATE_ASR_THREADS": "2"})
-    proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "serve", "--port", str(port), "--engines", "asr"],
-                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, proc.stderr.read()
-        try:
-            if httpx.get(url + "/health", timeout=2).status_code == 200:
-                break
-        except httpx.TransportError:
-            pass
-        time.sleep(0.2)
-    else:
-        proc.kill()
-        raise AssertionError("gateway with ASR did not become healthy")
-    yield url, proc
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    with running_gateway(tmp_path_factory.mktemp("data"), "asr", env={"VOXGATE_ASR_THREADS": "2"}) as gw:
+        yield gw.url, gw.proc
 
 
 @pytest.fixture(scope="module")

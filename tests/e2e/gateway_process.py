@@ -1,0 +1,64 @@
+"""A real `voxgate serve` process on 127.0.0.1 for end-to-end tests."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class GatewayProcess:
+    url: str
+    proc: subprocess.Popen
+
+
+@contextmanager
+def running_gateway(data_dir: Path, engines: str, env: dict[str, str] | None = None,
+                    start_timeout_s: float = 90.0) -> Iterator[GatewayProcess]:
+    """Start `voxgate serve --engines ENGINES` on a free loopback port, wait for a 200
+    /health, and stop it with SIGTERM (then SIGKILL) on exit. The process sees no
+    VOXGATE_* variable of the test runner's, only ``env``."""
+    port = free_port()
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("VOXGATE_")}
+    full_env.update({"VOXGATE_DATA_DIR": str(data_dir), "PYTHONPATH": str(ROOT)}, **(env or {}))
+    proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "serve", "--host", "127.0.0.1",
+                             "--port", str(port), "--engines", engines],
+                            cwd=ROOT, env=full_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + start_timeout_s
+        while True:
+            assert proc.poll() is None, f"gateway exited {proc.returncode}: {proc.stderr.read()}"
+            try:
+                if httpx.get(url + "/health", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, f"gateway (--engines {engines}) did not become healthy"
+            time.sleep(0.1)
+        yield GatewayProcess(url, proc)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
