@@ -53,8 +53,8 @@ class PausableBatch(StreamBatch):
     behind the rows that survived the step.
     """
 
-    def __init__(self, model: PocketModel, max_streams: int) -> None:
-        super().__init__(model, max_streams + 1)  # + the spare row used for swaps
+    def __init__(self, model: PocketModel, max_streams: int, pipelined: bool = False) -> None:
+        super().__init__(model, max_streams + 1, pipelined=pipelined)  # + the spare row used for swaps
         self.max_streams = max_streams  # admission limit; row max_streams is the spare
         self._spare = max_streams
 
@@ -120,11 +120,7 @@ class ScheduledStream:
         timeout = self._scheduler.frame_timeout_s
         try:
             while not self.cancelled:
-                try:
-                    item = await asyncio.wait_for(self._queue.get(), timeout)
-                except asyncio.TimeoutError:
-                    raise EngineError(f"no audio frame within {timeout:g} s; the TTS worker is overloaded",
-                                      code="engine_timeout") from None
+                item = await self._next_item(timeout)
                 with self._lock:
                     self._buffered -= item is not _END and not isinstance(item, BaseException)
                 self._scheduler.wake()
@@ -137,6 +133,20 @@ class ScheduledStream:
         finally:
             if not self.finished:
                 self.cancel()
+
+    async def _next_item(self, timeout: float) -> Any:
+        # Not asyncio.wait_for: on Python < 3.12 it can swallow the caller's
+        # cancellation when the item arrives at the same moment.
+        getter = asyncio.ensure_future(self._queue.get())
+        try:
+            done, _ = await asyncio.wait({getter}, timeout=timeout)
+        finally:
+            if not getter.done():
+                getter.cancel()
+        if not done:
+            raise EngineError(f"no audio frame within {timeout:g} s; the TTS worker is overloaded",
+                              code="engine_timeout")
+        return getter.result()
 
     def cancel(self) -> None:
         """Stop at the next frame boundary; ``frames()`` then ends. Idempotent."""
@@ -171,13 +181,18 @@ class BatchScheduler:
     """Owns the model on one worker thread; see the module docstring."""
 
     def __init__(self, model: PocketModel, *, max_streams: int = 8, max_waiting: int = 32, threads: int = 0,
-                 high_water: int = 8, low_water: int = 4, stall_timeout_s: float = 60.0,
-                 frame_timeout_s: float = 60.0, idle_wait_s: float = 0.5) -> None:
+                 pipelined: bool | None = None, high_water: int = 8, low_water: int = 4,
+                 stall_timeout_s: float = 60.0, frame_timeout_s: float = 60.0, idle_wait_s: float = 0.5) -> None:
         if not 0 <= low_water < high_water:
             raise ValueError("low_water: must be below high_water")
         self.model = model
         self.max_streams, self.max_waiting = max_streams, max_waiting
-        self.threads = threads or os.cpu_count() or 1
+        cores = threads or os.cpu_count() or 1
+        # Pipelined (default with 2+ cores): Mimi decodes frame t on the batch's helper
+        # thread while the LM computes t + 1. Both threads run torch ops, so each gets
+        # half the cores; more intra-op threads than cores stalls every op.
+        self.pipelined = cores >= 2 if pipelined is None else pipelined
+        self.threads = max(1, cores // 2) if self.pipelined else cores
         self.high_water, self.low_water = high_water, low_water
         self.stall_timeout_s, self.frame_timeout_s, self.idle_wait_s = stall_timeout_s, frame_timeout_s, idle_wait_s
         self._lock = threading.Lock()
@@ -245,7 +260,7 @@ class BatchScheduler:
     # ---- worker thread
     def _run(self) -> None:
         torch.set_num_threads(self.threads)
-        batch = PausableBatch(self.model, self.max_streams)
+        batch = PausableBatch(self.model, self.max_streams, self.pipelined)
         try:
             while True:
                 self._wake.clear()  # before looking at the state: a later wake() is never lost
@@ -264,7 +279,8 @@ class BatchScheduler:
                 except Exception as exc:  # a bug in a step: fail these streams, keep the worker alive
                     log.exception("Pocket batch step failed")
                     self._fail_all(EngineError(f"synthesis failed: {exc}"))
-                    batch = PausableBatch(self.model, self.max_streams)
+                    batch.close()
+                    batch = PausableBatch(self.model, self.max_streams, self.pipelined)
                     continue
                 self.steps += 1
                 self.rows_stepped += len(outputs)
@@ -276,6 +292,7 @@ class BatchScheduler:
                         stream.deliver(_END)
                         del self._active[out.stream_id]
         finally:
+            batch.close()
             self._fail_all(EngineUnavailable("the Pocket TTS engine was closed"))
             with self._lock:
                 jobs, self._jobs = list(self._jobs), collections.deque()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -34,9 +35,12 @@ def alone(model) -> dict[int, np.ndarray]:
     return {seed: model.synthesize(text, model.load_voice(voice), seed=seed) for seed, (voice, text) in TEXTS.items()}
 
 
-@pytest.fixture
-async def scheduler(model):
-    sched = BatchScheduler(model, max_streams=4, max_waiting=2, threads=1)
+@pytest.fixture(params=[False, True], ids=["sequential", "pipelined"])
+async def scheduler(model, request):
+    # Pipelined: Mimi decodes on the batch's helper thread while the LM runs (2 threads, 1 core each).
+    sched = BatchScheduler(model, max_streams=4, max_waiting=2, threads=2 if request.param else 1,
+                           pipelined=request.param)
+    assert sched.pipelined is request.param
     sched.start()
     yield sched
     await asyncio.to_thread(sched.close)
@@ -47,12 +51,12 @@ def _submit(sched: BatchScheduler, model, seed: int) -> ScheduledStream:
     return sched.submit(text, model.load_voice(voice), seed=seed)
 
 
-_readers: dict[int, AsyncIterator] = {}
+_readers: weakref.WeakKeyDictionary[ScheduledStream, AsyncIterator] = weakref.WeakKeyDictionary()
 
 
 async def _take(stream: ScheduledStream, n: int | None = None) -> list[np.ndarray]:
     """The next ``n`` frames (all remaining if None), through one iterator per stream."""
-    frames = _readers.setdefault(id(stream), stream.frames())
+    frames = _readers.setdefault(stream, stream.frames())
     out = []
     while n is None or len(out) < n:
         try:
@@ -192,3 +196,23 @@ async def test_a_consumer_that_goes_away_cancels_its_stream(scheduler, model):
             break
         await asyncio.sleep(0.01)
     assert scheduler.load() == (0, 0)
+
+
+async def test_a_frame_that_does_not_come_times_out(model):
+    import threading
+
+    sched = BatchScheduler(model, max_streams=2, threads=1, frame_timeout_s=0.2)
+    sched.start()
+    release = threading.Event()
+    try:
+        busy = sched.run_exclusive(lambda: release.wait(10))  # the worker is stuck in a job
+        stream = _submit(sched, model, 1)
+        with pytest.raises(EngineError, match=r"no audio frame within 0.2 s; the TTS worker is overloaded") as info:
+            await _take(stream)
+        assert info.value.code == "engine_timeout"
+        assert stream.cancelled
+        release.set()
+        assert await asyncio.wrap_future(busy) is True
+    finally:
+        release.set()
+        await asyncio.to_thread(sched.close)
