@@ -4,8 +4,10 @@
 
 Full English geometry with random weights (written to a temporary directory
 unless ``--model-dir`` points at one). Each side runs in its own subprocess with
-the same torch thread count (importing ``pocket_tts`` pins torch to one thread,
-so it never shares a process with us; it is set back to ``--threads``).
+``--threads`` torch threads (ours: pipelined, so the LM thread and the Mimi thread
+get half each). Importing ``pocket_tts`` pins torch to one thread, so it never
+shares a process with us; the reference is measured at 1 thread (its default) and
+at ``--threads``, and the better result is shown.
 
 Measured:
 - single stream, fp32 and int8: ms per frame in steady state (first to last
@@ -15,7 +17,8 @@ Measured:
   seconds), time to first frame per stream (mean, max), and whether every
   stream stayed real-time (every frame arrives before it is due when playback
   starts 80 ms after that stream's first frame). Ours: the batch scheduler.
-  Reference: its best of one-at-a-time and one thread (own model copy) per stream;
+  Reference: its best of one-at-a-time (1 or ``--threads`` torch threads) and one
+  Python thread per stream (own model copy, 1 torch thread each);
 - peak RSS of each process.
 """
 
@@ -149,21 +152,31 @@ def run_reference(model_dir: Path, threads: int, levels: list[int], precision: s
             torch.manual_seed(seed)
         return [(time.perf_counter(), chunk.shape[-1] // 1920) for chunk in model.generate_audio_stream(state, text)]
 
+    thread_choices = sorted({1, threads})  # its own default (1) and ours: it gets the better one
     for prec in ("fp32", "int8"):
         model = TTSModel.load_model(config=str(yaml_path), quantize=prec == "int8")
         state = model.get_state_for_audio_prompt(model_dir / "embeddings" / "alba.safetensors")
         stream(model, state, SHORT_TEXT, 99)  # warm-up
-        single = {}
-        for name, text in (("short", SHORT_TEXT), ("long", LONG_TEXT)):
-            start = time.perf_counter()
-            single[name] = _single(stream(model, state, text, 1), start)
-        out["single"][prec] = single
+        best: dict = {}
+        for n_threads in thread_choices:
+            torch.set_num_threads(n_threads)
+            single = {"threads": n_threads}
+            for name, text in (("short", SHORT_TEXT), ("long", LONG_TEXT)):
+                start = time.perf_counter()
+                single[name] = _single(stream(model, state, text, 1), start)
+            if not best or single["long"]["ms_per_frame"] < best["long"]["ms_per_frame"]:
+                best = single
+        out["single"][prec] = best
         if prec == precision:
             copies = [model] + [copy.deepcopy(model) for _ in range(max(levels) - 1)]
             for n in levels:
-                start = time.perf_counter()
-                seq = [stream(model, state, STREAM_TEXT, 100 + i) for i in range(n)]
-                one_by_one = _summarise(seq, start)
+                modes = {}
+                for n_threads in thread_choices:
+                    torch.set_num_threads(n_threads)
+                    start = time.perf_counter()
+                    seq = [stream(model, state, STREAM_TEXT, 100 + i) for i in range(n)]
+                    modes[f"one-at-a-time, {n_threads}t"] = _summarise(seq, start)
+                torch.set_num_threads(1)  # one core per stream thread
                 results: list = [None] * n
                 barrier = threading.Barrier(n + 1)
 
@@ -178,10 +191,10 @@ def run_reference(model_dir: Path, threads: int, levels: list[int], precision: s
                 start = time.perf_counter()
                 for w in workers:
                     w.join()
-                threaded = _summarise(results, start)
-                best = max((("one-at-a-time", one_by_one), ("threads", threaded)), key=lambda kv: kv[1]["rtf"])
-                out["concurrency"][str(n)] = {**best[1], "mode": best[0],
-                                              "one_at_a_time_rtf": one_by_one["rtf"], "threads_rtf": threaded["rtf"]}
+                modes["threads, 1t"] = _summarise(results, start)
+                mode, result = max(modes.items(), key=lambda kv: kv[1]["rtf"])
+                out["concurrency"][str(n)] = {**result, "mode": mode,
+                                              "all_modes_rtf": {k: v["rtf"] for k, v in modes.items()}}
             del copies
         out[f"rss_after_{prec}_mb"] = _rss_mb()
         del model, state
@@ -209,8 +222,10 @@ def _ratio(ours: float, ref: float, higher_is_better: bool) -> str:
 
 
 def render(ours: dict, ref: dict, args: argparse.Namespace) -> str:
-    lines = [f"Pocket TTS, English geometry (random weights), {args.threads} torch thread(s), "
-             f"{os.cpu_count()} cores", "",
+    ref_threads = {p: ref["single"][p]["threads"] for p in ("fp32", "int8")}
+    lines = [f"Pocket TTS, English geometry (random weights), {os.cpu_count()} cores; ours with "
+             f"{args.threads} torch thread(s), reference at its best thread count (fp32: {ref_threads['fp32']}, "
+             f"int8: {ref_threads['int8']})", "",
              "Single stream                   | ours     | reference | speed-up",
              "--------------------------------|----------|-----------|---------"]
     for prec in ("fp32", "int8"):
@@ -225,16 +240,16 @@ def render(ours: dict, ref: dict, args: argparse.Namespace) -> str:
             lines.append(f"ours {prec} ms/frame on 1 thread instead of {args.threads}: "
                          f"{ours['single'][prec + '_1_thread']['long']['ms_per_frame']:.1f}")
     lines += ["", f"Concurrency ({args.precision}); RTF = audio s / wall s, all streams requested at once",
-              "streams | ours RTF | ref RTF (best mode)      | ratio | ours TTFF mean/max ms | ref TTFF mean/max ms | "
+              "streams | ours RTF | ref RTF (best mode)            | ratio | ours TTFF mean/max ms | ref TTFF mean/max ms | "
               "real time ours/ref",
-              "--------|----------|--------------------------|-------|-----------------------|---------------------|"
+              "--------|----------|--------------------------------|-------|-----------------------|---------------------|"
               "-------------------"]
     for n, o in ours["concurrency"].items():
         r = ref["concurrency"].get(n)
         ref_rtf = f"{r['rtf']:5.2f} ({r['mode']})" if r else "-"
         ref_ttff = f"{r['ttff_mean_ms']:6.0f} / {r['ttff_max_ms']:6.0f}" if r else "-"
         ref_rt = ("yes" if r["realtime"] else "no") if r else "-"
-        lines.append(f"{n:>7} | {o['rtf']:8.2f} | {ref_rtf:24} | {_ratio(o['rtf'], r['rtf'], True) if r else '-':5} | "
+        lines.append(f"{n:>7} | {o['rtf']:8.2f} | {ref_rtf:30} | {_ratio(o['rtf'], r['rtf'], True) if r else '-':5} | "
                      f"{o['ttff_mean_ms']:8.0f} / {o['ttff_max_ms']:6.0f}     | {ref_ttff:19} | "
                      f"{'yes' if o['realtime'] else 'no'} / {ref_rt}")
 
