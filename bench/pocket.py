@@ -207,21 +207,7 @@ def run_reference(model_dir: Path, threads: int, levels: list[int], precision: s
                     seq = [stream(model, state, STREAM_TEXT, 100 + i) for i in range(n)]
                     modes[f"one-at-a-time, {n_threads}t"] = _summarise(seq, start)
                 torch.set_num_threads(1)  # one core per stream thread
-                results: list = [None] * n
-                barrier = threading.Barrier(n + 1)
-
-                def worker(i: int) -> None:
-                    barrier.wait()
-                    results[i] = stream(copies[i], state, STREAM_TEXT, None)
-
-                workers = [threading.Thread(target=worker, args=(i,)) for i in range(n)]
-                for w in workers:
-                    w.start()
-                barrier.wait()
-                start = time.perf_counter()
-                for w in workers:
-                    w.join()
-                modes["threads, 1t"] = _summarise(results, start)
+                modes["threads, 1t"] = _summarise(*_in_threads(stream, copies[:n], state))
                 mode, result = max(modes.items(), key=lambda kv: kv[1]["rtf"])
                 out["concurrency"][str(n)] = {**result, "mode": mode,
                                               "all_modes_rtf": {k: v["rtf"] for k, v in modes.items()}}
@@ -230,6 +216,25 @@ def run_reference(model_dir: Path, threads: int, levels: list[int], precision: s
         del model, state
     out["peak_rss_mb"] = _rss_mb()
     return out
+
+
+def _in_threads(stream, models: list, state) -> tuple[list, float]:
+    """One reference stream per Python thread, each on its own model copy, started together."""
+    results: list = [None] * len(models)
+    barrier = threading.Barrier(len(models) + 1)
+
+    def worker(i: int) -> None:
+        barrier.wait()
+        results[i] = stream(models[i], state, STREAM_TEXT, None)
+
+    workers = [threading.Thread(target=worker, args=(i,)) for i in range(len(models))]
+    for w in workers:
+        w.start()
+    barrier.wait()
+    start = time.perf_counter()
+    for w in workers:
+        w.join()
+    return results, start
 
 
 # ---- orchestration and the table ---------------------------------------------------
