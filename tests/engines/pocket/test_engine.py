@@ -219,3 +219,44 @@ def test_voxgate_say_unknown_voice_and_missing_model(tiny_model_dir: Path, tmp_p
     assert proc.stderr == (f"voxgate say: Pocket TTS weights not found: {tmp_path / 'none' / 'model.safetensors'}\n"
                            f"  hint: {GET_MODEL_HINT}\n")
     assert not (tmp_path / "x.wav").exists()
+
+
+# ---- against the reference (its outputs come from the session fixture ``tiny_reference``)
+
+@pytest.mark.slow
+@pytest.mark.reference
+@pytest.mark.parametrize("pipelined", [False, True], ids=["sequential", "pipelined"])
+async def test_engine_audio_equals_the_reference(tiny_dir: Path, tiny_reference, tmp_path: Path, pipelined: bool):
+    from pocket_reference import TEXTS
+
+    eng = PocketEngine(tiny_dir, tmp_path / "voices", threads=2 if pipelined else 1)
+    await eng.load()
+    try:
+        assert eng._scheduler.pipelined is pipelined
+        streams = {name: eng.open_stream(TEXTS[name], voice, SynthesisOptions(seed=seed, temperature=0.3))
+                   for name, voice, seed in (("short", "alba", 3), ("tiny", "marius", 4))}
+        got = dict(zip(streams, await asyncio.gather(*(_collect(s) for s in streams.values()))))
+    finally:
+        await eng.close()
+    for name, frames in got.items():
+        expected = tiny_reference.audio(name).flatten().numpy()
+        np.testing.assert_allclose(np.concatenate(frames), expected, atol=1e-5, rtol=0)
+
+
+@pytest.mark.slow
+@pytest.mark.reference
+def test_voxgate_say_at_temperature_zero_equals_the_reference(tiny_dir: Path, tiny_reference, tmp_path: Path):
+    from pocket_reference import TEXTS
+
+    from gateway.audio import read_wav
+
+    out = tmp_path / "t0.wav"
+    env = {**os.environ, "VOXGATE_TTS_THREADS": "1", "VOXGATE_DATA_DIR": str(tmp_path / "data")}
+    proc = subprocess.run([sys.executable, "-m", "gateway.cli", "say", TEXTS["short"], "--voice", "alba",
+                           "-o", str(out), "--model-dir", str(tiny_dir), "--temperature", "0",
+                           "--seed", "123", "--encoding", "pcm_f32le"],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    samples, rate = read_wav(out.read_bytes())
+    assert rate == 24000
+    np.testing.assert_allclose(samples, tiny_reference.audio("t0").flatten().numpy(), atol=1e-5, rtol=0)
