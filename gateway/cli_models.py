@@ -40,11 +40,15 @@ def _make_random(args: argparse.Namespace) -> int:
 
 
 def _pull(args: argparse.Namespace) -> int:
-    from engines.pocket.download import DEFAULT_BASE_URL, pull_model
+    from engines.pocket.download import DEFAULT_BASE_URL, DownloadError, pull_model
 
     settings = Settings.from_env()
     dest = args.dest or settings.pocket_model_dir
-    pull_model(dest, base_url=args.base_url or DEFAULT_BASE_URL)
+    try:
+        pull_model(dest, base_url=args.base_url or DEFAULT_BASE_URL)
+    except DownloadError as exc:
+        print(f"voxgate models pull: {exc}", file=sys.stderr)
+        return 2
     print(f"Pocket TTS model is in {dest}")
     return 0
 

@@ -10,9 +10,7 @@ and handed to the engine, which keeps its own form of the voice.
 from __future__ import annotations
 
 import asyncio
-import os
 import re
-import tempfile
 from pathlib import Path
 
 from starlette.datastructures import UploadFile
@@ -21,10 +19,17 @@ from starlette.responses import JSONResponse, Response
 
 from auth.access import RouteClass, http_route
 from engines.base import CloneRefused, EngineError
+from engines.files import write_bytes_atomically
 
 from .audio import AudioFormatError, read_wav
 from .errors import BadRequest, GatewayError, TooLarge
-from .tts_common import check_ready, gateway_error, not_found_voice, pick_engine, voice_ids
+from .tts_common import (
+    check_ready,
+    gateway_error,
+    not_found_voice,
+    pick_engine,
+    voice_ids,
+)
 
 MAX_UPLOAD_BYTES = 10 * 1024 * 1024
 MIN_CLONE_S = 1.0
@@ -91,7 +96,7 @@ async def add_voice(request: Request) -> Response:
     if voice_id in voice_ids(engine):
         raise VoiceConflict(f"id: voice {voice_id!r} already exists; delete it first or choose another id")
     path = upload_path(state.settings.voices_dir, engine_id, voice_id)
-    await asyncio.to_thread(write_atomically, path, data)
+    await asyncio.to_thread(write_bytes_atomically, path, data)
     try:
         voice = await engine.clone_voice(voice_id, data)
     except CloneRefused as exc:
@@ -126,21 +131,6 @@ async def delete_voice(request: Request) -> Response:
 
 def upload_path(voices_dir: Path, engine_id: str, voice_id: str) -> Path:
     return voices_dir / "uploads" / engine_id / f"{voice_id}.wav"
-
-
-def write_atomically(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so readers see the old file or the whole new one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        _unlink(Path(tmp))
-        raise
 
 
 def _unlink(path: Path) -> None:

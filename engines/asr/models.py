@@ -16,11 +16,12 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
-import os
 import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from engines.files import replace_dir
 
 WHISPER_BASE_ID = "whisper-base"
 TINY_EN_ID = "tiny.en"
@@ -132,13 +133,7 @@ def install_whisper_base(data_dir: Path) -> Path:
             shutil.copyfile(side / name, staging / name)
         (staging / _MANIFEST).write_text(json.dumps({"id": WHISPER_BASE_ID, "sha256": WHISPER_BASE_SHA256}),
                                          encoding="utf-8")
-        previous = None
-        if target.exists():
-            previous = target.with_name(f".{target.name}.old-{os.getpid()}")
-            os.replace(target, previous)
-        os.replace(staging, target)
-        if previous is not None:
-            shutil.rmtree(previous, ignore_errors=True)
+        replace_dir(staging, target)
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)

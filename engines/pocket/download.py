@@ -18,8 +18,6 @@ import hashlib
 import logging
 import os
 import re
-import shutil
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +25,7 @@ from pathlib import Path
 import httpx
 
 from engines.base import EngineError
+from engines.files import replace_dir
 
 log = logging.getLogger(__name__)
 
@@ -182,10 +181,5 @@ def _verify(partial: Path, remote: RemoteFile, size: int | None, sha256: str | N
 def _publish(staging: Path, dest: Path) -> None:
     for leftover in staging.rglob("*.partial"):
         leftover.unlink()  # optional files that were skipped part-way
-    if not dest.exists():
-        os.rename(staging, dest)
-        return
-    old = Path(tempfile.mkdtemp(prefix=f".{dest.name}.old.", dir=dest.parent))
-    os.rename(dest, old / "model")
-    os.rename(staging, dest)
-    shutil.rmtree(old, ignore_errors=True)
+    replace_dir(staging, dest)
+

@@ -15,13 +15,21 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-import os
 import re
-import tempfile
 from pathlib import Path
 
-from engines.base import (CloneRefused, EngineError, EngineState, EngineStatus, EngineUnavailable,
-                          SynthesisOptions, TtsInfo, UnknownVoice, Voice)
+from engines.base import (
+    CloneRefused,
+    EngineError,
+    EngineState,
+    EngineStatus,
+    EngineUnavailable,
+    SynthesisOptions,
+    TtsInfo,
+    UnknownVoice,
+    Voice,
+)
+from engines.files import write_atomically
 from engines.pocket.scheduler import BatchScheduler, ScheduledStream
 
 log = logging.getLogger(__name__)
@@ -188,15 +196,7 @@ class PocketEngine:
     def _save_voice(self, voice_id: str, state) -> None:
         from engines.pocket.voice import save_voice_file
 
-        self.voices_dir.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{voice_id}.", suffix=".tmp", dir=self.voices_dir)
-        os.close(fd)
-        try:
-            save_voice_file(state, tmp)
-            os.replace(tmp, self.voices_dir / f"{voice_id}.safetensors")
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_atomically(self.voices_dir / f"{voice_id}.safetensors", lambda tmp: save_voice_file(state, tmp))
 
     async def delete_voice(self, voice_id: str) -> None:
         if voice_id in self._builtin:

@@ -46,6 +46,8 @@ from pathlib import Path
 
 import torch
 
+from engines.files import replace_dir
+
 VOICE_NAMES = ("alba", "marius")
 EOS_BIAS = -6.0
 OUTPUT_GAIN = 0.1
@@ -340,17 +342,7 @@ def make_random_model_dir(dest: Path, geometry: str = "english", seed: int = 0) 
         for name in VOICE_NAMES:
             save_file(random_voice_state(g, gen), str(tmp / "embeddings" / f"{name}.safetensors"))
         os.chmod(tmp, 0o755)
-        _swap_into_place(tmp, dest)
+        replace_dir(tmp, dest)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-
-
-def _swap_into_place(new: Path, dest: Path) -> None:
-    if not dest.exists():
-        os.rename(new, dest)
-        return
-    old = Path(tempfile.mkdtemp(prefix=f".{dest.name}.old.", dir=dest.parent))
-    os.rename(dest, old / "model")
-    os.rename(new, dest)
-    shutil.rmtree(old, ignore_errors=True)

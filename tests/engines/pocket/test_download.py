@@ -204,3 +204,21 @@ def test_cli_models_pull_uses_the_base_url(server: ModelServer, tmp_path: Path):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == f"Pocket TTS model is in {dest}\n"
     _assert_same_tree(dest, server.root)
+
+
+def test_cli_models_pull_failure_is_one_clear_line(server: ModelServer, tmp_path: Path):
+    import os
+    import subprocess
+    import sys
+
+    server.behaviour.status["model.safetensors"] = 404
+    repo = Path(__file__).resolve().parents[3]
+    dest = tmp_path / "pocket"
+    env = {**os.environ, "VOXGATE_DATA_DIR": str(tmp_path / "data")}
+    proc = subprocess.run([sys.executable, "-m", "gateway.cli", "models", "pull", "pocket", "--dest", str(dest),
+                           "--base-url", server.base_url], cwd=repo, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("voxgate models pull: ") and "model.safetensors" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not dest.exists()
