@@ -24,3 +24,5 @@ def configure_logging(level: str) -> None:
         logger = logging.getLogger(name)
         logger.handlers[:] = []
         logger.propagate = True
+        logger.disabled = False  # an earlier dictConfig in this process may have disabled it
+        logger.setLevel(logging.NOTSET)  # uvicorn.Config sets the level again from log_level
