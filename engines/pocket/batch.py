@@ -7,11 +7,22 @@ and leave (:meth:`remove`, or by finishing) between steps. Rows differ in cache 
 and decoder position; masks keep them independent, so a stream's audio does not
 depend on who else is in the batch.
 
-Pipelined mode (``pipelined=True``) overlaps the two halves of a step on two cores:
-while the LM computes the next latents, a helper thread owned by the batch decodes
-the previous ones with Mimi. Each stream's audio is the same; it arrives one call
-later (time to first audio grows by about one LM step, throughput rises to the
-slower half). Call :meth:`close` to stop the helper thread.
+Pipelined mode (``pipelined=True``) runs Mimi on a helper thread owned by the batch,
+on its own core, while the LM keeps stepping: each call hands the helper every
+latent accepted since its last job (up to ``decode_chunk`` per stream) as soon as it
+is free, and returns whatever the helper has finished. The LM therefore runs ahead
+while Mimi decodes several frames per call, which is cheaper per frame; the LM waits
+only when a stream has ``2 * decode_chunk`` latents queued. Each stream's audio is
+the same; it arrives at least one call later. Call :meth:`close` to stop the helper.
+
+Chunked decoding without pipelining (``decode_chunk=K > 1``): Mimi costs less per
+frame when it decodes several at once, so a stream's accepted latents may wait and
+be decoded K at a time. A row is decoded as soon as it has K latents waiting, its text chunk or
+utterance has ended (a new chunk restarts the decoder), it has not yet produced
+``eager_frames`` frames (time to first audio is unchanged), or the caller names it
+in ``hurry`` (its listener is short of audio). Mimi decoding is chunk-invariant, so
+the audio is the same as one frame per call; a step then returns up to K frames of
+a stream at once (:attr:`StepOutput.frames`).
 
 Not thread-safe: one thread (the scheduler's worker) owns a batch.
 """
@@ -19,8 +30,9 @@ Not thread-safe: one thread (the scheduler's worker) owns a batch.
 from __future__ import annotations
 
 import itertools
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from collections.abc import Collection
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -39,8 +51,29 @@ FADE_IN_SAMPLES = 120  # 5 ms: a fresh decoder state starts with a small step, h
 @dataclass(frozen=True)
 class StepOutput:
     stream_id: int
-    pcm: np.ndarray | None  # float32 (frame_samples,), None when this step made no audio
+    # float32 audio this step made, None if none: one frame (frame_samples,) per step,
+    # or with decode_chunk > 1 a whole number of frames (n * frame_samples,)
+    pcm: np.ndarray | None
     done: bool  # the stream has finished and left the batch
+    frame_samples: int = 1920
+
+    @property
+    def frames(self) -> list[np.ndarray]:
+        """``pcm`` split into frames, oldest first (empty when there is no audio)."""
+        if self.pcm is None:
+            return []
+        return [self.pcm[i : i + self.frame_samples] for i in range(0, len(self.pcm), self.frame_samples)]
+
+
+@dataclass
+class _DecodeGroup:
+    """Rows that decode the same number of latents in one Mimi call."""
+
+    rows: list[int]
+    stream_ids: list[int]
+    first: list[bool]  # the row's first latent starts a chunk: fresh decoder state, fade in
+    latents: torch.Tensor  # [len(rows), count, latent_dim]
+    span: slice | None  # decode this contiguous slice of rows in place (others ride along on zeros)
 
 
 @dataclass
@@ -50,19 +83,31 @@ class _Row:
     utterance: Utterance
     next_input: torch.Tensor  # [latent_dim], NaN = BOS
     fade: bool = True  # the next accepted latent is a chunk's first frame
-    pending: torch.Tensor | None = None  # accepted latent waiting for Mimi
-    pending_first: bool = False  # ... and it starts a chunk: fresh decoder state, fade in
+    pending: list[torch.Tensor] = field(default_factory=list)  # accepted latents waiting for Mimi
+    starts: list[bool] = field(default_factory=list)  # ... which of them start a chunk (fresh decoder, fade in)
+    decoded: int = 0  # latents handed to Mimi so far
+    in_flight: int = 0  # ... of which the pipelined helper has not returned the audio yet
 
 
 class StreamBatch:
     def __init__(self, model: PocketModel, max_streams: int = 8, initial_capacity: int = 512,
-                 pipelined: bool = False) -> None:
+                 pipelined: bool = False, decode_chunk: int = 1, eager_frames: int = 1,
+                 decode_budget: int = 16) -> None:
         if max_streams < 1:
             raise ValueError("max_streams: must be at least 1")
+        if decode_chunk < 1:
+            raise ValueError("decode_chunk: must be at least 1")
+        if eager_frames < 0:
+            raise ValueError("eager_frames: must not be negative")
+        self.decode_chunk, self.eager_frames, self.decode_budget = decode_chunk, eager_frames, decode_budget
         self.model = model
         self.max_streams = max_streams
         self.pipelined = pipelined
         self._decoder: ThreadPoolExecutor | None = None
+        self._job: Future[dict[int, np.ndarray]] | None = None  # the helper's current decode
+        self._job_rows: list[_Row] = []  # ... and the rows it decodes for
+        self._job_eager = False  # ... some of them a stream's first frames
+        self._ready: dict[int, list[np.ndarray]] = {}  # decoded audio not yet returned
         self._lm = model.flow_lm.new_cache(max_streams, initial_capacity)
         self._mimi = model.mimi.new_decoder_state(max_streams)
         self._rows: list[_Row] = []
@@ -112,10 +157,12 @@ class StreamBatch:
         for index, row in enumerate(self._rows):
             if row.stream_id == stream_id:
                 self._drop(index)
+                self._ready.pop(stream_id, None)  # its waiting latents and audio go with it
                 return True
         return False
 
     def _drop(self, index: int) -> None:
+        self._settle()
         last = len(self._rows) - 1
         if index != last:
             self._lm.copy_row(last, index)
@@ -134,31 +181,63 @@ class StreamBatch:
         row.next_input, row.fade = self._nan, True  # Mimi restarts at the chunk's first frame
 
     @torch.no_grad()
-    def step(self) -> list[StepOutput]:
+    def step(self, hurry: Collection[int] = ()) -> list[StepOutput]:
         """Advance every stream by one frame in one batched forward.
 
-        Pipelined: the audio returned is that of the latents computed by the previous
-        call, decoded on the helper thread while this call runs the LM.
+        ``hurry``: stream ids whose waiting latents are decoded now even if fewer than
+        ``decode_chunk`` (not pipelined; the pipelined helper takes everything queued).
         """
         if not self.pipelined:
             self._advance_lm()
-            work = self._take_pending()
-            return self._collect(self._decode(*work) if work is not None else {})
-        job = self._start_decode()
-        try:
-            self._advance_lm()
-        finally:
-            decoded = job.result() if job is not None else {}
-        return self._collect(decoded)
+            groups = self._take_pending(set(hurry))
+            if groups:
+                self._keep(self._decode(groups))
+            return self._collect()
+        self._harvest(wait=False)
+        self._start_decode()
+        if any(len(row.pending) >= 2 * self.decode_chunk for row in self._rows):
+            self._harvest(wait=True)  # bounded queue: the LM waits for Mimi to catch up
+            self._start_decode()
+        lm_ran = self._advance_lm()
+        if self._job is not None and (self._job_eager or not lm_ran):
+            # a stream's first frames are returned by this call (time to first audio);
+            # with nothing left for the LM, waiting for the audio is all there is to do
+            self._harvest(wait=True)
+            self._start_decode()
+        return self._collect()
 
-    def _advance_lm(self) -> None:
-        """LM + flow head for every row; accepted latents become the rows' pending frames."""
+    def _keep(self, decoded: dict[int, np.ndarray]) -> None:
+        for stream_id, pcm in decoded.items():
+            self._ready.setdefault(stream_id, []).append(pcm)
+
+    def _harvest(self, wait: bool) -> None:
+        """Take the helper's finished audio (waiting for it if ``wait``)."""
+        job = self._job
+        if job is None or not (wait or job.done()):
+            return
+        self._job = None
+        try:
+            self._keep(job.result())
+        finally:
+            for row in self._job_rows:
+                row.in_flight = 0
+            self._job_rows = []
+
+    def _settle(self) -> None:
+        """Let a running decode finish before Mimi rows are moved."""
+        self._harvest(wait=True)
+
+    def _advance_lm(self) -> bool:
+        """LM + flow head for every row; accepted latents become the rows' pending frames.
+
+        False when no row had anything left to compute.
+        """
         for index, row in enumerate(self._rows):
             if row.utterance.chunk_done and not row.utterance.finished:
                 self._begin_chunk(index)
         live = [not row.utterance.finished for row in self._rows]
         if not any(live):
-            return
+            return False
         n = len(self._rows)
         inputs = torch.stack([row.next_input for row in self._rows])
         cond, eos_logits = self.model.flow_lm.step(inputs, self._lm.select(slice(0, n)))
@@ -168,67 +247,136 @@ class StreamBatch:
         eos = eos_logits.tolist()
         for i, row in enumerate(self._rows):
             if live[i] and row.utterance.accept(eos[i]):
-                row.pending, row.pending_first = latents[i], row.fade
+                row.pending.append(latents[i])
+                row.starts.append(row.fade)
                 row.fade = False
                 row.next_input = latents[i]
+        return True
 
-    def _start_decode(self) -> Future[dict[int, np.ndarray]] | None:
-        work = self._take_pending()
-        if work is None:
-            return None
+    def _start_decode(self) -> None:
+        """Give the helper everything queued, if it is free."""
+        if self._job is not None:
+            return
+        groups = self._take_pending(set())
+        if not groups:
+            return
         if self._decoder is None:
             self._decoder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pocket-mimi")
-        return self._decoder.submit(self._decode, *work)
+        self._job_rows = [self._rows[i] for group in groups for i in group.rows]
+        self._job_eager = any(row.decoded - row.in_flight < self.eager_frames for row in self._job_rows)
+        self._job = self._decoder.submit(self._decode, groups)
 
-    def _take_pending(self) -> tuple[list[tuple[int, int, bool]], torch.Tensor] | None:
-        """Hand the pending latents over (the rows are free for the next LM step).
+    def _due(self, row: _Row, hurry: set[int], cap: int) -> int:
+        """How many of the row's waiting latents to decode now (0: let them wait).
 
-        Rows without a pending latent are decoded from zeros: each of them is about to
-        start a chunk (fresh decoder state) or to leave, so its state does not matter.
+        One call never crosses into a new text chunk: the decoder restarts there.
         """
-        if not any(row.pending is not None for row in self._rows):
-            return None
-        frames, latents = [], []
+        if not row.pending:
+            return 0
+        same_chunk = next((i for i in range(1, len(row.starts)) if row.starts[i]), len(row.starts))
+        if self.pipelined:
+            # ramp up: never more frames in one call than the stream already has out,
+            # so a listener's buffer grows before the gaps between deliveries do
+            return min(same_chunk, cap, max(1, row.decoded))
+        if (len(row.pending) >= self.decode_chunk or row.utterance.chunk_done or same_chunk < len(row.pending)
+                or row.decoded < self.eager_frames or row.stream_id in hurry):
+            return same_chunk
+        return 0
+
+    def _idle_row(self, row: _Row) -> bool:
+        """Decoding zeros on this row is harmless: it restarts its decoder next or leaves."""
+        return not row.pending and row.utterance.chunk_done
+
+    def _take_pending(self, hurry: set[int]) -> list[_DecodeGroup]:
+        """Hand the due latents over (the rows are free for the next LM step).
+
+        Rows are grouped by how many latents they decode. A group decodes a contiguous
+        span of rows in place when every other row of the span is idle (it then
+        decodes zeros, which cannot matter); otherwise its rows' decoder state is
+        gathered into a copy and written back.
+        """
+        idle = [self._idle_row(row) for row in self._rows]
+        # Pipelined: at most decode_budget frames per call, so that with many streams
+        # each one's audio still comes in small pieces, often.
+        waiting = sum(1 for row in self._rows if row.pending)
+        cap = max(1, min(self.decode_chunk, self.decode_budget // max(1, waiting)))
+        by_count: dict[int, list[int]] = {}
         for index, row in enumerate(self._rows):
-            if row.pending is None:
-                latents.append(self._zeros)
-                continue
-            frames.append((index, row.stream_id, row.pending_first))
-            latents.append(row.pending)
-            row.pending = None
-        return frames, torch.stack(latents)
+            count = self._due(row, hurry, cap)
+            if count:
+                by_count.setdefault(count, []).append(index)
+        groups = []
+        for count, rows in by_count.items():
+            lo, hi = rows[0], rows[-1] + 1
+            members = set(rows)
+            in_place = all(i in members or idle[i] for i in range(lo, hi))
+            span_rows = list(range(lo, hi)) if in_place else rows
+            latents = torch.zeros(len(span_rows), count, self.model.geometry.latent_dim)
+            for k, index in enumerate(span_rows):
+                if index in members:
+                    latents[k] = torch.stack(self._rows[index].pending[:count])
+            groups.append(_DecodeGroup(rows, [self._rows[i].stream_id for i in rows],
+                                       [self._rows[i].starts[0] for i in rows], latents,
+                                       slice(lo, hi) if in_place else None))
+            for index in rows:
+                row = self._rows[index]
+                row.decoded += count
+                row.in_flight += count if self.pipelined else 0
+                row.pending, row.starts = row.pending[count:], row.starts[count:]
+        return groups
 
     @torch.no_grad()
-    def _decode(self, frames: list[tuple[int, int, bool]], latents: torch.Tensor) -> dict[int, np.ndarray]:
-        """Mimi-decode one latent per row [0, n) in one call; {stream_id: pcm}."""
-        for index, _, first in frames:
-            if first:
-                self._mimi.reset_row(index)
-        flow_lm = self.model.flow_lm
-        scaled = latents * flow_lm.emb_std + flow_lm.emb_mean
-        audio = self.model.mimi.decode(scaled[:, None, :], self._mimi.select(slice(0, len(latents))))
+    def _decode(self, groups: list[_DecodeGroup]) -> dict[int, np.ndarray]:
+        """Mimi-decode every group, one call each; {stream_id: pcm of its frames}."""
+        flow_lm, mimi = self.model.flow_lm, self.model.mimi
         out = {}
-        for index, stream_id, first in frames:
-            frame = audio[index]
-            if first:
-                frame = frame.clone()
-                frame[:FADE_IN_SAMPLES] *= self._fade
-            out[stream_id] = frame.numpy().astype(np.float32, copy=True)
+        for group in groups:
+            for index, first in zip(group.rows, group.first):
+                if first:
+                    self._mimi.reset_row(index)
+            scaled = group.latents * flow_lm.emb_std + flow_lm.emb_mean
+            if group.span is not None:
+                audio = mimi.decode(scaled, self._mimi.select(group.span))
+                offset = group.span.start
+                positions = [index - offset for index in group.rows]
+            else:
+                state = self._mimi.gather(group.rows)
+                audio = mimi.decode(scaled, state)
+                self._mimi.scatter(group.rows, state)
+                positions = list(range(len(group.rows)))
+            for position, stream_id, first in zip(positions, group.stream_ids, group.first):
+                pcm = audio[position].numpy().astype(np.float32, copy=True)
+                if first:
+                    pcm[:FADE_IN_SAMPLES] *= self._fade.numpy()
+                out[stream_id] = pcm
         return out
 
-    def _collect(self, decoded: dict[int, np.ndarray]) -> list[StepOutput]:
+    def _collect(self) -> list[StepOutput]:
         outputs = []
+        frame_samples = self.model.frame_samples
+        ready = self._ready
+        present = {row.stream_id for row in self._rows}
+        # audio of rows left out of this step (paused) waits for them
+        self._ready = {sid: pcm for sid, pcm in ready.items() if sid not in present}
         for row in self._rows:
-            done = row.utterance.finished and row.pending is None
-            outputs.append(StepOutput(row.stream_id, decoded.get(row.stream_id), done))
+            done = row.utterance.finished and not row.pending and not row.in_flight
+            pieces = ready.get(row.stream_id)
+            pcm = None if pieces is None else pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
+            outputs.append(StepOutput(row.stream_id, pcm, done, frame_samples))
+        # Drop exactly the rows reported done: a drop may collect the helper's audio,
+        # which can finish another row only as of the next call.
+        finished = {out.stream_id for out in outputs if out.done}
         for index in reversed(range(len(self._rows))):
-            row = self._rows[index]
-            if row.utterance.finished and row.pending is None:
+            if self._rows[index].stream_id in finished:
                 self._drop(index)
         return outputs
 
     def close(self) -> None:
         """Stop the helper thread of a pipelined batch (idempotent)."""
+        if self._job is not None:
+            self._job.cancel()
+            wait([self._job])  # a decode already running ends first; its audio is not wanted
+            self._job = None
         if self._decoder is not None:
             self._decoder.shutdown(wait=True)
             self._decoder = None

@@ -48,12 +48,14 @@ class PocketEngine:
     """Pocket TTS behind the ``TtsEngine`` interface."""
 
     def __init__(self, model_dir: Path, voices_dir: Path, quantize: str = "none", threads: int = 0, *,
-                 max_streams: int = 8, max_waiting: int = 32) -> None:
+                 max_streams: int = 8, max_waiting: int = 32, decode_chunk: int = 4,
+                 decode_lead_s: float | None = None) -> None:
         if quantize not in ("none", "int8"):
             raise ValueError(f"quantize: must be 'none' or 'int8', got {quantize!r}")
         self.model_dir, self.voices_dir = Path(model_dir), Path(voices_dir)
         self.quantize, self.threads = quantize, threads
         self.max_streams, self.max_waiting = max_streams, max_waiting
+        self.decode_chunk, self.decode_lead_s = decode_chunk, decode_lead_s  # see BatchScheduler
         self._status = EngineStatus(EngineState.LOADING)
         self._model = None
         self._scheduler: BatchScheduler | None = None
@@ -91,7 +93,8 @@ class PocketEngine:
         self._model, self._builtin = model, builtin
         self._cloned = self._read_cloned_voices()
         self._scheduler = BatchScheduler(model, max_streams=self.max_streams, max_waiting=self.max_waiting,
-                                         threads=self.threads)
+                                         threads=self.threads, decode_chunk=self.decode_chunk,
+                                         lead_s=self.decode_lead_s)
         self._scheduler.start()
         self._status = EngineStatus(EngineState.READY)
 

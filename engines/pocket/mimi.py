@@ -76,6 +76,26 @@ class DecoderState:
         self.convs.copy_row(src, dst)
         self.attention.copy_row(src, dst)
 
+    def gather(self, rows: list[int]) -> DecoderState:
+        """A copy of the state of ``rows`` (any order); write it back with :meth:`scatter`."""
+        index = torch.tensor(rows)
+        ring = self.attention
+        copy = object.__new__(RingKvCache)
+        copy.context = ring.context
+        copy.keys, copy.values = ring.keys[:, index], ring.values[:, index]
+        copy.slot_pos, copy.steps = ring.slot_pos[:, index], ring.steps[index]
+        return DecoderState(self.upsample[index], ConvState([t[index] for t in self.convs.tensors]), copy)
+
+    def scatter(self, rows: list[int], part: DecoderState) -> None:
+        """Write a :meth:`gather` copy (since advanced) back into ``rows``."""
+        index = torch.tensor(rows)
+        self.upsample[index] = part.upsample
+        for mine, theirs in zip(self.convs.tensors, part.convs.tensors):
+            mine[index] = theirs
+        ring, other = self.attention, part.attention
+        ring.keys[:, index], ring.values[:, index] = other.keys, other.values
+        ring.slot_pos[:, index], ring.steps[index] = other.slot_pos, other.steps
+
 
 class Mimi(nn.Module):
     def __init__(self, g: PocketGeometry) -> None:

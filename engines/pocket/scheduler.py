@@ -11,6 +11,16 @@ paused (its row is left out of the step) until the consumer has read down to
 ``low_water``; a stalled consumer therefore costs nothing and never holds the
 others back. A stream paused for longer than ``stall_timeout_s`` is dropped.
 
+Chunked decoding (``decode_chunk`` K > 1, default 4): Mimi decodes several frames
+of a stream per call, which costs less per frame. Pipelined, the batch's Mimi
+thread takes whatever latents are queued (up to K a stream, ramping up from one
+frame per call). Sequential, a stream's first frame is decoded at once; after that
+its latents wait and are decoded K per Mimi call, unless its listener is short of
+audio: a stream whose lead -- audio delivered minus wall time since its first
+frame, i.e. what a listener who started playing at the first frame still has
+buffered -- is below ``lead_s`` is decoded every step. Either way frames are handed
+over one at a time and the audio is the same as with K = 1.
+
 Concurrency contract: ``submit``, ``run_exclusive``, ``close`` and the
 ``ScheduledStream`` methods may be called from any thread (``frames()`` from the
 loop the stream was opened on). Everything touching the model or the batch runs
@@ -53,12 +63,14 @@ class PausableBatch(StreamBatch):
     behind the rows that survived the step.
     """
 
-    def __init__(self, model: PocketModel, max_streams: int, pipelined: bool = False) -> None:
-        super().__init__(model, max_streams + 1, pipelined=pipelined)  # + the spare row used for swaps
+    def __init__(self, model: PocketModel, max_streams: int, pipelined: bool = False, decode_chunk: int = 1) -> None:
+        # + the spare row used for swaps
+        super().__init__(model, max_streams + 1, pipelined=pipelined, decode_chunk=decode_chunk)
         self.max_streams = max_streams  # admission limit; row max_streams is the spare
         self._spare = max_streams
 
     def _swap(self, i: int, j: int) -> None:
+        self._settle()
         for state in (self._lm, self._mimi):
             state.copy_row(i, self._spare)
             state.copy_row(j, i)
@@ -66,10 +78,11 @@ class PausableBatch(StreamBatch):
         self._rows[i], self._rows[j] = self._rows[j], self._rows[i]
 
     @torch.no_grad()
-    def step_active(self, paused: set[int]) -> list[StepOutput]:
-        """Step every stream not in ``paused`` (stream ids) by one frame."""
+    def step_active(self, paused: set[int], hurry: set[int] | None = None) -> list[StepOutput]:
+        """Step every stream not in ``paused`` (stream ids) by one frame; ``hurry`` as in ``step``."""
+        hurry = hurry or set()
         if not paused:
-            return self.step()
+            return self.step(hurry)
         active = 0
         for i in range(len(self._rows)):
             if self._rows[i].stream_id not in paused:
@@ -81,11 +94,12 @@ class PausableBatch(StreamBatch):
         tail = self._rows[active:]
         self._rows = self._rows[:active]
         try:
-            return self.step()
+            return self.step(hurry)
         finally:
             head = len(self._rows)
             for j in range(len(tail)):
                 if head + j != active + j:
+                    self._settle()
                     self._lm.copy_row(active + j, head + j)
                     self._mimi.copy_row(active + j, head + j)
             self._rows = self._rows + tail
@@ -100,8 +114,10 @@ class ScheduledStream:
         self.text, self.voice, self.settings, self.seed = text, voice, settings, seed
         self._loop = loop
         # Never overflows: the worker pauses the stream at high_water buffered frames,
-        # and adds at most one frame per step plus the end marker.
-        self._queue: asyncio.Queue = asyncio.Queue(maxsize=scheduler.high_water + 2)
+        # and a step adds at most a few decodes' worth of frames (a pipelined step collects
+        # the helper job running when it began and at most three it starts, each of
+        # <= decode_chunk frames a stream) plus the end marker.
+        self._queue: asyncio.Queue = asyncio.Queue(maxsize=scheduler.high_water + 4 * scheduler.decode_chunk + 1)
         self._lock = threading.Lock()
         self._buffered = 0
         self.cancelled = False
@@ -109,6 +125,8 @@ class ScheduledStream:
         self.paused_since = 0.0
         self.stream_id: int | None = None  # the batch's id once admitted
         self.finished = False
+        self.delivered = 0  # frames handed over (worker thread only)
+        self.first_frame_at: float | None = None  # monotonic time of the first frame
 
     # ---- consumer side (the event loop)
     async def frames(self) -> AsyncIterator[np.ndarray]:
@@ -163,6 +181,9 @@ class ScheduledStream:
         if item is not _END and not isinstance(item, BaseException):
             with self._lock:
                 self._buffered += 1
+            self.delivered += 1
+            if self.first_frame_at is None:
+                self.first_frame_at = time.monotonic()
         else:
             self.finished = True
         try:
@@ -182,9 +203,16 @@ class BatchScheduler:
 
     def __init__(self, model: PocketModel, *, max_streams: int = 8, max_waiting: int = 32, threads: int = 0,
                  pipelined: bool | None = None, high_water: int = 8, low_water: int = 4,
-                 stall_timeout_s: float = 60.0, frame_timeout_s: float = 60.0, idle_wait_s: float = 0.5) -> None:
+                 stall_timeout_s: float = 60.0, frame_timeout_s: float = 60.0, idle_wait_s: float = 0.5,
+                 decode_chunk: int = 4, lead_s: float | None = None) -> None:
         if not 0 <= low_water < high_water:
             raise ValueError("low_water: must be below high_water")
+        if decode_chunk < 1:
+            raise ValueError("decode_chunk: must be at least 1")
+        self.decode_chunk = decode_chunk
+        self.frame_s = model.frame_samples / model.sample_rate
+        # Default: chunk only while a whole chunk's worth of audio is buffered ahead.
+        self.lead_s = decode_chunk * self.frame_s if lead_s is None else lead_s
         self.model = model
         self.max_streams, self.max_waiting = max_streams, max_waiting
         cores = threads or os.cpu_count() or 1
@@ -260,7 +288,7 @@ class BatchScheduler:
     # ---- worker thread
     def _run(self) -> None:
         torch.set_num_threads(self.threads)
-        batch = PausableBatch(self.model, self.max_streams, self.pipelined)
+        batch = PausableBatch(self.model, self.max_streams, self.pipelined, self.decode_chunk)
         try:
             while True:
                 self._wake.clear()  # before looking at the state: a later wake() is never lost
@@ -275,19 +303,19 @@ class BatchScheduler:
                     self._wake.wait(self.idle_wait_s)
                     continue
                 try:
-                    outputs = batch.step_active(paused)
+                    outputs = batch.step_active(paused, self._hurried(paused))
                 except Exception as exc:  # a bug in a step: fail these streams, keep the worker alive
                     log.exception("Pocket batch step failed")
                     self._fail_all(EngineError(f"synthesis failed: {exc}"))
                     batch.close()
-                    batch = PausableBatch(self.model, self.max_streams, self.pipelined)
+                    batch = PausableBatch(self.model, self.max_streams, self.pipelined, self.decode_chunk)
                     continue
                 self.steps += 1
                 self.rows_stepped += len(outputs)
                 for out in outputs:
                     stream = self._active[out.stream_id]
-                    if out.pcm is not None:
-                        stream.deliver(out.pcm)
+                    for frame in out.frames:
+                        stream.deliver(frame)
                     if out.done:
                         stream.deliver(_END)
                         del self._active[out.stream_id]
@@ -353,6 +381,20 @@ class BatchScheduler:
             if stream.paused:
                 paused.add(stream_id)
         return paused
+
+    def _hurried(self, paused: set[int]) -> set[int]:
+        """Streams whose listener has less than ``lead_s`` of audio ahead: decode them every step."""
+        if self.decode_chunk == 1:
+            return set()
+        now = time.monotonic()
+        hurry = set()
+        for stream_id, stream in self._active.items():
+            if stream_id in paused or stream.first_frame_at is None:
+                continue  # the batch decodes a stream's first frame at once anyway
+            lead = stream.delivered * self.frame_s - (now - stream.first_frame_at)
+            if lead < self.lead_s:
+                hurry.add(stream_id)
+        return hurry
 
     def _fail_all(self, error: EngineError) -> None:
         with self._lock:

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from engines.base import EngineError
+from engines.pocket.batch import StreamBatch
 
 ATOL = 1e-5  # batched matmuls round differently from single-row ones
 
@@ -34,9 +35,9 @@ def solo(tiny_model) -> list[np.ndarray]:
 
 
 def _run(model, joins: dict[int, list[int]], cancel: dict[int, int] | None = None, max_streams: int = 4,
-         pipelined: bool = False):
-    """Step a batch; stream i joins before step joins[step]; cancel {stream: step}."""
-    batch = model.new_batch(max_streams=max_streams, pipelined=pipelined)
+         pipelined: bool = False, decode_chunk: int = 1, hurry: dict[int, set[int]] | None = None):
+    """Step a batch; stream i joins before step joins[step]; cancel {stream: step}; hurry {step: streams}."""
+    batch = StreamBatch(model, max_streams, pipelined=pipelined, decode_chunk=decode_chunk)
     frames: dict[int, list[np.ndarray]] = {}
     ids: dict[int, int] = {}
     done: set[int] = set()
@@ -52,9 +53,10 @@ def _run(model, joins: dict[int, list[int]], cancel: dict[int, int] | None = Non
                 assert batch.remove(ids[index])
         widths.append(len(batch))
         by_id = {sid: i for i, sid in ids.items()}
-        for out in batch.step():
-            if out.pcm is not None:
-                frames[by_id[out.stream_id]].append(out.pcm)
+        for out in batch.step({ids[i] for i in (hurry or {}).get(step, set()) if i in ids}):
+            # pipelined: the helper's jobs (<= decode_chunk frames a stream) finishing during the call
+            assert len(out.frames) <= (4 if pipelined else 1) * decode_chunk
+            frames[by_id[out.stream_id]].extend(out.frames)
             if out.done:
                 done.add(by_id[out.stream_id])
         step += 1
@@ -62,21 +64,33 @@ def _run(model, joins: dict[int, list[int]], cancel: dict[int, int] | None = Non
     return {i: np.concatenate(f) for i, f in frames.items()}, widths, done
 
 
-@pytest.mark.parametrize("pipelined", [False, True])
-def test_streams_joining_at_different_times_match_solo_runs(tiny_model, solo, pipelined: bool) -> None:
-    audio, widths, done = _run(tiny_model, {0: [0], 3: [1, 2], 9: [3]}, pipelined=pipelined)
+MODES = [(False, 1), (True, 1), (False, 4), (True, 4), (False, 3)]  # (pipelined, decode_chunk)
+MODE_IDS = ["sequential", "pipelined", "chunked", "chunked-pipelined", "chunked-by-3"]
+
+
+@pytest.mark.parametrize(("pipelined", "decode_chunk"), MODES, ids=MODE_IDS)
+def test_streams_joining_at_different_times_match_solo_runs(tiny_model, solo, pipelined: bool,
+                                                            decode_chunk: int) -> None:
+    # stream 3 is hurried on a few steps, so rows decode different counts in one step
+    audio, widths, done = _run(tiny_model, {0: [0], 3: [1, 2], 9: [3]}, pipelined=pipelined,
+                               decode_chunk=decode_chunk, hurry={11: {3}, 12: {3}, 17: {0, 3}})
     assert max(widths) == 4 and done == {0, 1, 2, 3}
     for i, expected in enumerate(solo):
         assert audio[i].shape == expected.shape, f"stream {i}"
         np.testing.assert_allclose(audio[i], expected, rtol=0, atol=ATOL, err_msg=f"stream {i}")
 
 
-@pytest.mark.parametrize("pipelined", [False, True])
-def test_a_stream_leaving_mid_way_does_not_disturb_the_others(tiny_model, solo, pipelined: bool) -> None:
-    audio, widths, done = _run(tiny_model, {0: [0, 1, 2, 3]}, cancel={1: 5}, pipelined=pipelined)
+@pytest.mark.parametrize(("pipelined", "decode_chunk"), MODES, ids=MODE_IDS)
+def test_a_stream_leaving_mid_way_does_not_disturb_the_others(tiny_model, solo, pipelined: bool,
+                                                              decode_chunk: int) -> None:
+    audio, widths, done = _run(tiny_model, {0: [0, 1, 2, 3]}, cancel={1: 5}, pipelined=pipelined,
+                               decode_chunk=decode_chunk)
     assert widths[:5] == [4, 4, 4, 4, 4] and widths[5] == 3
-    played = 4 if pipelined else 5  # pipelined audio arrives one step later
+    # 5 steps ran: frame 1 at once, then whole chunks (the cancelled one's waiting latents are dropped);
+    # pipelined, how much of it the helper had decoded depends on timing
+    played = len(audio[1]) // tiny_model.frame_samples
     assert 1 not in done and len(audio[1]) == played * tiny_model.frame_samples
+    assert 1 <= played <= 5 if pipelined else played == 1 + 4 // decode_chunk * decode_chunk
     np.testing.assert_allclose(audio[1], solo[1][: len(audio[1])], rtol=0, atol=ATOL)
     for i in (0, 2, 3):
         np.testing.assert_allclose(audio[i], solo[i], rtol=0, atol=ATOL, err_msg=f"stream {i}")
@@ -90,6 +104,22 @@ def test_pipelined_audio_arrives_one_step_later(tiny_model) -> None:
         outputs = [batch.step()[0] for _ in range(3)]
         batch.close()
         assert [out.pcm is not None for out in outputs].index(True) == first_audio_step
+
+
+def test_chunked_decoding_delivers_the_first_frame_at_once_then_whole_chunks(tiny_model) -> None:
+    batch = StreamBatch(tiny_model, 1, decode_chunk=4)
+    batch.add("Rain in spain stays mainly in the plain, and the rest of the sentence goes on.",
+              tiny_model.load_voice("alba"), seed=1)
+    counts = [len(batch.step()[0].frames) for _ in range(9)]
+    assert counts == [1, 0, 0, 0, 4, 0, 0, 0, 4]
+    assert [len(batch.step([batch.stream_ids()[0]])[0].frames) for _ in range(2)] == [1, 1]
+
+
+def test_batch_settings_are_checked(tiny_model) -> None:
+    with pytest.raises(ValueError, match="^decode_chunk: must be at least 1$"):
+        StreamBatch(tiny_model, 2, decode_chunk=0)
+    with pytest.raises(ValueError, match="^eager_frames: must not be negative$"):
+        StreamBatch(tiny_model, 2, eager_frames=-1)
 
 
 def test_a_full_batch_refuses_another_stream(tiny_model) -> None:
@@ -130,3 +160,26 @@ def test_a_voice_of_another_model_is_refused(tiny_model) -> None:
     with pytest.raises(ValueError, match=r"^voice: made for another model \(2 layers x 4 heads x 32; "
                                          r"this model has 2 x 2 x 64\)$"):
         tiny_model.new_batch().add("Hello.", voice)
+
+
+@pytest.mark.parametrize(("pipelined", "decode_chunk"), MODES, ids=MODE_IDS)
+def test_several_text_chunks_restart_the_decoder_at_the_same_frames(tiny_model, pipelined: bool,
+                                                                    decode_chunk: int) -> None:
+    text = "One small sentence here. Then a second one follows it. And a third closes the text."
+    settings = replace(tiny_model.defaults, max_tokens_per_chunk=8)
+    voice = tiny_model.load_voice("marius")
+    expected = np.concatenate(list(tiny_model.stream(text, voice, settings, seed=5)))
+    batch = StreamBatch(tiny_model, 2, pipelined=pipelined, decode_chunk=decode_chunk)
+    batch.add(text, voice, settings, seed=5)
+    other = batch.add("Hello world, this is a test.", tiny_model.load_voice("alba"), seed=1)
+    frames, chunks_seen = [], 0
+    while len(batch):
+        for out in batch.step():
+            if out.stream_id != other:
+                frames.extend(out.frames)
+        chunks_seen = max([chunks_seen] + [row.utterance.chunk + 1 for row in batch._rows if row.stream_id != other])
+    batch.close()
+    assert chunks_seen >= 2  # the text really was spoken in several chunks
+    got = np.concatenate(frames)
+    assert got.shape == expected.shape
+    np.testing.assert_allclose(got, expected, rtol=0, atol=ATOL)

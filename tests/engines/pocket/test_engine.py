@@ -225,14 +225,19 @@ def test_voxgate_say_unknown_voice_and_missing_model(tiny_model_dir: Path, tmp_p
 
 @pytest.mark.slow
 @pytest.mark.reference
-@pytest.mark.parametrize("pipelined", [False, True], ids=["sequential", "pipelined"])
-async def test_engine_audio_equals_the_reference(tiny_dir: Path, tiny_reference, tmp_path: Path, pipelined: bool):
+@pytest.mark.parametrize(("pipelined", "decode_chunk"), [(False, 1), (True, 1), (False, 4), (True, 4)],
+                         ids=["sequential", "pipelined", "chunked", "chunked-pipelined"])
+async def test_engine_audio_equals_the_reference(tiny_dir: Path, tiny_reference, tmp_path: Path, pipelined: bool,
+                                                 decode_chunk: int):
     from pocket_reference import TEXTS
 
-    eng = PocketEngine(tiny_dir, tmp_path / "voices", threads=2 if pipelined else 1)
+    # decode_lead_s=0: chunk from the second frame on, however far ahead the streams are
+    eng = PocketEngine(tiny_dir, tmp_path / "voices", threads=2 if pipelined else 1, decode_chunk=decode_chunk,
+                       decode_lead_s=0.0)
     await eng.load()
     try:
         assert eng._scheduler.pipelined is pipelined
+        assert eng._scheduler.decode_chunk == decode_chunk
         streams = {name: eng.open_stream(TEXTS[name], voice, SynthesisOptions(seed=seed, temperature=0.3))
                    for name, voice, seed in (("short", "alba", 3), ("tiny", "marius", 4))}
         got = dict(zip(streams, await asyncio.gather(*(_collect(s) for s in streams.values()))))

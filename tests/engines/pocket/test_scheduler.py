@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import time
 import weakref
 from collections.abc import AsyncIterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -35,12 +37,15 @@ def alone(model) -> dict[int, np.ndarray]:
     return {seed: model.synthesize(text, model.load_voice(voice), seed=seed) for seed, (voice, text) in TEXTS.items()}
 
 
-@pytest.fixture(params=[False, True], ids=["sequential", "pipelined"])
+@pytest.fixture(params=[(False, 1), (True, 1), (False, 4), (True, 4)],
+                ids=["sequential", "pipelined", "chunked", "chunked-pipelined"])
 async def scheduler(model, request):
     # Pipelined: Mimi decodes on the batch's helper thread while the LM runs (2 threads, 1 core each).
-    sched = BatchScheduler(model, max_streams=4, max_waiting=2, threads=2 if request.param else 1,
-                           pipelined=request.param)
-    assert sched.pipelined is request.param
+    # Chunked: after its first frame a stream's latents are decoded 4 at a time (lead_s=0: always).
+    pipelined, decode_chunk = request.param
+    sched = BatchScheduler(model, max_streams=4, max_waiting=2, threads=2 if pipelined else 1,
+                           pipelined=pipelined, decode_chunk=decode_chunk, lead_s=0.0)
+    assert sched.pipelined is pipelined
     sched.start()
     yield sched
     await asyncio.to_thread(sched.close)
@@ -93,7 +98,9 @@ async def test_a_paused_stream_does_not_block_the_others(scheduler, model, alone
     busy_frames = await _take(busy)  # runs to the end while the other sits paused
     _assert_same_audio(busy_frames, alone[2])
     assert stalled.paused
-    assert stalled.buffered == scheduler.high_water
+    # decoded chunks can land on top of the high-water mark (pipelined: up to four helper
+    # jobs in one step), never past the stream's queue bound
+    assert scheduler.high_water <= stalled.buffered < scheduler.high_water + 4 * scheduler.decode_chunk
     # Pausing (rows swapped out of the step and back) leaves its audio unchanged.
     _assert_same_audio(await _take(stalled), alone[3])
 
@@ -108,6 +115,23 @@ async def test_cancel_ends_the_stream_and_frees_its_row(scheduler, model):
             break
         await asyncio.sleep(0.01)
     assert scheduler.load() == (0, 0)
+
+
+def test_a_stream_short_of_audio_is_decoded_every_step(model):
+    sched = BatchScheduler(model, threads=1, decode_chunk=4)
+    assert sched.lead_s == pytest.approx(4 * 0.08)  # default: one chunk of audio ahead
+    now = time.monotonic()
+    sched._active = {
+        1: SimpleNamespace(delivered=10, first_frame_at=now - 0.1),  # 0.7 s ahead: chunked
+        2: SimpleNamespace(delivered=5, first_frame_at=now - 0.3),  # 0.1 s ahead: hurried
+        3: SimpleNamespace(delivered=0, first_frame_at=None),  # no frame yet: the batch decodes it at once
+        4: SimpleNamespace(delivered=1, first_frame_at=now - 1.0),  # behind, but paused
+    }
+    assert sched._hurried({4}) == {2}
+    sched.decode_chunk = 1
+    assert sched._hurried(set()) == set()
+    with pytest.raises(ValueError, match="^decode_chunk: must be at least 1$"):
+        BatchScheduler(model, threads=1, decode_chunk=0)
 
 
 async def test_admission_is_bounded(model):
