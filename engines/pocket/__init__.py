@@ -54,10 +54,13 @@ streams join and leave between steps::
 
 ``add`` raises ValueError (text with nothing to say, a voice of another model) or
 EngineError(code="over_capacity") when full. Each ``step()`` returns one StepOutput per
-stream that was in the batch, at most one frame each; a stream's frames arrive in order
-and are the same whatever else is in the batch. ``pipelined=True`` overlaps Mimi
-decoding (on a helper thread owned by the batch) with the next LM step: same audio,
-one call later, ~25-30% more throughput when a second core is free.
+stream that was in the batch; ``StepOutput.pcm`` holds zero or more 80 ms frames
+(``.frames`` splits them): a stream's first frame is decoded at once, later ones may be
+decoded several per Mimi call (``decode_chunk``), which amortizes the decoder's per-call
+cost. A stream's frames arrive in order and are the same whatever else is in the batch.
+``pipelined=True`` runs Mimi on a helper thread owned by the batch while the LM steps
+ahead (up to a bounded number of queued latents per stream): same audio, more
+throughput when a second core is free.
 
 ``GenerationSettings`` (frozen dataclass, validated: ValueError naming the field):
 temperature, lsd_steps, eos_threshold, frames_after_eos, max_tokens_per_chunk,
