@@ -38,7 +38,11 @@ def _tensors(path: Path) -> dict[str, torch.Tensor]:
         return {k: f.get_tensor(k) for k in f.keys()}
 
 
-@pytest.mark.skipif(not KEYS_FILE.exists(), reason="reference key list not on this machine")
+# The key list is the project's spec file (../shared/pocket), present in CI but not in
+# every clone; the same layout is also proven by the strict loads into the reference
+# (test_reference_loads_english_strictly_and_generates), which need no file.
+@pytest.mark.skipif(not KEYS_FILE.exists(),
+                    reason="../shared/pocket/state_dict_keys.txt is absent; layout still checked by the reference's strict load")
 def test_english_layout_is_exactly_the_reference_key_list():
     layout = rc.checkpoint_layout(rc.GEOMETRIES["english"])
     assert layout == _read_keys_file()
