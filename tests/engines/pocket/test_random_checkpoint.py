@@ -19,7 +19,8 @@ from safetensors import safe_open
 
 from engines.pocket import random_checkpoint as rc
 
-KEYS_FILE = Path("/work/shared/pocket/state_dict_keys.txt")
+# shared/ sits beside the repository checkout (the project spec; CI lays a copy there)
+KEYS_FILE = Path(__file__).resolve().parents[4] / "shared" / "pocket" / "state_dict_keys.txt"
 REPO = Path(__file__).resolve().parents[3]
 
 
