@@ -14,6 +14,8 @@ import math
 import torch
 from torch import nn
 
+from engines.pocket.kernels import Linear
+
 
 def _layer_norm(x: torch.Tensor, eps: float) -> torch.Tensor:
     mean = x.mean(dim=-1, keepdim=True)
@@ -36,7 +38,7 @@ class _TimeEmbedding(nn.Module):
         super().__init__()
         half = frequencies // 2
         self.register_buffer("freqs", torch.exp(-math.log(max_period) * torch.arange(half) / half))
-        self.mlp = nn.Sequential(nn.Linear(frequencies, dim), nn.SiLU(), nn.Linear(dim, dim),
+        self.mlp = nn.Sequential(Linear(frequencies, dim), nn.SiLU(), Linear(dim, dim),
                                  _RmsNorm(dim))
 
     def forward(self, t: torch.Tensor) -> torch.Tensor:
@@ -50,8 +52,8 @@ class _AdaLnBlock(nn.Module):
         self.in_ln = nn.Module()
         self.in_ln.weight = nn.Parameter(torch.ones(dim))
         self.in_ln.bias = nn.Parameter(torch.zeros(dim))
-        self.mlp = nn.Sequential(nn.Linear(dim, dim), nn.SiLU(), nn.Linear(dim, dim))
-        self.adaLN_modulation = nn.Sequential(nn.SiLU(), nn.Linear(dim, 3 * dim))
+        self.mlp = nn.Sequential(Linear(dim, dim), nn.SiLU(), Linear(dim, dim))
+        self.adaLN_modulation = nn.Sequential(nn.SiLU(), Linear(dim, 3 * dim))
 
     def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         shift, scale, gate = self.adaLN_modulation(y).chunk(3, dim=-1)
@@ -62,8 +64,8 @@ class _AdaLnBlock(nn.Module):
 class _FinalLayer(nn.Module):
     def __init__(self, dim: int, out_dim: int) -> None:
         super().__init__()
-        self.linear = nn.Linear(dim, out_dim)
-        self.adaLN_modulation = nn.Sequential(nn.SiLU(), nn.Linear(dim, 2 * dim))
+        self.linear = Linear(dim, out_dim)
+        self.adaLN_modulation = nn.Sequential(nn.SiLU(), Linear(dim, 2 * dim))
 
     def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         shift, scale = self.adaLN_modulation(y).chunk(2, dim=-1)
@@ -78,8 +80,8 @@ class FlowHead(nn.Module):
         super().__init__()
         self.flow_type = flow_type
         self.time_embed = nn.ModuleList(_TimeEmbedding(dim) for _ in range(_TIME_CONDITIONS[flow_type]))
-        self.cond_embed = nn.Linear(cond_dim, dim)
-        self.input_proj = nn.Linear(latent_dim, dim)
+        self.cond_embed = Linear(cond_dim, dim)
+        self.input_proj = Linear(latent_dim, dim)
         self.res_blocks = nn.ModuleList(_AdaLnBlock(dim) for _ in range(depth))
         self.final_layer = _FinalLayer(dim, latent_dim)
 

@@ -13,6 +13,7 @@ from torch import nn
 
 from engines.pocket.flow_head import FlowHead
 from engines.pocket.geometry import PocketGeometry
+from engines.pocket.kernels import Linear
 from engines.pocket.kv_cache import RowKvCache
 from engines.pocket.layers import Transformer
 
@@ -21,7 +22,7 @@ class _TextTable(nn.Module):
     def __init__(self, vocab_size: int, dim: int, rank: int | None) -> None:
         super().__init__()
         self.embed = nn.Embedding(vocab_size + 1, rank or dim)  # + 1: the padding id
-        self.proj = None if rank is None else nn.Linear(rank, dim, bias=False)
+        self.proj = None if rank is None else Linear(rank, dim, bias=False)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         x = self.embed(tokens)
@@ -41,12 +42,12 @@ class FlowLM(nn.Module):
         if g.bos_before_voice:
             self.bos_before_voice = nn.Parameter(torch.zeros(1, 1, g.lm_dim))
         self.speaker_proj_weight = nn.Parameter(torch.zeros(g.lm_dim, g.speaker_dim))
-        self.input_linear = nn.Linear(g.latent_dim, g.lm_dim, bias=False)
+        self.input_linear = Linear(g.latent_dim, g.lm_dim, bias=False)
         self.transformer = Transformer(g.lm_layers, g.lm_dim, g.lm_heads, g.lm_kv_heads,
                                        g.lm_head_dim, g.lm_ff_dim, g.lm_max_period)
         self.out_norm = nn.LayerNorm(g.lm_dim, eps=1e-5)
-        self.z_proj = None if g.z_dim is None else nn.Linear(g.lm_dim, g.z_dim, bias=False)
-        self.out_eos = nn.Linear(cond_dim, 1)
+        self.z_proj = None if g.z_dim is None else Linear(g.lm_dim, g.z_dim, bias=False)
+        self.out_eos = Linear(cond_dim, 1)
 
     def new_cache(self, rows: int, capacity: int) -> RowKvCache:
         g = self.geometry

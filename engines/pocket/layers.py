@@ -16,6 +16,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from engines.pocket.kernels import Linear
+
 
 def apply_rope(x: torch.Tensor, positions: torch.Tensor, max_period: float) -> torch.Tensor:
     """Rotate interleaved pairs of ``x`` [B, T, H, D] by ``positions`` [B, T] (float32 math)."""
@@ -49,8 +51,8 @@ class Attention(nn.Module):
         super().__init__()
         self.heads, self.kv_heads, self.head_dim = heads, kv_heads, head_dim
         self.max_period = max_period
-        self.in_proj = nn.Linear(dim, (heads + 2 * kv_heads) * head_dim, bias=False)
-        self.out_proj = nn.Linear(heads * head_dim, dim, bias=False)
+        self.in_proj = Linear(dim, (heads + 2 * kv_heads) * head_dim, bias=False)
+        self.out_proj = Linear(heads * head_dim, dim, bias=False)
 
     def forward(self, x: torch.Tensor, pos_q: torch.Tensor, store: KvStore, layer: int) -> torch.Tensor:
         b, t, _ = x.shape
@@ -84,8 +86,8 @@ class TransformerLayer(nn.Module):
         self.self_attn = Attention(dim, heads, kv_heads, head_dim, max_period)
         self.norm1 = nn.LayerNorm(dim, eps=1e-5)
         self.norm2 = nn.LayerNorm(dim, eps=1e-5)
-        self.linear1 = nn.Linear(dim, ff_dim, bias=False)
-        self.linear2 = nn.Linear(ff_dim, dim, bias=False)
+        self.linear1 = Linear(dim, ff_dim, bias=False)
+        self.linear2 = Linear(ff_dim, dim, bias=False)
         self.layer_scale_1: nn.Module = LayerScale(dim) if layer_scale else nn.Identity()
         self.layer_scale_2: nn.Module = LayerScale(dim) if layer_scale else nn.Identity()
 

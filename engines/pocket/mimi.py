@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 from engines.pocket.geometry import MimiTransformerGeometry, PocketGeometry
+from engines.pocket.kernels import Linear
 from engines.pocket.kv_cache import RingKvCache
 from engines.pocket.layers import CausalWindow, Transformer
 from engines.pocket.seanet import (
@@ -32,17 +33,21 @@ class _ProjectedTransformer(nn.Module):
         self.transformer = Transformer(g.num_layers, g.d_model, g.num_heads, g.num_heads,
                                        g.d_model // g.num_heads, g.ff_dim, g.max_period,
                                        layer_scale=True)
-        self.input_proj = (nn.Linear(g.input_dim, g.d_model, bias=False)
+        self.input_proj = (Linear(g.input_dim, g.d_model, bias=False)
                            if g.input_dim != g.d_model else None)
         self.output_projs = nn.ModuleList(
-            [nn.Linear(g.d_model, g.output_dim, bias=False) if g.output_dim != g.d_model
+            [Linear(g.d_model, g.output_dim, bias=False) if g.output_dim != g.d_model
              else nn.Identity()])
 
     def forward(self, x: torch.Tensor, pos_q: torch.Tensor, store) -> torch.Tensor:
-        x = x.transpose(1, 2)
+        """[B, C, T] -> [B, C', T]."""
+        return self.channels_last(x.transpose(1, 2), pos_q, store).transpose(1, 2)
+
+    def channels_last(self, x: torch.Tensor, pos_q: torch.Tensor, store) -> torch.Tensor:
+        """[B, T, C] -> [B, T, C']."""
         if self.input_proj is not None:
             x = self.input_proj(x)
-        return self.output_projs[0](self.transformer(x, pos_q, store)).transpose(1, 2)
+        return self.output_projs[0](self.transformer(x, pos_q, store))
 
 
 class _Quantizer(nn.Module):
@@ -60,7 +65,7 @@ class DecoderState:
     """Streaming state of the decoder for ``rows`` streams."""
 
     upsample: torch.Tensor  # [rows, C, carry] of the transposed-conv upsampler
-    convs: ConvState
+    convs: ConvState  # the SEANet decoder's, channels last ([rows, carry, C] each)
     attention: RingKvCache
 
     def select(self, rows: slice) -> DecoderState:
@@ -126,7 +131,7 @@ class Mimi(nn.Module):
         up = self.upsample.convtr
         return DecoderState(
             upsample=torch.zeros(rows, *up.state_shape()),
-            convs=self.decoder.new_state(rows),
+            convs=self.decoder.new_step_state(rows),
             attention=RingKvCache(t.num_layers, rows, t.context, t.num_heads, t.d_model // t.num_heads))
 
     def decode(self, latents: torch.Tensor, state: DecoderState) -> torch.Tensor:
@@ -137,9 +142,10 @@ class Mimi(nn.Module):
         x = self.quantizer.output_proj(latents.transpose(1, 2))
         x = self.upsample.convtr(x, state.upsample)
         steps = x.shape[-1]
-        x = self.decoder_transformer(x, state.attention.positions(steps), state.attention)
+        x = self.decoder_transformer.channels_last(x.transpose(1, 2), state.attention.positions(steps),
+                                                   state.attention)
         state.attention.advance(steps)
-        return self.decoder(x, state.convs)[:, 0]
+        return self.decoder.step(x, state.convs)[..., 0]
 
     def encode(self, audio: torch.Tensor) -> torch.Tensor:
         """Audio [B, samples] at 24 kHz -> latents [B, T, inner_dim] (T = ceil(samples / frame))."""

@@ -14,6 +14,8 @@ import torch
 from torch import nn
 from torch.ao.quantization import quantize_dynamic
 
+from engines.pocket.kernels import Linear
+
 
 def quantize_lm_linears(flow_lm: nn.Module) -> None:
     if platform.machine() in ("arm64", "aarch64"):
@@ -30,6 +32,10 @@ def quantize_lm_linears(flow_lm: nn.Module) -> None:
 
 
 def _quantize_layer(layer: nn.Module) -> None:
-    quantize_dynamic(layer.self_attn, {nn.Linear}, dtype=torch.qint8, inplace=True)
-    layer.linear1 = quantize_dynamic(nn.Sequential(layer.linear1), {nn.Linear}, dtype=torch.qint8)[0]
-    layer.linear2 = quantize_dynamic(nn.Sequential(layer.linear2), {nn.Linear}, dtype=torch.qint8)[0]
+    attn = layer.self_attn
+    attn.in_proj, attn.out_proj = _int8(attn.in_proj), _int8(attn.out_proj)
+    layer.linear1, layer.linear2 = _int8(layer.linear1), _int8(layer.linear2)
+
+
+def _int8(linear: Linear) -> nn.Module:
+    return quantize_dynamic(nn.Sequential(linear.plain()), {nn.Linear}, dtype=torch.qint8)[0]

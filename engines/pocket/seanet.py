@@ -4,6 +4,15 @@ A streaming conv keeps the last ``kernel - stride`` input samples of each row; a
 streaming transposed conv keeps the overlapping tail of its last output. Feeding N
 frames at once or one at a time gives the same samples. ``state=None`` runs a whole
 signal from silence (the encoder's use).
+
+Two layouts: ``forward`` takes [B, C, T] (torch's conv layout; the encoder), and
+``step`` takes [B, T, C] (the streaming decoder). ``step`` writes each conv as one
+matrix product over [B * T] rows: a conv of kernel k multiplies the k shifted
+copies of its input side by side, a transposed conv multiplies once and
+overlap-adds the k / stride blocks of each output. Those products go through
+:func:`engines.pocket.kernels.linear`; torch's own conv kernels are two to three
+times slower here for these few-step inputs (its transposed conv has no fast
+path at all on this CPU).
 """
 
 from __future__ import annotations
@@ -14,6 +23,7 @@ import torch
 from torch import nn
 
 from engines.pocket.geometry import SeanetGeometry
+from engines.pocket.kernels import linear
 
 
 @dataclass
@@ -34,6 +44,23 @@ class ConvState:
             t[dst] = t[src]
 
 
+class _DerivedWeight:
+    """A rearranged copy of a weight, rebuilt whenever the weight changes (e.g. a new load)."""
+
+    def __init__(self, derive) -> None:
+        self.derive = derive
+        self.key: tuple[int, int] | None = None
+        self.value: torch.Tensor | None = None
+
+    def get(self, weight: torch.Tensor) -> torch.Tensor:
+        key = (weight.data_ptr(), weight._version)
+        if key != self.key or self.value is None:
+            with torch.no_grad():
+                self.value = self.derive(weight.detach()).contiguous()
+            self.key = key
+        return self.value
+
+
 class StreamingConv(nn.Module):
     def __init__(self, in_ch: int, out_ch: int, kernel: int, stride: int = 1, dilation: int = 1,
                  groups: int = 1, bias: bool = True, replicate: bool = False) -> None:
@@ -41,9 +68,28 @@ class StreamingConv(nn.Module):
         self.conv = nn.Conv1d(in_ch, out_ch, kernel, stride, dilation=dilation, groups=groups, bias=bias)
         self.carry = (kernel - 1) * dilation + 1 - stride
         self.replicate = replicate  # pad the first window with the first sample, not zeros
+        # weight [out, in, k] -> [out, k * in], taps side by side as ``step`` lays them out
+        self._matrix = _DerivedWeight(lambda w: w.permute(0, 2, 1).reshape(w.shape[0], -1))
 
     def state_shape(self) -> tuple[int, int]:
         return (self.conv.in_channels, self.carry)
+
+    def step_state_shape(self) -> tuple[int, int]:
+        return (self.carry, self.conv.in_channels)
+
+    def step(self, x: torch.Tensor, state: torch.Tensor) -> torch.Tensor:
+        """Channels last: ``x`` [B, T, C_in], ``state`` [B, carry, C_in] -> [B, T, C_out]."""
+        if self.conv.stride[0] != 1 or self.conv.groups != 1:
+            raise ValueError("step: only stride-1, ungrouped convs run channels last")
+        if self.carry:
+            x_full = torch.cat([state, x], dim=1)
+            state.copy_(x_full[:, -self.carry:])
+        else:
+            x_full = x
+        kernel, dilation, steps = self.conv.kernel_size[0], self.conv.dilation[0], x.shape[1]
+        taps = x_full if kernel == 1 else torch.cat(
+            [x_full[:, j * dilation: j * dilation + steps] for j in range(kernel)], dim=-1)
+        return linear(taps, self._matrix.get(self.conv.weight), self.conv.bias)
 
     def forward(self, x: torch.Tensor, state: torch.Tensor | None) -> torch.Tensor:
         if self.carry == 0:
@@ -67,9 +113,37 @@ class StreamingConvTranspose(nn.Module):
         # torch runs it through a slow generic kernel (~1.7 ms per frame at width 512);
         # a broadcast product and one overlap-add is the same sum (bitwise for one frame).
         self._overlap_add = groups == in_ch == out_ch and kernel == 2 * stride and not bias
+        # weight [in, out, k] -> [k * out, in]: one product gives every tap of every output
+        self._matrix = _DerivedWeight(lambda w: w.permute(2, 1, 0).reshape(-1, w.shape[0]))
 
     def state_shape(self) -> tuple[int, int]:
         return (self.convtr.out_channels, self.carry)
+
+    def step_state_shape(self) -> tuple[int, int]:
+        return (self.carry, self.convtr.out_channels)
+
+    def step(self, x: torch.Tensor, state: torch.Tensor) -> torch.Tensor:
+        """Channels last: ``x`` [B, T, C_in], ``state`` [B, carry, C_out] -> [B, T * stride, C_out]."""
+        stride, kernel = self.convtr.stride[0], self.convtr.kernel_size[0]
+        if self.convtr.groups != 1 or kernel % stride:
+            raise ValueError("step: only ungrouped transposed convs with kernel = n * stride run channels last")
+        b, steps, _ = x.shape
+        blocks, channels = kernel // stride, self.convtr.out_channels
+        # parts[:, t, i] lands on output block t + i: blocks overlap-add
+        parts = linear(x, self._matrix.get(self.convtr.weight)).view(b, steps, blocks, stride, channels)
+        y = x.new_empty(b, steps + blocks - 1, stride, channels)
+        y[:, :steps] = parts[:, :, 0]
+        y[:, steps:] = 0
+        for i in range(1, blocks):
+            y[:, i:i + steps] += parts[:, :, i]
+        y = y.view(b, (steps + blocks - 1) * stride, channels)
+        if self.carry:
+            y[:, : self.carry] += state
+            state.copy_(y[:, -self.carry:])  # the tail before bias: bias is added once, when it is output
+            y = y[:, : -self.carry]
+        if self.convtr.bias is not None:
+            y = y + self.convtr.bias
+        return y
 
     def _depthwise_overlap_add(self, x: torch.Tensor) -> torch.Tensor:
         b, c, t = x.shape
@@ -106,6 +180,12 @@ class _ResBlock(nn.Module):
             v = layer(v, states.pop(0)) if isinstance(layer, StreamingConv) else layer(v)
         return x + v
 
+    def step(self, x: torch.Tensor, states: list[torch.Tensor]) -> torch.Tensor:
+        v = x
+        for layer in self.block:
+            v = layer.step(v, states.pop(0)) if isinstance(layer, StreamingConv) else layer(v)
+        return x + v
+
 
 class _Seanet(nn.Module):
     """Runs ``self.model`` (index layout of the released keys) with a list of states."""
@@ -132,6 +212,23 @@ class _Seanet(nn.Module):
 
 
 class SeanetDecoder(_Seanet):
+    """Streams with :meth:`step` (channels last) on a :meth:`new_step_state`."""
+
+    def new_step_state(self, rows: int) -> ConvState:
+        return ConvState([torch.zeros(rows, *m.step_state_shape()) for m in self.streaming_modules()])
+
+    def step(self, x: torch.Tensor, state: ConvState) -> torch.Tensor:
+        """[B, T, dimension] -> [B, T * hop, channels]."""
+        states = list(state.tensors)
+        for layer in self.model:
+            if isinstance(layer, _ResBlock):
+                x = layer.step(x, states)
+            elif isinstance(layer, (StreamingConv, StreamingConvTranspose)):
+                x = layer.step(x, states.pop(0))
+            else:
+                x = layer(x)
+        return x
+
     def __init__(self, g: SeanetGeometry) -> None:
         super().__init__()
         mult = 2 ** len(g.ratios)
