@@ -11,9 +11,13 @@ Pipelined mode (``pipelined=True``) runs Mimi on a helper thread owned by the ba
 on its own core, while the LM keeps stepping: each call hands the helper every
 latent accepted since its last job (up to ``decode_chunk`` per stream) as soon as it
 is free, and returns whatever the helper has finished. The LM therefore runs ahead
-while Mimi decodes several frames per call, which is cheaper per frame; the LM waits
-only when a stream has ``2 * decode_chunk`` latents queued. Each stream's audio is
-the same; it arrives at least one call later. Call :meth:`close` to stop the helper.
+while Mimi decodes several frames per call, which is cheaper per frame. A job is a
+list of small independent decodes (disjoint rows, about ``TASK_FRAMES`` frames
+each); when the LM has to wait for the helper (a stream has ``2 * decode_chunk``
+latents queued, or there is nothing left to step), it takes the job's remaining
+decodes itself, so with many streams, where Mimi costs more than the LM, both
+cores decode. Each stream's audio is the same; it arrives at least one call later.
+Call :meth:`close` to stop the helper.
 
 Chunked decoding without pipelining (``decode_chunk=K > 1``): Mimi costs less per
 frame when it decodes several at once, so a stream's accepted latents may wait and
@@ -30,7 +34,8 @@ Not thread-safe: one thread (the scheduler's worker) owns a batch.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Collection
+import threading
+from collections.abc import Callable, Collection
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -46,6 +51,9 @@ if TYPE_CHECKING:
     from engines.pocket.model import PocketModel
 
 FADE_IN_SAMPLES = 120  # 5 ms: a fresh decoder state starts with a small step, heard as a click
+# Frames (rows x frames each) per Mimi call: fewer pay the weights' memory traffic
+# per frame; more spill the last SEANet stages' activations out of the core's cache.
+TASK_FRAMES = 4
 
 
 @dataclass(frozen=True)
@@ -74,6 +82,26 @@ class _DecodeGroup:
     first: list[bool]  # the row's first latent starts a chunk: fresh decoder state, fade in
     latents: torch.Tensor  # [len(rows), count, latent_dim]
     span: slice | None  # decode this contiguous slice of rows in place (others ride along on zeros)
+
+
+class _DecodeJob:
+    """Decodes (disjoint rows each) that any thread may claim, one at a time, in order."""
+
+    def __init__(self, groups: list[_DecodeGroup], decode: Callable[[_DecodeGroup], dict[int, np.ndarray]]) -> None:
+        self._groups, self._decode = groups, decode
+        self._next = 0
+        self._lock = threading.Lock()
+
+    def run(self) -> dict[int, np.ndarray]:
+        """Decode unclaimed groups until none is left; the audio of those this call ran."""
+        out: dict[int, np.ndarray] = {}
+        while True:
+            with self._lock:
+                if self._next == len(self._groups):
+                    return out
+                group = self._groups[self._next]
+                self._next += 1
+            out.update(self._decode(group))
 
 
 @dataclass
@@ -105,6 +133,7 @@ class StreamBatch:
         self.pipelined = pipelined
         self._decoder: ThreadPoolExecutor | None = None
         self._job: Future[dict[int, np.ndarray]] | None = None  # the helper's current decode
+        self._job_work: _DecodeJob | None = None  # ... its decodes, which this thread may help with
         self._job_rows: list[_Row] = []  # ... and the rows it decodes for
         self._job_eager = False  # ... some of them a stream's first frames
         self._ready: dict[int, list[np.ndarray]] = {}  # decoded audio not yet returned
@@ -217,8 +246,11 @@ class StreamBatch:
             return
         self._job = None
         try:
+            if wait and self._job_work is not None:
+                self._keep(self._job_work.run())  # rather than idle: decode what the helper has not begun
             self._keep(job.result())
         finally:
+            self._job_work = None
             for row in self._job_rows:
                 row.in_flight = 0
             self._job_rows = []
@@ -264,7 +296,8 @@ class StreamBatch:
             self._decoder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pocket-mimi")
         self._job_rows = [self._rows[i] for group in groups for i in group.rows]
         self._job_eager = any(row.decoded - row.in_flight < self.eager_frames for row in self._job_rows)
-        self._job = self._decoder.submit(self._decode, groups)
+        self._job_work = _DecodeJob(groups, self._decode_group)
+        self._job = self._decoder.submit(self._job_work.run)
 
     def _due(self, row: _Row, hurry: set[int], cap: int) -> int:
         """How many of the row's waiting latents to decode now (0: let them wait).
@@ -306,7 +339,11 @@ class StreamBatch:
             if count:
                 by_count.setdefault(count, []).append(index)
         groups = []
+        tasks = []
         for count, rows in by_count.items():
+            per_task = max(1, TASK_FRAMES // count)
+            tasks += [(count, rows[i : i + per_task]) for i in range(0, len(rows), per_task)]
+        for count, rows in tasks:
             lo, hi = rows[0], rows[-1] + 1
             members = set(rows)
             in_place = all(i in members or idle[i] for i in range(lo, hi))
@@ -328,27 +365,34 @@ class StreamBatch:
     @torch.no_grad()
     def _decode(self, groups: list[_DecodeGroup]) -> dict[int, np.ndarray]:
         """Mimi-decode every group, one call each; {stream_id: pcm of its frames}."""
-        flow_lm, mimi = self.model.flow_lm, self.model.mimi
         out = {}
         for group in groups:
-            for index, first in zip(group.rows, group.first):
-                if first:
-                    self._mimi.reset_row(index)
-            scaled = group.latents * flow_lm.emb_std + flow_lm.emb_mean
-            if group.span is not None:
-                audio = mimi.decode(scaled, self._mimi.select(group.span))
-                offset = group.span.start
-                positions = [index - offset for index in group.rows]
-            else:
-                state = self._mimi.gather(group.rows)
-                audio = mimi.decode(scaled, state)
-                self._mimi.scatter(group.rows, state)
-                positions = list(range(len(group.rows)))
-            for position, stream_id, first in zip(positions, group.stream_ids, group.first):
-                pcm = audio[position].numpy().astype(np.float32, copy=True)
-                if first:
-                    pcm[:FADE_IN_SAMPLES] *= self._fade.numpy()
-                out[stream_id] = pcm
+            out.update(self._decode_group(group))
+        return out
+
+    @torch.no_grad()
+    def _decode_group(self, group: _DecodeGroup) -> dict[int, np.ndarray]:
+        """One Mimi call; touches only the decoder state of the group's rows (and idle rows in its span)."""
+        flow_lm, mimi = self.model.flow_lm, self.model.mimi
+        out = {}
+        for index, first in zip(group.rows, group.first):
+            if first:
+                self._mimi.reset_row(index)
+        scaled = group.latents * flow_lm.emb_std + flow_lm.emb_mean
+        if group.span is not None:
+            audio = mimi.decode(scaled, self._mimi.select(group.span))
+            offset = group.span.start
+            positions = [index - offset for index in group.rows]
+        else:
+            state = self._mimi.gather(group.rows)
+            audio = mimi.decode(scaled, state)
+            self._mimi.scatter(group.rows, state)
+            positions = list(range(len(group.rows)))
+        for position, stream_id, first in zip(positions, group.stream_ids, group.first):
+            pcm = audio[position].numpy().astype(np.float32, copy=True)
+            if first:
+                pcm[:FADE_IN_SAMPLES] *= self._fade.numpy()
+            out[stream_id] = pcm
         return out
 
     def _collect(self) -> list[StepOutput]:

@@ -14,7 +14,7 @@ import math
 import torch
 from torch import nn
 
-from engines.pocket.kernels import Linear
+from engines.pocket.kernels import DerivedTensor, Linear
 
 
 def _layer_norm(x: torch.Tensor, eps: float) -> torch.Tensor:
@@ -84,12 +84,29 @@ class FlowHead(nn.Module):
         self.input_proj = Linear(latent_dim, dim)
         self.res_blocks = nn.ModuleList(_AdaLnBlock(dim) for _ in range(depth))
         self.final_layer = _FinalLayer(dim, latent_dim)
+        # Sampling uses a few fixed times (s, t of each LSD step): their embedding, which
+        # depends on nothing else, is computed once per weights and per step count.
+        self._time_conditions: dict[tuple[float, ...], DerivedTensor] = {}
 
-    def velocity(self, cond: torch.Tensor, x: torch.Tensor, *times: torch.Tensor) -> torch.Tensor:
+    def _time_condition(self, times: tuple[float, ...]) -> torch.Tensor:
+        """The mean embedding of ``times`` [dim], as ``velocity`` adds it to the condition."""
+        cached = self._time_conditions.get(times)
+        if cached is None:
+            def embed(_weight: torch.Tensor) -> torch.Tensor:
+                ts = [torch.full((1, 1), t) for t in times]
+                return (sum(e(t) for e, t in zip(self.time_embed, ts)) / len(ts))[0]
+            cached = self._time_conditions[times] = DerivedTensor(embed)
+        return cached.get(self.time_embed[0].mlp[0].weight)
+
+    def velocity(self, cond: torch.Tensor, x: torch.Tensor, *times: torch.Tensor | float) -> torch.Tensor:
+        """``times``: one per time condition, each a [B, 1] tensor or one float for every row."""
         h = self.input_proj(x)
         y = self.cond_embed(cond)
-        if times:
-            y = y + sum(embed(t) for embed, t in zip(self.time_embed, times)) / len(times)
+        if times and all(isinstance(t, float) for t in times):
+            y = y + self._time_condition(tuple(times))
+        elif times:
+            rows = [t if isinstance(t, torch.Tensor) else torch.full_like(x[..., :1], t) for t in times]
+            y = y + sum(embed(t) for embed, t in zip(self.time_embed, rows)) / len(rows)
         for block in self.res_blocks:
             h = block(h, y)
         return self.final_layer(h, y)
@@ -101,11 +118,9 @@ class FlowHead(nn.Module):
         if self.flow_type == "pointwise":
             return noise + self.velocity(cond, noise)
         x = noise
-        ones = torch.ones_like(noise[..., :1])
         for i in range(steps):
             if self.flow_type == "lsd":
-                s, t = i / steps, (i + 1) / steps
-                x = x + self.velocity(cond, x, s * ones, t * ones) / steps
+                x = x + self.velocity(cond, x, i / steps, (i + 1) / steps) / steps
             else:
-                x = x + self.velocity(cond, x, (i / steps) * ones) / steps
+                x = x + self.velocity(cond, x, i / steps) / steps
         return x

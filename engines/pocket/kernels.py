@@ -12,6 +12,8 @@ op is missing (other builds of torch) or does not apply (other dtypes, autograd)
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -52,3 +54,23 @@ class Linear(nn.Linear):
         out.weight = self.weight
         out.bias = self.bias
         return out
+
+
+class DerivedTensor:
+    """A value computed from a weight (a rearranged copy, a constant activation), kept
+    until the weight changes (a new load writes in place and bumps its version)."""
+
+    def __init__(self, derive: Callable[[torch.Tensor], torch.Tensor]) -> None:
+        self.derive = derive
+        self.key: tuple | None = None
+        self.value: torch.Tensor | None = None
+
+    def get(self, weight: torch.Tensor) -> torch.Tensor:
+        # inference tensors have no version counter; nothing can load into them in place either
+        version = None if weight.is_inference() else weight._version
+        key = (weight.data_ptr(), weight.dtype, version)
+        if key != self.key or self.value is None:
+            with torch.no_grad():
+                self.value = self.derive(weight.detach()).contiguous()
+            self.key = key
+        return self.value

@@ -23,7 +23,7 @@ import torch
 from torch import nn
 
 from engines.pocket.geometry import SeanetGeometry
-from engines.pocket.kernels import linear
+from engines.pocket.kernels import DerivedTensor, linear
 
 
 @dataclass
@@ -44,23 +44,6 @@ class ConvState:
             t[dst] = t[src]
 
 
-class _DerivedWeight:
-    """A rearranged copy of a weight, rebuilt whenever the weight changes (e.g. a new load)."""
-
-    def __init__(self, derive) -> None:
-        self.derive = derive
-        self.key: tuple[int, int] | None = None
-        self.value: torch.Tensor | None = None
-
-    def get(self, weight: torch.Tensor) -> torch.Tensor:
-        key = (weight.data_ptr(), weight._version)
-        if key != self.key or self.value is None:
-            with torch.no_grad():
-                self.value = self.derive(weight.detach()).contiguous()
-            self.key = key
-        return self.value
-
-
 class StreamingConv(nn.Module):
     def __init__(self, in_ch: int, out_ch: int, kernel: int, stride: int = 1, dilation: int = 1,
                  groups: int = 1, bias: bool = True, replicate: bool = False) -> None:
@@ -69,7 +52,7 @@ class StreamingConv(nn.Module):
         self.carry = (kernel - 1) * dilation + 1 - stride
         self.replicate = replicate  # pad the first window with the first sample, not zeros
         # weight [out, in, k] -> [out, k * in], taps side by side as ``step`` lays them out
-        self._matrix = _DerivedWeight(lambda w: w.permute(0, 2, 1).reshape(w.shape[0], -1))
+        self._matrix = DerivedTensor(lambda w: w.permute(0, 2, 1).reshape(w.shape[0], -1))
 
     def state_shape(self) -> tuple[int, int]:
         return (self.conv.in_channels, self.carry)
@@ -114,7 +97,7 @@ class StreamingConvTranspose(nn.Module):
         # a broadcast product and one overlap-add is the same sum (bitwise for one frame).
         self._overlap_add = groups == in_ch == out_ch and kernel == 2 * stride and not bias
         # weight [in, out, k] -> [k * out, in]: one product gives every tap of every output
-        self._matrix = _DerivedWeight(lambda w: w.permute(2, 1, 0).reshape(-1, w.shape[0]))
+        self._matrix = DerivedTensor(lambda w: w.permute(2, 1, 0).reshape(-1, w.shape[0]))
 
     def state_shape(self) -> tuple[int, int]:
         return (self.convtr.out_channels, self.carry)
