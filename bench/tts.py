@@ -2,7 +2,8 @@
 ``pocket-tts serve`` HTTP server, on the same random-weight English checkpoint
 and the same texts, at 1, 2, 4 and 8 concurrent clients.
 
-    python bench/tts.py [--model-dir DIR] [--levels 1,2,4,8] [--rounds 2] [--json out.json]
+    python bench/tts.py [--model-dir DIR] [--levels 1,2,4,8] [--rounds 2] [--precision both|fp32|int8]
+                        [--json out.json]
 
 Each server runs in its own process on 127.0.0.1, one after the other (never
 both at once). For every level, ``rounds`` times, N clients each ask for one
@@ -12,8 +13,11 @@ text at the same moment. Reported per server and level:
 - throughput: audio seconds produced per wall second over the round (all
   clients together); aggregate RTF is its inverse (wall / audio, lower is better).
 
-Both servers run float32 weights and all cores they choose by default (voxgate:
-all cores through the batch scheduler; the reference: one thread per request).
+Both servers run the same precision, one table per precision: ``fp32`` (float32
+weights on both sides) and ``int8`` (int8 dynamic quantization of the LM's
+linears on both sides: voxgate's default ``VOXGATE_POCKET_QUANTIZE=int8``, the
+reference's ``serve --quantize``). Each uses all the cores it chooses by default
+(voxgate: the batch scheduler; the reference: one thread per request).
 A random checkpoint ends utterances on random EOS, so audio lengths differ
 between the two; throughput is per audio second, so it stays comparable.
 """
@@ -199,9 +203,11 @@ async def run_levels(name: str, request, url: str, levels: list[int], rounds: in
     return out
 
 
-async def bench_voxgate(model_dir: Path, work: Path, levels: list[int], rounds: int) -> list[Level]:
+async def bench_voxgate(model_dir: Path, work: Path, levels: list[int], rounds: int,
+                        precision: str) -> list[Level]:
     port = free_port()
-    env = {**os.environ, "VOXGATE_POCKET_DIR": str(model_dir), "VOXGATE_POCKET_QUANTIZE": "none",
+    quantize = "int8" if precision == "int8" else "none"
+    env = {**os.environ, "VOXGATE_POCKET_DIR": str(model_dir), "VOXGATE_POCKET_QUANTIZE": quantize,
            "VOXGATE_ENGINES": "pocket", "VOXGATE_DATA_DIR": str(work / "voxgate-data"),
            "VOXGATE_MAX_TTS_SESSIONS": "64", "VOXGATE_LOG_LEVEL": "warning", "PYTHONPATH": str(ROOT)}
     log_path = work / "voxgate.log"
@@ -215,13 +221,16 @@ async def bench_voxgate(model_dir: Path, work: Path, levels: list[int], rounds: 
         stop(proc)
 
 
-async def bench_reference(model_dir: Path, work: Path, levels: list[int], rounds: int) -> list[Level]:
+async def bench_reference(model_dir: Path, work: Path, levels: list[int], rounds: int,
+                          precision: str) -> list[Level]:
     port = free_port()
     config = reference_config(model_dir, work)
     exe = Path(sys.executable).with_name("pocket-tts")
     log_path = work / "reference.log"
+    quantize = ["--quantize"] if precision == "int8" else []
     proc = start([str(exe), "serve", "--config", str(config), "--host", "127.0.0.1", "--port", str(port),
-                  "--default-voice", str(model_dir / "embeddings" / "alba.safetensors")], dict(os.environ), log_path)
+                  "--default-voice", str(model_dir / "embeddings" / "alba.safetensors"), *quantize],
+                 dict(os.environ), log_path)
     try:
         url = f"http://127.0.0.1:{port}"
         await wait_healthy(url, proc, log_path)
@@ -249,19 +258,24 @@ def table(ours: list[Level], ref: list[Level]) -> str:
 
 async def main_async(args: argparse.Namespace) -> int:
     levels = [int(x) for x in args.levels.split(",")]
+    precisions = ["fp32", "int8"] if args.precision == "both" else [args.precision]
+    tables, results = [], []
     with tempfile.TemporaryDirectory(prefix="voxgate-bench-") as tmp:
         work = Path(tmp)
         model_dir = ensure_model(args.model_dir, work)
-        print("voxgate /v1/tts:", flush=True)
-        ours = await bench_voxgate(model_dir, work, levels, args.rounds)
-        ref: list[Level] = []
-        if not args.skip_reference:
-            print("reference pocket-tts serve:", flush=True)
-            ref = await bench_reference(model_dir, work, levels, args.rounds)
+        for precision in precisions:
+            print(f"[{precision}] voxgate /v1/tts:", flush=True)
+            ours = await bench_voxgate(model_dir, work, levels, args.rounds, precision)
+            ref: list[Level] = []
+            if not args.skip_reference:
+                print(f"[{precision}] reference pocket-tts serve:", flush=True)
+                ref = await bench_reference(model_dir, work, levels, args.rounds, precision)
+            tables.append(f"{precision}:\n\n{table(ours, ref)}")
+            results += [{**lvl.to_dict(), "precision": precision} for lvl in ours + ref]
     print()
-    print(table(ours, ref))
+    print("\n\n".join(tables))
     if args.json:
-        Path(args.json).write_text(json.dumps([lvl.to_dict() for lvl in ours + ref], indent=2))
+        Path(args.json).write_text(json.dumps(results, indent=2))
     return 0
 
 
@@ -271,6 +285,8 @@ def main() -> int:
                         help="Pocket model directory (default: write a random English-geometry one)")
     parser.add_argument("--levels", default="1,2,4,8", help="concurrent clients per level (default 1,2,4,8)")
     parser.add_argument("--rounds", type=int, default=2, help="rounds per level (default 2)")
+    parser.add_argument("--precision", choices=["both", "fp32", "int8"], default="both",
+                        help="weights on both sides (default both: one table each)")
     parser.add_argument("--skip-reference", action="store_true", help="only benchmark voxgate")
     parser.add_argument("--json", default=None, help="also write the results to this JSON file")
     return asyncio.run(main_async(parser.parse_args()))

@@ -96,7 +96,7 @@ class FlowHead(nn.Module):
                 ts = [torch.full((1, 1), t) for t in times]
                 return (sum(e(t) for e, t in zip(self.time_embed, ts)) / len(ts))[0]
             cached = self._time_conditions[times] = DerivedTensor(embed)
-        return cached.get(self.time_embed[0].mlp[0].weight)
+        return cached.get(self.time_embed[0].mlp[3].alpha)  # a parameter quantization leaves as is
 
     def velocity(self, cond: torch.Tensor, x: torch.Tensor, *times: torch.Tensor | float) -> torch.Tensor:
         """``times``: one per time condition, each a [B, 1] tensor or one float for every row."""
