@@ -145,7 +145,7 @@ class Mimi(nn.Module):
         x = self.decoder_transformer.channels_last(x.transpose(1, 2), state.attention.positions(steps),
                                                    state.attention)
         state.attention.advance(steps)
-        return self.decoder.step(x, state.convs)[..., 0].to(torch.float32)
+        return self.decoder.step(x, state.convs)[..., 0]
 
     def encode(self, audio: torch.Tensor) -> torch.Tensor:
         """Audio [B, samples] at 24 kHz -> latents [B, T, inner_dim] (T = ceil(samples / frame))."""

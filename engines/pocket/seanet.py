@@ -198,12 +198,10 @@ class SeanetDecoder(_Seanet):
     """Streams with :meth:`step` (channels last) on a :meth:`new_step_state`."""
 
     def new_step_state(self, rows: int) -> ConvState:
-        dtype = self.model[0].conv.weight.dtype
-        return ConvState([torch.zeros(rows, *m.step_state_shape(), dtype=dtype) for m in self.streaming_modules()])
+        return ConvState([torch.zeros(rows, *m.step_state_shape()) for m in self.streaming_modules()])
 
     def step(self, x: torch.Tensor, state: ConvState) -> torch.Tensor:
-        """[B, T, dimension] -> [B, T * hop, channels], in the decoder's dtype."""
-        x = x.to(self.model[0].conv.weight.dtype)
+        """[B, T, dimension] -> [B, T * hop, channels]."""
         states = list(state.tensors)
         for layer in self.model:
             if isinstance(layer, _ResBlock):
