@@ -24,6 +24,14 @@ Measured:
   Python thread per stream (own model copy, 1 torch thread each);
 - peak RSS of each process.
 
+Equal work on both sides: with random weights EOS falls on a random frame, and the
+two sides seed their noise differently, so left on, EOS would give them utterances
+of different lengths (3.4 against 10 s of audio for the same text was seen). The
+bench therefore turns EOS off on both sides (threshold ``NO_EOS``): every utterance
+runs to the length limit, which both compute from the text the same way
+(``ceil((tokens / 3 + 2) * 12.5)`` frames per chunk); the audio seconds of each
+side are printed with the table.
+
 The machine is shared and noisy, and a burst of other work lands on whichever side
 runs at that moment. So the two sides alternate (ours, reference, ours, ...) for
 ``--rounds`` rounds (default 2), and each figure is each side's best round: the
@@ -54,6 +62,7 @@ REPEATS = 2  # single-stream runs per text and side; the best is kept
 SHORT_TEXT = "Good morning, how are you?"  # 5 words
 LONG_TEXT = "Hello there, this is a quick test of the speech gateway running on a small machine."  # 16 words
 STREAM_TEXT = "The weather today is sunny with a light breeze from the west."
+NO_EOS = 1e9  # an EOS logit threshold nothing reaches: every utterance runs to its length limit
 
 
 def _rss_mb() -> float:
@@ -107,7 +116,10 @@ def run_ours(model_dir: Path, threads: int, levels: list[int], precision: str) -
     import torch
 
     from engines.pocket import load_model
+    from engines.pocket.generation import GenerationSettings
     from engines.pocket.scheduler import BatchScheduler
+
+    settings = GenerationSettings(eos_threshold=NO_EOS)
 
     torch.set_num_threads(threads)
     out: dict = {"single": {}, "concurrency": {}}
@@ -122,7 +134,7 @@ def run_ours(model_dir: Path, threads: int, levels: list[int], precision: str) -
 
         async def session(n_streams: int, text: str, seed0: int) -> tuple[list, float]:
             start = time.perf_counter()
-            streams = [sched.submit(text, voice, seed=seed0 + i) for i in range(n_streams)]
+            streams = [sched.submit(text, voice, settings, seed=seed0 + i) for i in range(n_streams)]
             return await asyncio.gather(*(collect(s) for s in streams)), start
 
         try:
@@ -188,6 +200,7 @@ def run_reference(model_dir: Path, threads: int, levels: list[int], precision: s
     thread_choices = sorted({1, threads})  # its own default (1) and ours: it gets the better one
     for prec in ("fp32", "int8"):
         model = TTSModel.load_model(config=str(yaml_path), quantize=prec == "int8")
+        model.eos_threshold = NO_EOS
         state = model.get_state_for_audio_prompt(model_dir / "embeddings" / "alba.safetensors")
         stream(model, state, SHORT_TEXT, 99)  # warm-up
         best: dict = {}
@@ -301,9 +314,9 @@ def render(ours: dict, ref: dict, args: argparse.Namespace) -> str:
                          f"{ours['single'][prec + '_1_thread']['long']['ms_per_frame']:.1f}")
     lines += ["", f"Concurrency ({args.precision}); RTF = audio s / wall s, all streams requested at once",
               "streams | ours RTF | ref RTF (best mode)            | ratio | ours TTFF mean/max ms | ref TTFF mean/max ms | "
-              "real time ours/ref (slowest stream RTF)",
+              "real time ours/ref (slowest stream RTF) | audio s ours/ref",
               "--------|----------|--------------------------------|-------|-----------------------|---------------------|"
-              "-------------------"]
+              "-----------------------------------------|-----------------"]
     for n, o in ours["concurrency"].items():
         r = ref["concurrency"].get(n)
         ref_rtf = f"{r['rtf']:5.2f} ({r['mode']})" if r else "-"
@@ -311,7 +324,8 @@ def render(ours: dict, ref: dict, args: argparse.Namespace) -> str:
         ref_rt = (("yes" if r["realtime"] else "no") + f" ({r['slowest_stream_rtf']:.2f})") if r else "-"
         lines.append(f"{n:>7} | {o['rtf']:8.2f} | {ref_rtf:30} | {_ratio(o['rtf'], r['rtf'], True) if r else '-':5} | "
                      f"{o['ttff_mean_ms']:8.0f} / {o['ttff_max_ms']:6.0f}     | {ref_ttff:19} | "
-                     f"{'yes' if o['realtime'] else 'no'} ({o['slowest_stream_rtf']:.2f}) / {ref_rt}")
+                     f"{'yes' if o['realtime'] else 'no'} ({o['slowest_stream_rtf']:.2f}) / {ref_rt:16} | "
+                     f"{o['audio_s']:.1f} / {r['audio_s'] if r else float('nan'):.1f}")
 
     def largest(side: dict) -> str:
         ok = [int(n) for n, v in side["concurrency"].items() if v["realtime"]]
