@@ -8,10 +8,11 @@ and decoder position; masks keep them independent, so a stream's audio does not
 depend on who else is in the batch.
 
 Pipelined mode (``pipelined=True``) runs Mimi on a helper thread owned by the batch,
-on its own core, while the LM keeps stepping: each call hands the helper every
-latent accepted since its last job (up to ``decode_chunk`` per stream) as soon as it
-is free, and returns whatever the helper has finished. The LM therefore runs ahead
-while Mimi decodes several frames per call, which is cheaper per frame. A job is a
+on its own core, while the LM keeps stepping: when the helper is free and enough
+latents are queued (see :meth:`_worth_a_call`), a call hands it every latent accepted
+since its last job (up to ``decode_chunk`` per stream), and returns whatever the
+helper has finished. The LM therefore runs ahead while Mimi decodes several frames
+per call, which is cheaper per frame. A job is a
 list of small independent decodes (disjoint rows, about ``TASK_FRAMES`` frames
 each); when the LM has to wait for the helper (a stream has ``2 * decode_chunk``
 latents queued, or there is nothing left to step), it takes the job's remaining
@@ -137,6 +138,7 @@ class StreamBatch:
         self._job_rows: list[_Row] = []  # ... and the rows it decodes for
         self._job_eager = False  # ... some of them a stream's first frames
         self._ready: dict[int, list[np.ndarray]] = {}  # decoded audio not yet returned
+        self._hurry: set[int] = set()  # the current step's hurried streams (pipelined)
         self._lm = model.flow_lm.new_cache(max_streams, initial_capacity)
         self._mimi = model.mimi.new_decoder_state(max_streams)
         self._rows: list[_Row] = []
@@ -214,7 +216,7 @@ class StreamBatch:
         """Advance every stream by one frame in one batched forward.
 
         ``hurry``: stream ids whose waiting latents are decoded now even if fewer than
-        ``decode_chunk`` (not pipelined; the pipelined helper takes everything queued).
+        ``decode_chunk`` (pipelined: fewer than the stream's next call would take).
         """
         if not self.pipelined:
             self._advance_lm()
@@ -222,6 +224,7 @@ class StreamBatch:
             if groups:
                 self._keep(self._decode(groups))
             return self._collect()
+        self._hurry = set(hurry)
         self._harvest(wait=False)
         self._start_decode()
         if any(len(row.pending) >= 2 * self.decode_chunk for row in self._rows):
@@ -287,9 +290,9 @@ class StreamBatch:
 
     def _start_decode(self) -> None:
         """Give the helper everything queued, if it is free."""
-        if self._job is not None:
+        if self._job is not None or not self._worth_a_call():
             return
-        groups = self._take_pending(set())
+        groups = self._take_pending(self._hurry)
         if not groups:
             return
         if self._decoder is None:
@@ -298,6 +301,26 @@ class StreamBatch:
         self._job_eager = any(row.decoded - row.in_flight < self.eager_frames for row in self._job_rows)
         self._job_work = _DecodeJob(groups, self._decode_group)
         self._job = self._decoder.submit(self._job_work.run)
+
+    def _worth_a_call(self) -> bool:
+        """Whether to start a decode now, rather than let the latents queue up.
+
+        A call with fewer than ``TASK_FRAMES`` frames costs Mimi nearly twice as much
+        per frame, time the LM on the other core loses to the shared memory. So with
+        few frames queued (one stream, mostly) the helper waits until some stream has
+        a full call's worth (``decode_chunk``, ramping up from one frame over its
+        first calls), a text chunk ends, or a stream is hurried.
+        """
+        if sum(len(row.pending) for row in self._rows) >= TASK_FRAMES:
+            return True
+        for row in self._rows:
+            if not row.pending:
+                continue
+            new_chunk_queued = any(row.starts[1:])
+            if (len(row.pending) >= min(self.decode_chunk, max(1, row.decoded)) or new_chunk_queued
+                    or row.utterance.chunk_done or row.stream_id in self._hurry):
+                return True
+        return False
 
     def _due(self, row: _Row, hurry: set[int], cap: int) -> int:
         """How many of the row's waiting latents to decode now (0: let them wait).
