@@ -21,6 +21,8 @@ class RowKvCache:
         self.data = torch.zeros(layers, 2, rows, capacity, kv_heads, head_dim, dtype=dtype)
         self.lengths = torch.zeros(rows, dtype=torch.long)
         self._rows = slice(0, rows)
+        self._layout_for: torch.Tensor | None = None
+        self._layout_cache: tuple[torch.Tensor, int, torch.Tensor] | None = None
 
     @property
     def capacity(self) -> int:
@@ -41,6 +43,7 @@ class RowKvCache:
         view.data = self.data[:, :, rows]
         view.lengths = self.lengths[rows]
         view._rows = rows
+        view._layout_for, view._layout_cache = None, None
         return view
 
     def load_row(self, row: int, keys_values: list[torch.Tensor], length: int) -> None:
@@ -61,15 +64,23 @@ class RowKvCache:
 
     def extend(self, layer: int, k: torch.Tensor, v: torch.Tensor,
                pos_q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        rows = torch.arange(k.shape[0])[:, None]
+        rows, used, mask = self._layout(pos_q)
         cache = self.data[layer]
         cache[0][rows, pos_q] = k
         cache[1][rows, pos_q] = v
-        used = int(pos_q.max()) + 1
         keys = cache[0, :, :used].permute(0, 2, 1, 3)
         values = cache[1, :, :used].permute(0, 2, 1, 3)
-        mask = torch.arange(used)[None, None, :] <= pos_q[:, :, None]
-        return keys, values, mask[:, None]
+        return keys, values, mask
+
+    def _layout(self, pos_q: torch.Tensor) -> tuple[torch.Tensor, int, torch.Tensor]:
+        """Row index, used length and mask for ``pos_q``: every layer of a forward gets the
+        same ``pos_q`` object, so they are computed by the first layer only."""
+        if self._layout_for is not pos_q:
+            used = int(pos_q.max()) + 1
+            mask = (torch.arange(used)[None, None, :] <= pos_q[:, :, None])[:, None]
+            self._layout_cache = (torch.arange(pos_q.shape[0])[:, None], used, mask)
+            self._layout_for = pos_q
+        return self._layout_cache
 
     def advance(self, steps: int) -> None:
         self.lengths += steps
@@ -84,13 +95,21 @@ class RingKvCache:
         self.values = torch.zeros(layers, rows, context, heads, head_dim)
         self.slot_pos = torch.full((layers, rows, context), -1, dtype=torch.long)
         self.steps = torch.zeros(rows, dtype=torch.long)
+        self._layout_for: torch.Tensor | None = None
+        self._layout_cache: tuple[torch.Tensor, ...] = ()
+
+    @classmethod
+    def over(cls, context: int, keys: torch.Tensor, values: torch.Tensor, slot_pos: torch.Tensor,
+             steps: torch.Tensor) -> RingKvCache:
+        """A ring on existing tensors (views of another ring's rows, or copies of them)."""
+        ring = object.__new__(cls)
+        ring.context, ring.keys, ring.values, ring.slot_pos, ring.steps = context, keys, values, slot_pos, steps
+        ring._layout_for, ring._layout_cache = None, ()
+        return ring
 
     def select(self, rows: slice) -> RingKvCache:
-        view = object.__new__(RingKvCache)
-        view.context = self.context
-        view.keys, view.values = self.keys[:, rows], self.values[:, rows]
-        view.slot_pos, view.steps = self.slot_pos[:, rows], self.steps[rows]
-        return view
+        return RingKvCache.over(self.context, self.keys[:, rows], self.values[:, rows],
+                                self.slot_pos[:, rows], self.steps[rows])
 
     def reset_row(self, row: int) -> None:
         self.slot_pos[:, row] = -1
@@ -111,17 +130,25 @@ class RingKvCache:
         # the earliest new query still needs keys the newest ones will replace.
         keys = torch.cat([self.keys[layer], k], dim=1)
         values = torch.cat([self.values[layer], v], dim=1)
-        pos_k = torch.cat([self.slot_pos[layer], pos_q], dim=1)
-        delta = pos_q[:, :, None] - pos_k[:, None, :]
-        mask = (pos_k[:, None, :] >= 0) & (delta >= 0) & (delta < self.context)
-        keep = min(k.shape[1], self.context)
-        new_pos = pos_q[:, -keep:]
-        slots = new_pos % self.context
-        rows = torch.arange(k.shape[0])[:, None]
+        mask, rows, slots, new_pos = self._layout(layer, pos_q)
+        keep = new_pos.shape[1]
         self.keys[layer][rows, slots] = k[:, -keep:]
         self.values[layer][rows, slots] = v[:, -keep:]
         self.slot_pos[layer][rows, slots] = new_pos
-        return keys.transpose(1, 2), values.transpose(1, 2), mask[:, None]
+        return keys.transpose(1, 2), values.transpose(1, 2), mask
+
+    def _layout(self, layer: int, pos_q: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """Mask and ring slots for ``pos_q``. Every layer holds the same positions and gets
+        the same ``pos_q`` object in one forward, so the first layer computes them."""
+        if self._layout_for is not pos_q:
+            pos_k = torch.cat([self.slot_pos[layer], pos_q], dim=1)
+            delta = pos_q[:, :, None] - pos_k[:, None, :]
+            mask = (pos_k[:, None, :] >= 0) & (delta >= 0) & (delta < self.context)
+            new_pos = pos_q[:, -min(pos_q.shape[1], self.context):]
+            rows = torch.arange(pos_q.shape[0])[:, None]
+            self._layout_cache = (mask[:, None], rows, new_pos % self.context, new_pos)
+            self._layout_for = pos_q
+        return self._layout_cache
 
     def advance(self, steps: int) -> None:
         self.steps += steps

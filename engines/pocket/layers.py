@@ -19,13 +19,21 @@ from torch.nn import functional as F
 from engines.pocket.kernels import Linear
 
 
-def apply_rope(x: torch.Tensor, positions: torch.Tensor, max_period: float) -> torch.Tensor:
-    """Rotate interleaved pairs of ``x`` [B, T, H, D] by ``positions`` [B, T] (float32 math)."""
-    b, t, h, d = x.shape
-    half = torch.arange(d // 2, device=x.device, dtype=torch.float32)
-    freqs = torch.exp(half * (-math.log(max_period) * 2 / d))
+def rope_tables(positions: torch.Tensor, head_dim: int, max_period: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos and sin [B, T, 1, D/2] of the rotation at ``positions`` [B, T] (float32 math).
+
+    One forward computes them once and every layer's queries and keys use them.
+    """
+    b, t = positions.shape
+    half = torch.arange(head_dim // 2, device=positions.device, dtype=torch.float32)
+    freqs = torch.exp(half * (-math.log(max_period) * 2 / head_dim))
     angles = freqs * positions.to(torch.float32).view(b, t, 1, 1)  # [B, T, 1, D/2]
-    cos, sin = torch.cos(angles), torch.sin(angles)
+    return torch.cos(angles), torch.sin(angles)
+
+
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotate interleaved pairs of ``x`` [B, T, H, D] by the angles of :func:`rope_tables`."""
+    b, t, h, d = x.shape
     pairs = x.view(b, t, h, d // 2, 2)
     real, imag = pairs[..., 0].float(), pairs[..., 1].float()
     out = torch.stack([(real * cos - imag * sin).to(x.dtype),
@@ -54,14 +62,17 @@ class Attention(nn.Module):
         self.in_proj = Linear(dim, (heads + 2 * kv_heads) * head_dim, bias=False)
         self.out_proj = Linear(heads * head_dim, dim, bias=False)
 
-    def forward(self, x: torch.Tensor, pos_q: torch.Tensor, store: KvStore, layer: int) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, pos_q: torch.Tensor, store: KvStore, layer: int,
+                rope: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
+        """``rope``: :func:`rope_tables` of ``pos_q``, if the caller has them already."""
         b, t, _ = x.shape
         d, attn_dim = self.head_dim, self.heads * self.head_dim
         projected = self.in_proj(x)
         q = projected[..., :attn_dim].reshape(b, t, self.heads, d)
         k, v = projected[..., attn_dim:].reshape(b, t, 2, self.kv_heads, d).unbind(dim=2)
-        q = apply_rope(q, pos_q, self.max_period)
-        k = apply_rope(k, pos_q, self.max_period)
+        cos, sin = rope if rope is not None else rope_tables(pos_q, d, self.max_period)
+        q = apply_rope(q, cos, sin)
+        k = apply_rope(k, cos, sin)
         keys, values, mask = store.extend(layer, k, v, pos_q)
         if self.kv_heads != self.heads:
             keys = keys.repeat_interleave(self.heads // self.kv_heads, dim=1)
@@ -91,8 +102,9 @@ class TransformerLayer(nn.Module):
         self.layer_scale_1: nn.Module = LayerScale(dim) if layer_scale else nn.Identity()
         self.layer_scale_2: nn.Module = LayerScale(dim) if layer_scale else nn.Identity()
 
-    def forward(self, x: torch.Tensor, pos_q: torch.Tensor, store: KvStore, layer: int) -> torch.Tensor:
-        x = x + self.layer_scale_1(self.self_attn(self.norm1(x), pos_q, store, layer))
+    def forward(self, x: torch.Tensor, pos_q: torch.Tensor, store: KvStore, layer: int,
+                rope: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
+        x = x + self.layer_scale_1(self.self_attn(self.norm1(x), pos_q, store, layer, rope))
         update = self.linear2(F.gelu(self.linear1(self.norm2(x)), approximate="tanh"))
         return x + self.layer_scale_2(update)
 
@@ -106,8 +118,10 @@ class Transformer(nn.Module):
             for _ in range(num_layers))
 
     def forward(self, x: torch.Tensor, pos_q: torch.Tensor, store: KvStore) -> torch.Tensor:
+        attn = self.layers[0].self_attn
+        rope = rope_tables(pos_q, attn.head_dim, attn.max_period)  # the same for every layer
         for index, layer in enumerate(self.layers):
-            x = layer(x, pos_q, store, index)
+            x = layer(x, pos_q, store, index, rope)
         return x
 
 

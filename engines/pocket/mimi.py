@@ -85,10 +85,8 @@ class DecoderState:
         """A copy of the state of ``rows`` (any order); write it back with :meth:`scatter`."""
         index = torch.tensor(rows)
         ring = self.attention
-        copy = object.__new__(RingKvCache)
-        copy.context = ring.context
-        copy.keys, copy.values = ring.keys[:, index], ring.values[:, index]
-        copy.slot_pos, copy.steps = ring.slot_pos[:, index], ring.steps[index]
+        copy = RingKvCache.over(ring.context, ring.keys[:, index], ring.values[:, index],
+                                ring.slot_pos[:, index], ring.steps[index])
         return DecoderState(self.upsample[index], ConvState([t[index] for t in self.convs.tensors]), copy)
 
     def scatter(self, rows: list[int], part: DecoderState) -> None:
