@@ -166,7 +166,10 @@ class _ResBlock(nn.Module):
     def step(self, x: torch.Tensor, states: list[torch.Tensor]) -> torch.Tensor:
         v = x
         for layer in self.block:
-            v = layer.step(v, states.pop(0)) if isinstance(layer, StreamingConv) else layer(v)
+            if isinstance(layer, StreamingConv):
+                v = layer.step(v, states.pop(0))
+            else:  # in place on a conv's fresh output; never on ``x``, which the sum needs
+                v = torch.nn.functional.elu(v, inplace=v is not x)
         return x + v
 
 
@@ -208,8 +211,8 @@ class SeanetDecoder(_Seanet):
                 x = layer.step(x, states)
             elif isinstance(layer, (StreamingConv, StreamingConvTranspose)):
                 x = layer.step(x, states.pop(0))
-            else:
-                x = layer(x)
+            else:  # ELU, on a tensor this loop made and nothing else holds
+                x = torch.nn.functional.elu(x, inplace=True)
         return x
 
     def __init__(self, g: SeanetGeometry) -> None:
