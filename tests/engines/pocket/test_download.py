@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import os
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -190,34 +193,26 @@ def test_pull_replaces_an_existing_model_whole(server: ModelServer, tmp_path: Pa
     _assert_same_tree(dest, server.root)
 
 
-def test_cli_models_pull_uses_the_base_url(server: ModelServer, tmp_path: Path):
-    import os
-    import subprocess
-    import sys
-
+def _run_cli_pull(server: ModelServer, dest: Path, tmp_path: Path) -> subprocess.CompletedProcess:
     repo = Path(__file__).resolve().parents[3]
-    dest = tmp_path / "pocket"
     env = {**os.environ, "VOXGATE_DATA_DIR": str(tmp_path / "data")}
-    proc = subprocess.run([sys.executable, "-m", "gateway.cli", "models", "pull", "pocket", "--dest", str(dest),
+    return subprocess.run([sys.executable, "-m", "gateway.cli", "models", "pull", "pocket", "--dest", str(dest),
                            "--base-url", server.base_url], cwd=repo, env=env, capture_output=True, text=True,
-                          timeout=120)
+                          timeout=120, check=False)
+
+
+def test_cli_models_pull_uses_the_base_url(server: ModelServer, tmp_path: Path):
+    dest = tmp_path / "pocket"
+    proc = _run_cli_pull(server, dest, tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == f"Pocket TTS model is in {dest}\n"
     _assert_same_tree(dest, server.root)
 
 
 def test_cli_models_pull_failure_is_one_clear_line(server: ModelServer, tmp_path: Path):
-    import os
-    import subprocess
-    import sys
-
     server.behaviour.status["model.safetensors"] = 404
-    repo = Path(__file__).resolve().parents[3]
     dest = tmp_path / "pocket"
-    env = {**os.environ, "VOXGATE_DATA_DIR": str(tmp_path / "data")}
-    proc = subprocess.run([sys.executable, "-m", "gateway.cli", "models", "pull", "pocket", "--dest", str(dest),
-                           "--base-url", server.base_url], cwd=repo, env=env, capture_output=True, text=True,
-                          timeout=120)
+    proc = _run_cli_pull(server, dest, tmp_path)
     assert proc.returncode == 2
     assert proc.stderr.startswith("voxgate models pull: ") and "model.safetensors" in proc.stderr
     assert "Traceback" not in proc.stderr
