@@ -99,14 +99,13 @@ class FlowHead(nn.Module):
         return cached.get(self.time_embed[0].mlp[3].alpha)  # a parameter quantization leaves as is
 
     def velocity(self, cond: torch.Tensor, x: torch.Tensor, *times: torch.Tensor | float) -> torch.Tensor:
-        """``times``: one per time condition, each a [B, 1] tensor or one float for every row."""
+        """``times``: one per time condition, all [B, 1] tensors, or all floats (one for every row)."""
         h = self.input_proj(x)
         y = self.cond_embed(cond)
         if times and all(isinstance(t, float) for t in times):
             y = y + self._time_condition(tuple(times))
         elif times:
-            rows = [t if isinstance(t, torch.Tensor) else torch.full_like(x[..., :1], t) for t in times]
-            y = y + sum(embed(t) for embed, t in zip(self.time_embed, rows)) / len(rows)
+            y = y + sum(embed(t) for embed, t in zip(self.time_embed, times)) / len(times)
         for block in self.res_blocks:
             h = block(h, y)
         return self.final_layer(h, y)

@@ -261,7 +261,19 @@ def random_voice_state(g: Geometry, gen: torch.Generator) -> dict[str, torch.Ten
 
 # ---- tokenizer ------------------------------------------------------------------
 
-_COMMON_WORDS = ["the", "of", "and", "to", "a", "in", "is", "it", "you", "that", "he", "was", "for", "on", "are", "with", "as", "I", "his", "they", "be", "at", "one", "have", "this", "from", "or", "had", "by", "hot", "word", "but", "what", "some", "we", "can", "out", "other", "were", "all", "there", "when", "up", "use", "your", "how", "said", "an", "each", "she", "which", "do", "their", "time", "if", "will", "way", "about", "many", "then", "them", "write", "would", "like", "so", "these", "her", "long", "make", "thing", "see", "him", "two", "has", "look", "more", "day", "could", "go", "come", "did", "number", "sound", "no", "most", "people", "my", "over", "know", "water", "than", "call", "first", "who", "may", "down", "side", "been", "now", "find", "any", "new", "work", "part", "take", "get", "place", "made", "live", "where", "after", "back", "little", "only", "round", "man", "year", "came", "show", "every", "good", "me", "give", "our", "under", "name", "very", "through", "just", "form", "sentence", "great", "think", "say", "help", "low", "line", "differ", "turn", "cause", "much", "mean", "before", "move", "right", "boy", "old", "too", "same", "tell", "does", "set", "three", "want", "air", "well", "also", "play", "small", "end", "put", "home", "read", "hand", "port", "large", "spell", "add", "even", "land", "here", "must", "big", "high", "such", "follow", "act", "why", "ask", "men", "change", "went", "light", "kind", "off", "need", "house", "picture", "try", "us", "again", "animal", "point", "mother", "world", "near", "build", "self", "earth", "father", "hello", "speech", "voice", "model", "stream", "frame", "audio", "gateway", "weather", "today", "tomorrow", "morning", "thanks", "please"]
+_COMMON_WORDS = (
+    "the of and to a in is it you that he was for on are with as I his they be at one have this from "
+    "or had by hot word but what some we can out other were all there when up use your how said an "
+    "each she which do their time if will way about many then them write would like so these her long "
+    "make thing see him two has look more day could go come did number sound no most people my over "
+    "know water than call first who may down side been now find any new work part take get place made "
+    "live where after back little only round man year came show every good me give our under name very "
+    "through just form sentence great think say help low line differ turn cause much mean before move "
+    "right boy old too same tell does set three want air well also play small end put home read hand "
+    "port large spell add even land here must big high such follow act why ask men change went light "
+    "kind off need house picture try us again animal point mother world near build self earth father "
+    "hello speech voice model stream frame audio gateway weather today tomorrow morning thanks please"
+).split()
 _ONSETS = ("", "b", "c", "d", "f", "g", "h", "j", "k", "l", "m", "n", "p", "r", "s", "t", "v", "w",
            "br", "ch", "cl", "dr", "fl", "gr", "pl", "pr", "sh", "sl", "st", "str", "th", "tr", "wh")
 _VOWELS = ("a", "e", "i", "o", "u", "ai", "ea", "ee", "oo", "ou", "y")

@@ -13,8 +13,9 @@ others back. A stream paused for longer than ``stall_timeout_s`` is dropped.
 
 Chunked decoding (``decode_chunk`` K > 1, default 4): Mimi decodes several frames
 of a stream per call, which costs less per frame. Pipelined, the batch's Mimi
-thread takes whatever latents are queued (up to K a stream, ramping up from one
-frame per call). Sequential, a stream's first frame is decoded at once; after that
+thread takes the latents queued (up to K a stream, ramping up from one frame per
+call), and with few queued it waits for a full call's worth unless a stream is short
+of audio (below). Sequential, a stream's first frame is decoded at once; after that
 its latents wait and are decoded K per Mimi call, unless its listener is short of
 audio: a stream whose lead -- audio delivered minus wall time since its first
 frame, i.e. what a listener who started playing at the first frame still has

@@ -115,6 +115,29 @@ def test_chunked_decoding_delivers_the_first_frame_at_once_then_whole_chunks(tin
     assert [len(batch.step([batch.stream_ids()[0]])[0].frames) for _ in range(2)] == [1, 1]
 
 
+def test_one_pipelined_stream_decodes_ramping_whole_calls(tiny_model) -> None:
+    """1, 1, 2 frames, then decode_chunk per Mimi call, however fast the helper is; only a
+    text chunk's last call may be short."""
+    sizes: list[int] = []
+    batch = StreamBatch(tiny_model, 1, pipelined=True, decode_chunk=4)
+    decode_group = batch._decode_group
+
+    def recording(group):
+        sizes.append(group.latents.shape[1])
+        return decode_group(group)
+
+    batch._decode_group = recording
+    batch.add("Rain in spain stays mainly in the plain, and the rest of the sentence goes on.",
+              tiny_model.load_voice("alba"), seed=1)
+    while len(batch):
+        batch.step()
+    batch.close()
+    assert len(sizes) > 5
+    assert sizes[:4] == [1, 1, 2, 4]
+    assert all(size == 4 for size in sizes[3:-1])
+    assert 1 <= sizes[-1] <= 4
+
+
 def test_batch_settings_are_checked(tiny_model) -> None:
     with pytest.raises(ValueError, match="^decode_chunk: must be at least 1$"):
         StreamBatch(tiny_model, 2, decode_chunk=0)
