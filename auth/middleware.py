@@ -3,7 +3,7 @@
 The decision is ``policy.decide``; this module reads the auth state from the
 lifespan state in ``scope["state"]["auth"]``, records the principal in
 ``scope["voxgate.principal"]`` and turns a refusal into the wire form:
-HTTP JSON ``{"detail": ...}`` (+ ``Retry-After`` on 429), or for a WebSocket
+HTTP JSON ``{"detail": ..., "code": ...}`` (+ ``Retry-After`` on 429), or for a WebSocket
 accept-then-close 1008 with the detail as reason, because a browser cannot read
 the status of a refused handshake.
 """
@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from .access import RouteClass
-from .policy import Refusal, decide
+from .policy import NOT_READY, Refusal, decide
 from .principal import SCOPE_KEY
 from .state import AuthState
 
@@ -44,7 +44,7 @@ class AuthMiddleware:
         if not isinstance(state, AuthState):
             # Fail closed: without its state the middleware cannot tell anyone apart.
             log.error("auth state missing from the lifespan state; refusing %s", scope.get("path", ""))
-            await refuse(scope, receive, send, Refusal(503, "authentication is not ready"))
+            await refuse(scope, receive, send, Refusal(503, NOT_READY))
             return
         decision = decide(scope, self.classify(scope), state)
         if isinstance(decision, Refusal):
@@ -65,7 +65,7 @@ async def refuse(scope: Scope, receive: Receive, send: Send, refusal: Refusal) -
         await send({"type": "websocket.accept"})
         await send({"type": "websocket.close", "code": CLOSE_POLICY_VIOLATION, "reason": refusal.detail})
         return
-    body = json.dumps({"detail": refusal.detail}).encode("utf-8")
+    body = json.dumps(refusal.body()).encode("utf-8")
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     if refusal.retry_after_s is not None:
         headers.append((b"retry-after", str(refusal.retry_after_s).encode()))

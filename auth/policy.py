@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from . import codes
 from .access import RouteClass
 from .client_address import ClientAddress, resolve_client
 from .credentials import Credential, CredentialKind, presented_credential
@@ -33,6 +34,18 @@ LOOPBACK_REQUIRED = "loopback origin required"
 ADMIN_GATE = "loopback origin or admin API key required"
 ORIGIN_REJECTED = "browser origin rejected"
 TOO_MANY_ATTEMPTS = "Too many authentication attempts"
+NOT_READY = "authentication is not ready"
+
+# The machine code sent next to each detail (auth/codes.py).
+DETAIL_CODES = {
+    PIN_REQUIRED: codes.PIN_REQUIRED,
+    KEY_REQUIRED: codes.API_KEY_REQUIRED,
+    LOOPBACK_REQUIRED: codes.LOOPBACK_REQUIRED,
+    ADMIN_GATE: codes.ADMIN_REQUIRED,
+    ORIGIN_REJECTED: codes.ORIGIN_REJECTED,
+    TOO_MANY_ATTEMPTS: codes.TOO_MANY_ATTEMPTS,
+    NOT_READY: codes.AUTH_NOT_READY,
+}
 
 
 @dataclass(frozen=True)
@@ -40,6 +53,14 @@ class Refusal:
     status: int  # HTTP status; a WebSocket always closes 1008 with ``detail`` as reason
     detail: str
     retry_after_s: int | None = None
+
+    @property
+    def code(self) -> str:
+        return DETAIL_CODES[self.detail]
+
+    def body(self) -> dict[str, str]:
+        """The HTTP JSON body: the exact detail and its machine code."""
+        return {"detail": self.detail, "code": self.code}
 
 
 def decide(scope: dict, route_class: RouteClass, state: AuthState) -> Principal | Refusal:

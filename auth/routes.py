@@ -15,6 +15,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from . import codes
 from .access import RouteClass, http_route
 from .client_address import resolve_client
 from .credentials import PIN_COOKIE, SESSION_COOKIE, Credential, CredentialKind, presented_credential
@@ -33,13 +34,13 @@ class BodyError(Exception):
     """The request body cannot be used; the message says which field and why."""
 
 
-def _detail(status: int, detail: str, headers: dict[str, str] | None = None) -> JSONResponse:
-    return JSONResponse({"detail": detail}, status_code=status, headers=headers)
+def _detail(status: int, detail: str, code: str) -> JSONResponse:
+    return JSONResponse({"detail": detail, "code": code}, status_code=status)
 
 
 def _refusal(refusal: Refusal) -> JSONResponse:
     headers = {"Retry-After": str(refusal.retry_after_s)} if refusal.retry_after_s is not None else None
-    return _detail(refusal.status, refusal.detail, headers)
+    return JSONResponse(refusal.body(), status_code=refusal.status, headers=headers)
 
 
 async def _json_object(request: Request) -> dict[str, Any]:
@@ -82,7 +83,7 @@ async def create_session(request: Request) -> Response:
         if pin is not None and not isinstance(pin, str):
             raise BodyError("pin must be a string of 6 digits")
     except BodyError as exc:
-        return _detail(400, str(exc))
+        return _detail(400, str(exc), codes.BAD_REQUEST)
 
     if pin is not None:
         credential: Credential | None = Credential(CredentialKind.PIN, pin)
@@ -97,7 +98,7 @@ async def create_session(request: Request) -> Response:
         return _refusal(judged)
     source = MINTING_KINDS.get(judged.kind)
     if source is None:
-        return _detail(400, "a session is minted from the API key or the PIN; present one of them")
+        return _detail(400, "a session is minted from the API key or the PIN; present one of them", codes.BAD_REQUEST)
 
     secure = client.scheme == "https"
     if transport == "bearer":
@@ -136,7 +137,7 @@ async def create_ticket(request: Request) -> Response:
         if not isinstance(path, str) or path not in allowed:
             raise BodyError(f"path must be one of: {', '.join(allowed)}")
     except BodyError as exc:
-        return _detail(400, str(exc))
+        return _detail(400, str(exc), codes.BAD_REQUEST)
     ticket = state.mint_ticket(path)
     return JSONResponse({"ticket": ticket, "expires_in": int(state.config.ticket_ttl_s)}, status_code=201)
 
@@ -146,7 +147,7 @@ async def start_share(request: Request) -> Response:
     try:
         info = await state.start_sharing(request.scope["app"])
     except ShareUnavailable as exc:
-        return _detail(503, str(exc))
+        return _detail(503, str(exc), codes.SHARE_UNAVAILABLE)
     return JSONResponse({"pin": info.pin, "url": info.url, "port": info.port}, status_code=201)
 
 

@@ -211,7 +211,7 @@ async def bench_voxgate(model_dir: Path, work: Path, levels: list[int], rounds: 
            "VOXGATE_ENGINES": "pocket", "VOXGATE_DATA_DIR": str(work / "voxgate-data"),
            "VOXGATE_MAX_TTS_SESSIONS": "64", "VOXGATE_LOG_LEVEL": "warning", "PYTHONPATH": str(ROOT)}
     log_path = work / "voxgate.log"
-    proc = start([sys.executable, "-c", "from gateway.cli import main; raise SystemExit(main())", "serve",
+    proc = start([sys.executable, "-c", "from gateway.cli.main import main; raise SystemExit(main())", "serve",
                   "--port", str(port)], env, log_path)
     try:
         url = f"http://127.0.0.1:{port}"

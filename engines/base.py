@@ -1,4 +1,5 @@
-"""The interfaces the gateway may call on a speech engine.
+"""The interfaces the gateway may call on a speech engine: ``TtsEngine`` (and
+its per-utterance ``TtsStream``) and ``AsrService`` (and its ``AsrStreamHandle``).
 
 A TTS engine is loaded once and shared by every session. It opens a *stream*
 per utterance; the stream yields PCM frames as soon as they exist and can be
@@ -13,10 +14,11 @@ is consumed by exactly one task.
 
 from __future__ import annotations
 
+import asyncio
 import enum
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -153,3 +155,72 @@ class TtsEngine(Protocol):
         ...
 
     async def delete_voice(self, voice_id: str) -> None: ...
+
+
+@runtime_checkable
+class AsrStreamHandle(Protocol):
+    """One live dictation stream on an ``AsrService``.
+
+    ``events`` is a bounded queue of protocol events for the client (the
+    gateway's event dataclasses, or error-event dicts); ``overflowed`` turns
+    true when an essential event (a final) could not be queued because the
+    client reads nothing.
+    """
+
+    events: asyncio.Queue[Any]
+    overflowed: bool
+    lag_s: float
+    finals: int
+
+    @property
+    def audio_s(self) -> float: ...
+
+    async def send_audio(self, samples: np.ndarray) -> None:
+        """Mono float32 audio at 16 kHz, in order."""
+        ...
+
+    async def finalize(self) -> None:
+        """End the open utterance now; its final follows."""
+        ...
+
+    async def end(self) -> None:
+        """No more audio: the last finals, then a closed event."""
+        ...
+
+    async def close(self) -> None:
+        """Drop the stream (the client left)."""
+        ...
+
+
+@runtime_checkable
+class AsrService(Protocol):
+    """The speech recognizer the gateway depends on: the ASR sidecar's
+    supervisor implements it, tests use a fake. Called from the event loop."""
+
+    model_name: str
+    restarts: int  # how often the recognizer was restarted since start-up
+
+    def status(self) -> EngineStatus: ...
+
+    def info(self) -> dict[str, Any]:
+        """``model``, ``languages`` (empty: any), ``multilingual`` and counters."""
+        ...
+
+    async def start(self) -> None:
+        """Start and wait until ready or failed. Never raises: failures go to status()."""
+        ...
+
+    async def aclose(self) -> None: ...
+
+    async def wait_ready(self, timeout_s: float) -> bool:
+        """True once ready; False when the first start failed or ``timeout_s`` passed."""
+        ...
+
+    async def open_stream(self, options: dict[str, Any]) -> AsrStreamHandle:
+        """A new stream; ``options``: language (None: detect), interim, word_timestamps, silence_ms."""
+        ...
+
+    async def transcribe(self, samples: np.ndarray, *, language: str | None, word_timestamps: bool,
+                         timeout_s: float) -> dict[str, Any]:
+        """A whole file (16 kHz float32): ``text``, ``language``, ``duration``, ``segments``, ``words``."""
+        ...

@@ -13,40 +13,25 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Mapping
-from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.staticfiles import StaticFiles
+from starlette.routing import BaseRoute
 
-from auth import AuthConfig, AuthMiddleware, AuthState, auth_routes
-from auth.access import RouteClass, make_classifier, mount
-from engines.base import TtsEngine
-
-from .config import Settings
-from .dictation_routes import dictation_routes
-from .errors import GatewayError
-from .http_api import core_routes
-from .sessions import SessionRegistry
-from .startup import Startup
-from .tts_routes import tts_routes
+from auth import AuthMiddleware, AuthState, ShareListener, auth_routes
+from auth.access import make_classifier
+from engines.base import AsrService, TtsEngine
+from gateway.config import Settings
+from gateway.dictation.routes import dictation_routes
+from gateway.errors import GatewayError
+from gateway.http_api import core_routes, static_routes
+from gateway.registry import SessionRegistry
+from gateway.startup import Startup
+from gateway.tts.routes import tts_routes
 
 log = logging.getLogger("voxgate")
-
-STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
-
-
-def auth_config(settings: Settings) -> AuthConfig:
-    return AuthConfig(
-        server_mode=settings.server_mode,
-        api_key=settings.api_key,
-        trusted_networks=settings.trusted_networks,
-        allowed_origins=settings.allowed_origins,
-        forwarded_allow_ips=settings.forwarded_allow_ips,
-        allow_anonymous=settings.allow_anonymous,
-    )
 
 
 def build_tts_engines(settings: Settings) -> dict[str, TtsEngine]:
@@ -64,11 +49,11 @@ def build_tts_engines(settings: Settings) -> dict[str, TtsEngine]:
     return engines
 
 
-def build_asr(settings: Settings) -> Any:
+def build_asr(settings: Settings) -> AsrService | None:
     """The ASR sidecar supervisor, or None when ASR is not enabled."""
     if "asr" not in settings.engines:
         return None
-    from .asr_client import AsrSupervisor
+    from gateway.dictation.sidecar import AsrSupervisor
 
     return AsrSupervisor.from_settings(settings)
 
@@ -77,8 +62,8 @@ def create_app(
     settings: Settings,
     *,
     tts_engines: Mapping[str, TtsEngine] | None = None,
-    asr: Any = None,
-    share_listener: Any = None,
+    asr: AsrService | None = None,
+    share_listener: ShareListener | None = None,
 ) -> Starlette:
     """Build the ASGI app. Tests may inject engines, an ASR supervisor or a share
     listener; by default they are built from ``settings``."""
@@ -87,13 +72,14 @@ def create_app(
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
         engines = dict(tts_engines) if tts_engines is not None else build_tts_engines(settings)
         asr_service = asr if asr is not None else build_asr(settings)
+        listener: ShareListener
         if share_listener is not None:
             listener = share_listener
         else:
-            from .lan_share import UvicornShareListener
+            from gateway.lan_share import UvicornShareListener
 
             listener = UvicornShareListener(settings)
-        auth_state = AuthState(auth_config(settings), share_listener=listener)
+        auth_state = AuthState(settings.auth_config(), share_listener=listener)
         sessions = SessionRegistry(limits={"tts": settings.max_tts_sessions,
                                            "dictation": settings.max_dictation_streams})
         startup = Startup()
@@ -121,12 +107,8 @@ def create_app(
                 with contextlib.suppress(Exception):
                     await engine.close()
 
-    routes = [
-        *core_routes(),
-        *auth_routes(),
-        *_feature_routes(),
-        mount("/static", StaticFiles(directory=STATIC_DIR), access=RouteClass.PUBLIC, name="static"),
-    ]
+    routes: list[BaseRoute] = [*core_routes(), *auth_routes(), *tts_routes(), *dictation_routes(),
+                               *static_routes()]
     app = Starlette(routes=routes, lifespan=lifespan,
                     exception_handlers={GatewayError: _gateway_error_response})
     app.add_middleware(AuthMiddleware, classify=make_classifier(routes))
@@ -139,12 +121,7 @@ async def _gateway_error_response(request: Request, exc: Exception) -> Response:
     return exc.to_response()
 
 
-def _feature_routes() -> list:
-    """Routes of the speech features (TTS, dictation), each from its own module."""
-    return [*tts_routes(), *dictation_routes()]
-
-
-async def _load_engines(startup: Startup, engines: Mapping[str, TtsEngine], asr_service: Any) -> None:
+async def _load_engines(startup: Startup, engines: Mapping[str, TtsEngine], asr_service: AsrService | None) -> None:
     """Load every engine, one after the other (they share 2 cores), reporting the step."""
     try:
         if asr_service is not None:

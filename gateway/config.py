@@ -15,6 +15,8 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from auth import AuthConfig
+
 ENV_PREFIX = "VOXGATE_"
 
 
@@ -233,6 +235,12 @@ class Settings:
 
     def replace(self, **changes: Any) -> Settings:
         return replace(self, **changes)
+
+    def auth_config(self) -> AuthConfig:
+        """What the auth middleware enforces, from these settings."""
+        return AuthConfig(server_mode=self.server_mode, api_key=self.api_key,
+                          trusted_networks=self.trusted_networks, allowed_origins=self.allowed_origins,
+                          forwarded_allow_ips=self.forwarded_allow_ips, allow_anonymous=self.allow_anonymous)
 
     @property
     def pocket_model_dir(self) -> Path:

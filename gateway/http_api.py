@@ -1,13 +1,20 @@
-"""Core HTTP routes: /health, the browser client, and the admin session list."""
+"""Core HTTP routes: /health, the browser client and its static files, the
+engine list, the admin session list and /metrics."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.routing import BaseRoute
+from starlette.staticfiles import StaticFiles
 
-from auth.access import RouteClass, http_route
+from auth.access import RouteClass, http_route, mount
+from gateway import __version__
 
-from . import __version__
+STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
 
 RETRY_AFTER_STARTING_S = 2
 
@@ -15,7 +22,7 @@ RETRY_AFTER_STARTING_S = 2
 async def health(request: Request) -> Response:
     state = request.state
     startup = state.startup
-    body: dict = {"version": __version__,
+    body: dict[str, Any] = {"version": __version__,
                   "engines": {name: e.status().to_dict() for name, e in state.tts.items()}}
     if state.asr is not None:
         body["asr"] = state.asr.status().to_dict()
@@ -26,8 +33,6 @@ async def health(request: Request) -> Response:
 
 
 async def index(request: Request) -> Response:
-    from .app import STATIC_DIR
-
     return FileResponse(STATIC_DIR / "index.html", media_type="text/html")
 
 
@@ -65,7 +70,12 @@ async def metrics(request: Request) -> Response:
     return Response("\n".join(lines) + "\n", media_type="text/plain; version=0.0.4")
 
 
-def core_routes() -> list:
+def static_routes() -> list[BaseRoute]:
+    """The browser client's files under /static (``GET /`` is a core route)."""
+    return [mount("/static", StaticFiles(directory=STATIC_DIR), access=RouteClass.PUBLIC, name="static")]
+
+
+def core_routes() -> list[BaseRoute]:
     return [
         http_route("/", index, access=RouteClass.PUBLIC, methods=["GET"]),
         http_route("/health", health, access=RouteClass.PUBLIC, methods=["GET"]),

@@ -21,7 +21,7 @@ import uvicorn
 
 from auth.share import VIA_SHARE_SCOPE_KEY
 
-from .config import Settings
+from gateway.config import Settings
 
 log = logging.getLogger("voxgate.lan_share")
 

@@ -28,13 +28,13 @@ thread at a time -- the model holds no per-stream state):
 - ``clone_voice(wav: np.ndarray, sample_rate: int) -> VoiceState`` (mono or
   [channels, samples] float audio at any rate; raises ``engines.base.CloneRefused``
   on the ungated checkpoint).
-- ``new_batch(max_streams=8, pipelined=False) -> StreamBatch``.
 - ``read_voice(path) -> VoiceState`` any voice file (checked against this model).
 - ``tokenizer`` (``encode(text) -> list[int]``, ``decode``), ``quantized``.
-- ``stream(text, voice, settings=None, seed=None) -> PocketStream`` single-stream
-  convenience: iterate it for float32 frames of shape (1920,); ``cancel()`` stops it
-  between frames.
-- ``synthesize(text, voice, settings=None, seed=None) -> np.ndarray`` whole utterance.
+
+``engines.pocket.stream``: ``PocketStream(model, text, voice, settings=None, seed=None)``
+single-stream convenience: iterate it for float32 frames of shape (1920,); ``cancel()``
+stops it between frames. ``synthesize(model, text, voice, settings=None, seed=None) ->
+np.ndarray`` the whole utterance.
 
 ``save_voice_file(voice, path)`` / ``load_voice_file(path, geometry)`` read and write a
 voice in the shipped layout (``transformer.layers.N.self_attn/cache`` [2,1,T,H,D] with
@@ -44,7 +44,7 @@ rope applied, I64 ``.../offset``), interchangeable with the reference's export.
 not thread-safe). Each stream has its own KV cache length and Mimi decoder state;
 streams join and leave between steps::
 
-    batch = model.new_batch(max_streams=8)
+    batch = StreamBatch(model, max_streams=8)  # engines.pocket.batch
     sid = batch.add(text, voice, settings=None, seed=None)  # text prompt pass now
     for out in batch.step():            # ONE batched forward for every active stream
         out.stream_id, out.pcm, out.done  # pcm: float32 (1920,) or None; done: finished
@@ -94,6 +94,7 @@ _EXPORTS = {
     "prepare_text": "engines.pocket.generation",
     "save_voice_file": "engines.pocket.voice",
     "split_text": "engines.pocket.generation",
+    "synthesize": "engines.pocket.stream",
 }
 
 __all__ = sorted(_EXPORTS)

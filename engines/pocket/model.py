@@ -10,7 +10,6 @@ Directory layout (the released one)::
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import safetensors
@@ -31,9 +30,6 @@ from engines.pocket.geometry import GeometryError, PocketGeometry, detect_geomet
 from engines.pocket.mimi import Mimi
 from engines.pocket.voice import VoiceState, load_voice_file, read_voice_layout
 
-if TYPE_CHECKING:
-    from engines.pocket.batch import StreamBatch
-    from engines.pocket.stream import PocketStream
 
 SAMPLE_RATE = 24000
 MODEL_FILE = "model.safetensors"
@@ -106,23 +102,6 @@ class PocketModel(nn.Module):
         self.flow_lm.prompt(prompt, cache)
         layers = tuple(cache.data[i, :, 0, : prompt.shape[1]].clone() for i in range(self.geometry.lm_layers))
         return VoiceState(layers=layers, length=prompt.shape[1])
-
-    # generation ---------------------------------------------------------------------
-    def new_batch(self, max_streams: int = 8, pipelined: bool = False) -> StreamBatch:
-        from engines.pocket.batch import StreamBatch
-
-        return StreamBatch(self, max_streams, pipelined=pipelined)
-
-    def stream(self, text: str, voice: VoiceState, settings: GenerationSettings | None = None,
-               seed: int | None = None) -> PocketStream:
-        from engines.pocket.stream import PocketStream
-
-        return PocketStream(self, text, voice, settings, seed)
-
-    def synthesize(self, text: str, voice: VoiceState, settings: GenerationSettings | None = None,
-                   seed: int | None = None) -> np.ndarray:
-        frames = list(self.stream(text, voice, settings, seed))
-        return np.concatenate(frames) if frames else np.zeros(0, dtype=np.float32)
 
     def quantize_int8(self) -> None:
         """int8 dynamic quantization of the LM's attention and feed-forward linears."""

@@ -1,4 +1,4 @@
-"""One utterance, pulled frame by frame: a batch of one."""
+"""One utterance, pulled frame by frame: a batch of one; ``synthesize`` for a whole one."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from engines.pocket.batch import StreamBatch
 from engines.pocket.generation import GenerationSettings
 from engines.pocket.voice import VoiceState
 
@@ -23,7 +24,7 @@ class PocketStream:
 
     def __init__(self, model: PocketModel, text: str, voice: VoiceState,
                  settings: GenerationSettings | None = None, seed: int | None = None) -> None:
-        self._batch = model.new_batch(max_streams=1)
+        self._batch = StreamBatch(model, max_streams=1)
         self._args = (text, voice, settings, seed)
         self._started = False
         self._cancelled = False
@@ -50,3 +51,10 @@ class PocketStream:
                 return out.pcm
         self._done = True
         raise StopIteration
+
+
+def synthesize(model: PocketModel, text: str, voice: VoiceState, settings: GenerationSettings | None = None,
+               seed: int | None = None) -> np.ndarray:
+    """The whole utterance as one float32 array."""
+    frames = list(PocketStream(model, text, voice, settings, seed))
+    return np.concatenate(frames) if frames else np.zeros(0, dtype=np.float32)

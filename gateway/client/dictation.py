@@ -24,8 +24,8 @@ import numpy as np
 from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed
 
-from ..audio import Encoding, encode
-from .base import Credentials, open_socket
+from gateway.audio import Encoding, encode
+from gateway.client.base import Credentials, open_socket
 
 PATH = "/v1/dictation"
 

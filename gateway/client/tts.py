@@ -20,7 +20,7 @@ from typing import Any
 from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed
 
-from .base import DEFAULT_OPEN_TIMEOUT_S, Credentials, open_socket
+from gateway.client.base import DEFAULT_OPEN_TIMEOUT_S, Credentials, open_socket
 
 DEFAULT_TIMEOUT_S = 60.0
 

@@ -19,14 +19,14 @@ partial of the same utterance.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..audio import Encoding, parse_encoding, parse_rate
-from ..errors import BadMessage, BadRequest
+from gateway.audio import Encoding, parse_encoding, parse_rate
+from gateway.errors import BadMessage, BadRequest
+from gateway.protocol.json import message_type, parse_message
 
 MIN_SILENCE_MS = 200
 MAX_SILENCE_MS = 5000
@@ -114,15 +114,7 @@ CLIENT_TYPES = ("finalize", "end", "keepalive")
 
 def parse_client_message(raw: str) -> ClientMessage:
     """Parse one JSON text message; raises ``BadMessage`` saying what is wrong."""
-    try:
-        data = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        raise BadMessage("message is not valid JSON") from None
-    if not isinstance(data, dict):
-        raise BadMessage("message must be a JSON object with a \"type\"")
-    kind = data.get("type")
-    if not isinstance(kind, str):
-        raise BadMessage("message has no \"type\" string")
+    kind = message_type(parse_message(raw))
     if kind == "finalize":
         return Finalize()
     if kind == "end":

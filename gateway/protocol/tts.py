@@ -16,13 +16,13 @@ field and says why, so the route only has to translate it.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..audio import Encoding, parse_encoding, parse_rate
-from ..errors import BadMessage, BadRequest
+from gateway.audio import Encoding, parse_encoding, parse_rate
+from gateway.errors import BadMessage, BadRequest, TooLarge
+from gateway.protocol.json import message_type, parse_message
 
 MAX_ID_CHARS = 128
 MAX_VOICE_CHARS = 128
@@ -92,15 +92,8 @@ def text_too_long(field: str, length: int, limits: TextLimits) -> BadMessage:
 def parse_client_message(raw: str | bytes, limits: TextLimits) -> ClientMessage:
     """Parse one JSON text message. Raises ``BadMessage`` (code ``bad_message`` or
     ``text_too_long``) with a message that names the field."""
-    try:
-        data = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        raise BadMessage("message is not valid JSON") from None
-    if not isinstance(data, dict):
-        raise BadMessage("message must be a JSON object with a \"type\"")
-    kind = data.get("type")
-    if not isinstance(kind, str):
-        raise BadMessage("message has no \"type\" string")
+    data = parse_message(raw)
+    kind = message_type(data)
     if kind == "speak":
         text = _text_field(data, "speak.text", limits, allow_blank=False)
         return Speak(text=text, id=_opt_str(data, "id", "speak.id", MAX_ID_CHARS),
@@ -177,6 +170,95 @@ def parse_tts_params(query: Mapping[str, str], default_engine: str) -> TtsParams
     except ValueError as exc:
         raise BadRequest(f"encoding: {query['encoding'][:20]!r} {exc}") from None
     return TtsParams(engine=engine, voice=voice, sample_rate=rate, encoding=encoding)
+
+
+# ---- HTTP request bodies
+
+WAV_OR_PCM_FORMATS = {"wav": Encoding.S16LE, "pcm_s16le": Encoding.S16LE, "pcm_f32le": Encoding.F32LE}
+
+
+@dataclass(frozen=True)
+class SynthesisRequest:
+    """The body of ``POST /v1/tts``."""
+
+    text: str
+    engine: str | None = None
+    voice: str | None = None
+    format: str = "wav"
+    sample_rate: int | None = None  # None: the engine's native rate
+    seed: int | None = None
+
+    @property
+    def encoding(self) -> Encoding:
+        return WAV_OR_PCM_FORMATS[self.format]
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], limits: TextLimits) -> SynthesisRequest:
+        """Raises ``BadRequest`` (or ``TooLarge`` for the text) naming the field."""
+        fmt = data.get("format", "wav")
+        if fmt not in WAV_OR_PCM_FORMATS:
+            raise BadRequest(f"format: must be one of: {', '.join(WAV_OR_PCM_FORMATS)}")
+        rate = data.get("sample_rate")
+        if rate is not None:
+            if isinstance(rate, bool) or not isinstance(rate, int):
+                raise BadRequest("sample_rate: must be an integer")
+            try:
+                rate = parse_rate(rate)
+            except ValueError as exc:
+                raise BadRequest(f"sample_rate: {exc}") from None
+        seed = data.get("seed")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED):
+            raise BadRequest(f"seed: must be an integer between 0 and {MAX_SEED}")
+        return cls(text=body_text(data, "text", limits), engine=body_str(data, "engine"),
+                   voice=body_str(data, "voice"), format=fmt, sample_rate=rate, seed=seed)
+
+
+@dataclass(frozen=True)
+class SpeechRequest:
+    """The body of the OpenAI-compatible ``POST /v1/audio/speech``."""
+
+    input: str
+    model: str | None = None
+    voice: str | None = None
+    response_format: str = "wav"
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], limits: TextLimits) -> SpeechRequest:
+        text = body_text(data, "input", limits)
+        fmt = data.get("response_format") or "wav"  # OpenAI's default is mp3, which is not offered here
+        if fmt not in ("wav", "pcm"):
+            raise BadRequest(f"response_format: {str(fmt)[:20]!r} is not supported; use wav or pcm")
+        if data.get("stream_format") not in (None, "audio"):
+            raise BadRequest("stream_format: only 'audio' is supported")
+        speed = data.get("speed")
+        if speed is not None and (isinstance(speed, bool) or not isinstance(speed, (int, float)) or speed != 1):
+            raise BadRequest("speed: only 1.0 is supported")
+        model = data.get("model")
+        voice = data.get("voice")
+        if isinstance(voice, dict):  # newer clients may send {"id": "..."}
+            voice = voice.get("id")
+        if voice is not None and not isinstance(voice, str):
+            raise BadRequest("voice: must be a string")
+        return cls(input=text, model=model if isinstance(model, str) else None, voice=voice or None,
+                   response_format=fmt)
+
+
+def body_text(data: Mapping[str, Any], field: str, limits: TextLimits) -> str:
+    text = data.get(field)
+    if not isinstance(text, str) or not text.strip():
+        raise BadRequest(f"{field}: required, a non-empty string")
+    if len(text) > limits.max_chars:
+        raise TooLarge(f"{field}: {len(text)} characters; the limit is {limits.max_chars}", code="text_too_long")
+    return text
+
+
+def body_str(data: Mapping[str, Any], field: str) -> str | None:
+    value = data.get(field)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise BadRequest(f"{field}: must be a non-empty string")
+    return value
 
 
 # ---- server -> client

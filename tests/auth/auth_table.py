@@ -19,6 +19,23 @@ PIN_REQUIRED = "PIN required"
 KEY_REQUIRED = "API key required"
 LOOPBACK_REQUIRED = "loopback origin required"
 ADMIN_GATE = "loopback origin or admin API key required"
+ORIGIN_REJECTED = "browser origin rejected"
+TOO_MANY = "Too many authentication attempts"
+
+# The machine code each refusal carries next to its exact detail.
+DETAIL_CODE = {
+    PIN_REQUIRED: "pin_required",
+    KEY_REQUIRED: "api_key_required",
+    LOOPBACK_REQUIRED: "loopback_required",
+    ADMIN_GATE: "admin_required",
+    ORIGIN_REJECTED: "origin_rejected",
+    TOO_MANY: "too_many_attempts",
+}
+
+
+def body(detail: str) -> dict[str, str]:
+    """The JSON body of an auth refusal."""
+    return {"detail": detail, "code": DETAIL_CODE[detail]}
 
 TRUSTED_NET = ipaddress.ip_network("203.0.113.0/24")
 

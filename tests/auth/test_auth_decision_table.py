@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 from starlette.websockets import WebSocketDisconnect
 
-from auth_table import MODES, ROWS, present, row_id
+from auth_table import MODES, ROWS, body, present, row_id
 
 SOCKET_TARGETS = [("test-app", "/v1/tts"), ("test-app", "/v1/dictation"),
                   ("real-app", "/v1/tts"), ("real-app", "/v1/dictation")]
@@ -44,7 +44,7 @@ def test_http_decision(harness, real_harness, app_kind: str, row) -> None:
             assert r.json()["principal"] == expected.principal
     else:
         assert r.status_code == expected.status
-        assert r.json() == {"detail": expected.detail}
+        assert r.json() == body(expected.detail)
 
 
 def _socket_cases() -> list:
@@ -91,7 +91,7 @@ def test_invalid_key_next_to_a_valid_pin_is_final(harness) -> None:
     h, pin = start(harness, "server+key+pin")
     headers = {"Authorization": "Bearer wrong", "X-Voxgate-Pin": pin}
     r = h.remote.get("/consume", headers=headers)
-    assert (r.status_code, r.json()) == (401, {"detail": "API key required"})
+    assert (r.status_code, r.json()) == (401, body("API key required"))
     with h.remote.websocket_connect("/v1/tts", headers=headers) as ws:
         assert ws.receive() == {"type": "websocket.close", "code": 1008, "reason": "API key required"}
 

@@ -52,7 +52,7 @@ def test_busy_port_is_a_clear_503(leak_guard) -> None:
         app = create_app(settings, share_listener=UvicornShareListener(settings))
         with TestClient(app, client=("127.0.0.1", 50000)) as c:
             r = c.post("/v1/admin/share")
-    assert (r.status_code, r.json()) == (503, {"detail": "LAN sharing could not start its listener: Address already in use"})
+    assert (r.status_code, r.json()) == (503, {"detail": "LAN sharing could not start its listener: Address already in use", "code": "share_unavailable"})
 
 
 @pytest.mark.slow

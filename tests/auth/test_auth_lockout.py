@@ -10,7 +10,7 @@ from starlette.websockets import WebSocketDisconnect
 from auth import AuthConfig
 from auth_harness import KEY
 
-TOO_MANY = {"detail": "Too many authentication attempts"}
+TOO_MANY = {"detail": "Too many authentication attempts", "code": "too_many_attempts"}
 SERVER_KEY = AuthConfig(server_mode=True, api_key=KEY)
 SERVER_PIN = AuthConfig(server_mode=True)
 
@@ -89,7 +89,7 @@ def test_session_exchange_honours_the_lockout(harness) -> None:
     h = harness(SERVER_KEY)
     for _ in range(10):
         r = h.remote.post("/v1/auth/session", headers={"Authorization": "Bearer wrong"})
-        assert (r.status_code, r.json()) == (401, {"detail": "API key required"})
+        assert (r.status_code, r.json()) == (401, {"detail": "API key required", "code": "api_key_required"})
     r = h.remote.post("/v1/auth/session", headers={"Authorization": f"Bearer {KEY}"})
     assert (r.status_code, r.json(), r.headers["retry-after"]) == (429, TOO_MANY, "60")
 
@@ -112,10 +112,10 @@ def test_pin_is_revoked_after_100_failures_from_many_addresses(harness) -> None:
     other = {"X-Forwarded-For": "10.9.9.9"}
     assert h.local.get("/consume", headers={"X-Voxgate-Pin": pin, **other}).json()["principal"] == "pin"
     r = h.local.get("/consume", headers={"X-Voxgate-Pin": wrong, "X-Forwarded-For": "10.8.8.8"})
-    assert (r.status_code, r.json()) == (401, {"detail": "PIN required"})  # the 100th failure
+    assert (r.status_code, r.json()) == (401, {"detail": "PIN required", "code": "pin_required"})  # the 100th failure
     # The right PIN no longer exists; with no key, no credential can help.
     r = h.local.get("/consume", headers={"X-Voxgate-Pin": pin, **other})
-    assert (r.status_code, r.json()) == (403, {"detail": "loopback origin required"})
+    assert (r.status_code, r.json()) == (403, {"detail": "loopback origin required", "code": "loopback_required"})
     assert h.local.get("/v1/admin/share").json() == {"enabled": False, "url": None, "port": None}
     h.local.portal.call(h.state.share.wait_stopped)
     assert (h.listener.running, h.listener.stops) == (False, 1)

@@ -23,7 +23,7 @@ def app_without_state() -> Starlette:
 def test_missing_auth_state_fails_closed_even_for_loopback() -> None:
     with TestClient(app_without_state(), client=LOOPBACK) as c:
         r = c.get("/public")
-        assert (r.status_code, r.json()) == (503, {"detail": "authentication is not ready"})
+        assert (r.status_code, r.json()) == (503, {"detail": "authentication is not ready", "code": "auth_not_ready"})
         with c.websocket_connect("/v1/tts") as ws:
             with pytest.raises(WebSocketDisconnect) as closed:
                 ws.receive_text()
@@ -41,7 +41,7 @@ def test_refusal_is_json_with_content_length(harness) -> None:
     r = h.remote.post("/consume", content=b"ignored")
     assert r.status_code == 401
     assert r.headers["content-type"] == "application/json"
-    assert r.content == b'{"detail": "API key required"}'
+    assert r.content == b'{"detail": "API key required", "code": "api_key_required"}'
     assert "retry-after" not in r.headers
 
 

@@ -70,7 +70,7 @@ def test_pin_cookie_websocket_from_a_foreign_origin_closes_1008(harness) -> None
 def test_cookie_http_mutation_from_a_foreign_origin_is_403(keyed) -> None:
     cookie = f"vg_session={keyed.key_session()}"
     r = keyed.remote.post("/consume", headers={"Cookie": cookie, "Origin": FOREIGN})
-    assert (r.status_code, r.json()) == (403, {"detail": REJECTED})
+    assert (r.status_code, r.json()) == (403, {"detail": REJECTED, "code": "origin_rejected"})
     r = keyed.remote.post("/consume", headers={"Cookie": cookie, "Origin": OWN})
     assert (r.status_code, r.json()["principal"]) == (200, "session")
 
@@ -100,7 +100,7 @@ def test_explicit_credential_wins_over_a_cookie_riding_along(keyed) -> None:
 def test_loopback_websocket_from_a_foreign_origin_closes_1008(keyed) -> None:
     assert close_of(keyed.local, "/v1/tts", {"Origin": FOREIGN}) == (1008, REJECTED)
     r = keyed.local.post("/admin", headers={"Origin": FOREIGN})
-    assert (r.status_code, r.json()) == (403, {"detail": REJECTED})
+    assert (r.status_code, r.json()) == (403, {"detail": REJECTED, "code": "origin_rejected"})
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1:8000", "localhost:8000", "[::1]:8000"])
@@ -116,7 +116,7 @@ def test_loopback_page_on_a_rebound_domain_is_rejected(keyed) -> None:
     page = {"Host": "evil.example:8000", "Origin": "http://evil.example:8000"}
     assert close_of(keyed.local, "/v1/tts", page) == (1008, REJECTED)
     r = keyed.local.post("/v1/admin/share", headers=page)
-    assert (r.status_code, r.json()) == (403, {"detail": REJECTED})
+    assert (r.status_code, r.json()) == (403, {"detail": REJECTED, "code": "origin_rejected"})
     assert keyed.listener.starts == 0
 
 

@@ -10,9 +10,9 @@ from gateway.app import create_app
 from gateway.config import Settings
 
 SESSIONS = "/v1/admin/sessions"
-ADMIN_GATE = {"detail": "loopback origin or admin API key required"}
-LOOPBACK_REQUIRED = {"detail": "loopback origin required"}
-KEY_REQUIRED = {"detail": "API key required"}
+ADMIN_GATE = {"detail": "loopback origin or admin API key required", "code": "admin_required"}
+LOOPBACK_REQUIRED = {"detail": "loopback origin required", "code": "loopback_required"}
+KEY_REQUIRED = {"detail": "API key required", "code": "api_key_required"}
 
 
 def app_for(**settings) -> object:

@@ -66,7 +66,7 @@ def test_session_lasts_eight_hours(harness) -> None:
     assert h.remote.get("/consume", headers={"Authorization": f"Bearer {token}"}).status_code == 200
     h.clock.advance(1)
     r = h.remote.get("/consume", headers={"Authorization": f"Bearer {token}"})
-    assert (r.status_code, r.json()) == (401, {"detail": "API key required"})
+    assert (r.status_code, r.json()) == (401, {"detail": "API key required", "code": "api_key_required"})
 
 
 def test_key_session_in_local_mode_may_not_admin(harness) -> None:
@@ -84,7 +84,7 @@ def test_delete_revokes_the_session_and_clears_the_cookies(harness) -> None:
     assert set_cookies(r) == ["vg_session=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0",
                               "vg_pin=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0"]
     r = h.remote.get("/consume", headers={"Authorization": f"Bearer {token}"})
-    assert (r.status_code, r.json()) == (401, {"detail": "API key required"})
+    assert (r.status_code, r.json()) == (401, {"detail": "API key required", "code": "api_key_required"})
 
 
 def test_delete_revokes_a_cookie_session(harness) -> None:
@@ -100,36 +100,36 @@ def test_sessions_die_with_the_process(harness) -> None:
     restarted = AuthState(SERVER_KEY)
     with TestClient(build_test_app(restarted), client=REMOTE) as client:
         r = client.get("/consume", headers={"Authorization": f"Bearer {token}"})
-    assert (r.status_code, r.json()) == (401, {"detail": "API key required"})
+    assert (r.status_code, r.json()) == (401, {"detail": "API key required", "code": "api_key_required"})
 
 
 def test_wrong_key_is_401_and_mints_nothing(harness) -> None:
     h = harness(SERVER_KEY)
     r = h.remote.post("/v1/auth/session", headers={"Authorization": "Bearer wrong"}, json={"transport": "bearer"})
-    assert (r.status_code, r.json()) == (401, {"detail": "API key required"})
+    assert (r.status_code, r.json()) == (401, {"detail": "API key required", "code": "api_key_required"})
     assert len(h.state.sessions) == 0
 
 
 def test_no_credential_is_told_what_is_needed(harness) -> None:
     h = harness(SERVER_KEY)
     r = h.remote.post("/v1/auth/session", json={"transport": "bearer"})
-    assert (r.status_code, r.json()) == (401, {"detail": "API key required"})
+    assert (r.status_code, r.json()) == (401, {"detail": "API key required", "code": "api_key_required"})
     h.enable_pin()
     r = h.remote.post("/v1/auth/session", json={"transport": "bearer"})
-    assert (r.status_code, r.json()) == (401, {"detail": "PIN required"})
+    assert (r.status_code, r.json()) == (401, {"detail": "PIN required", "code": "pin_required"})
 
 
 def test_a_session_cannot_mint_a_session(harness) -> None:
     h = harness(SERVER_KEY)
     token = h.key_session()
     r = h.remote.post("/v1/auth/session", headers={"Authorization": f"Bearer {token}"}, json={"transport": "bearer"})
-    assert (r.status_code, r.json()) == (400, {"detail": "a session is minted from the API key or the PIN; present one of them"})
+    assert (r.status_code, r.json()) == (400, {"detail": "a session is minted from the API key or the PIN; present one of them", "code": "bad_request"})
 
 
 def test_bad_transport_is_400(harness) -> None:
     h = harness(SERVER_KEY)
     r = h.remote.post("/v1/auth/session", headers=BEARER, json={"transport": "carrier pigeon"})
-    assert (r.status_code, r.json()) == (400, {"detail": 'transport must be "cookie" or "bearer"'})
+    assert (r.status_code, r.json()) == (400, {"detail": 'transport must be "cookie" or "bearer"', "code": "bad_request"})
 
 
 def test_pin_cookie_session(harness) -> None:
@@ -148,7 +148,7 @@ def test_pin_bearer_session_dies_with_the_pin(harness) -> None:
     assert h.local.request("DELETE", "/v1/admin/share").status_code == 204
     h.enable_pin()  # sharing again: a new PIN, the old sessions stay dead
     r = h.remote.get("/consume", headers={"Authorization": f"Bearer {token}"})
-    assert (r.status_code, r.json()) == (401, {"detail": "API key required"})
+    assert (r.status_code, r.json()) == (401, {"detail": "API key required", "code": "api_key_required"})
 
 
 def test_wrong_pin_is_401_pin_required(harness) -> None:
@@ -156,7 +156,7 @@ def test_wrong_pin_is_401_pin_required(harness) -> None:
     pin = h.enable_pin()
     wrong = "000000" if pin != "000000" else "111111"
     r = h.remote.post("/v1/auth/session", json={"pin": wrong})
-    assert (r.status_code, r.json()) == (401, {"detail": "PIN required"})
+    assert (r.status_code, r.json()) == (401, {"detail": "PIN required", "code": "pin_required"})
     assert set_cookies(r) == []
 
 
@@ -164,4 +164,4 @@ def test_pin_must_be_a_string(harness) -> None:
     h = harness(AuthConfig())
     h.enable_pin()
     r = h.remote.post("/v1/auth/session", json={"pin": 123456})
-    assert (r.status_code, r.json()) == (400, {"detail": "pin must be a string of 6 digits"})
+    assert (r.status_code, r.json()) == (400, {"detail": "pin must be a string of 6 digits", "code": "bad_request"})

@@ -34,7 +34,7 @@ def test_every_enable_draws_a_new_pin_and_kills_the_old_one(harness) -> None:
     assert h.remote.get("/consume", headers={"X-Voxgate-Pin": second}).status_code == 200
     if first != second:  # one chance in 10^6 that they are equal
         r = h.remote.get("/consume", headers={"X-Voxgate-Pin": first})
-        assert (r.status_code, r.json()) == (401, {"detail": "PIN required"})
+        assert (r.status_code, r.json()) == (401, {"detail": "PIN required", "code": "pin_required"})
 
 
 def test_status_shows_the_pin_to_admins(harness) -> None:
@@ -49,7 +49,7 @@ def test_status_is_admin_only(harness) -> None:
     h = harness(AuthConfig())
     pin = h.enable_pin()
     r = h.remote.get("/v1/admin/share", headers={"X-Voxgate-Pin": pin})
-    assert (r.status_code, r.json()) == (403, {"detail": "loopback origin required"})
+    assert (r.status_code, r.json()) == (403, {"detail": "loopback origin required", "code": "loopback_required"})
 
 
 def test_disabling_sharing_kills_the_pin_and_stops_the_listener(harness) -> None:
@@ -59,7 +59,7 @@ def test_disabling_sharing_kills_the_pin_and_stops_the_listener(harness) -> None
     assert (r.status_code, r.content) == (204, b"")
     assert (h.listener.running, h.listener.stops) == (False, 1)
     r = h.remote.get("/consume", headers={"X-Voxgate-Pin": pin})
-    assert (r.status_code, r.json()) == (403, {"detail": "loopback origin required"})
+    assert (r.status_code, r.json()) == (403, {"detail": "loopback origin required", "code": "loopback_required"})
 
 
 def test_server_mode_admin_key_may_share_remotely(harness) -> None:
@@ -72,14 +72,14 @@ def test_server_mode_admin_key_may_share_remotely(harness) -> None:
 def test_local_mode_key_may_not_share_remotely(harness) -> None:
     h = harness(AuthConfig(api_key=KEY))
     r = h.remote.post("/v1/admin/share", headers={"X-API-Key": KEY})
-    assert (r.status_code, r.json()) == (403, {"detail": "loopback origin required"})
+    assert (r.status_code, r.json()) == (403, {"detail": "loopback origin required", "code": "loopback_required"})
 
 
 def test_listener_that_cannot_bind_is_503_and_no_pin_exists(harness) -> None:
     h = harness(AuthConfig())
     h.listener.fail_with = OSError(errno.EADDRINUSE, "Address already in use")
     r = h.local.post("/v1/admin/share")
-    assert (r.status_code, r.json()) == (503, {"detail": "LAN sharing could not start its listener: Address already in use"})
+    assert (r.status_code, r.json()) == (503, {"detail": "LAN sharing could not start its listener: Address already in use", "code": "share_unavailable"})
     assert h.local.get("/v1/admin/share").json()["enabled"] is False
 
 

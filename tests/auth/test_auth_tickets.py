@@ -9,7 +9,7 @@ from auth import AuthConfig
 from auth_harness import KEY
 
 SERVER_KEY = AuthConfig(server_mode=True, api_key=KEY)
-PATH_DETAIL = {"detail": "path must be one of: /v1/tts, /v1/dictation"}
+PATH_DETAIL = {"detail": "path must be one of: /v1/tts, /v1/dictation", "code": "bad_request"}
 
 
 def outcome(client, url: str) -> str | tuple[int, str]:
@@ -59,7 +59,7 @@ def test_ticket_does_not_open_http_routes(harness) -> None:
     h = harness(SERVER_KEY)
     ticket = h.ticket("/v1/tts")
     r = h.remote.get(f"/consume?ticket={ticket}")
-    assert (r.status_code, r.json()) == (401, {"detail": "API key required"})
+    assert (r.status_code, r.json()) == (401, {"detail": "API key required", "code": "api_key_required"})
 
 
 def test_ticket_never_opens_admin(harness) -> None:
@@ -83,13 +83,13 @@ def test_any_other_path_is_400(harness, body) -> None:
 def test_unusable_body_is_400(harness, raw: bytes, detail: str) -> None:
     h = harness(SERVER_KEY)
     r = h.remote.post("/v1/auth/ticket", headers={"X-API-Key": KEY}, content=raw)
-    assert (r.status_code, r.json()) == (400, {"detail": detail})
+    assert (r.status_code, r.json()) == (400, {"detail": detail, "code": "bad_request"})
 
 
 def test_minting_a_ticket_needs_a_consume_credential(harness) -> None:
     h = harness(SERVER_KEY)
     r = h.remote.post("/v1/auth/ticket", json={"path": "/v1/tts"})
-    assert (r.status_code, r.json()) == (401, {"detail": "API key required"})
+    assert (r.status_code, r.json()) == (401, {"detail": "API key required", "code": "api_key_required"})
 
 
 def test_pin_holder_may_mint_a_ticket(harness) -> None:

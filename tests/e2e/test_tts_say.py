@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
 async def say(*args: str) -> tuple[int, str]:
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", "from gateway.cli import main; raise SystemExit(main())", "say", *args,
+        sys.executable, "-c", "from gateway.cli.main import main; raise SystemExit(main())", "say", *args,
         cwd=ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     _, err = await asyncio.wait_for(proc.communicate(), 60)

@@ -142,4 +142,4 @@ def test_metrics_is_admin_only(tmp_path):
     engine.gate.set()
     with TestClient(make_app(engine, tmp_path), client=("203.0.113.9", 40000)) as client:
         r = client.get("/metrics")
-        assert r.status_code == 403 and r.json() == {"detail": "loopback origin required"}
+        assert r.status_code == 403 and r.json() == {"detail": "loopback origin required", "code": "loopback_required"}

@@ -16,7 +16,7 @@ from starlette.testclient import TestClient
 from engines.asr.models import install_whisper_base
 from engines.base import EngineState
 from gateway.app import create_app
-from gateway.asr_client import AsrSupervisor
+from gateway.dictation.sidecar import AsrSupervisor
 from gateway.config import Settings
 from tests.engines.asr.asr_speech import espeak_say, piper_say, resample, silence, wer
 from tests.gateway.fakes import FakeListener

@@ -299,4 +299,4 @@ def test_a_remote_client_needs_the_api_key(tmp_path):
         with client.websocket_connect("/v1/dictation", headers={"Authorization": "Bearer " + "k" * 32}) as ws:
             assert receive(ws)["type"] == "ready"
         r = client.post("/v1/audio/transcriptions", files={"file": ("a.wav", b"", "audio/wav")})
-        assert (r.status_code, r.json()) == (401, {"detail": "API key required"})
+        assert (r.status_code, r.json()) == (401, {"detail": "API key required", "code": "api_key_required"})

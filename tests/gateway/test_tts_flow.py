@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from gateway.tts_flow import OutboundQueue, OutItem, Stalled
+from gateway.tts.outbound import OutboundQueue, OutItem, Stalled
 
 
 def audio(owner, n: int = 100) -> OutItem:

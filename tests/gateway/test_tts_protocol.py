@@ -19,7 +19,7 @@ from gateway.protocol.tts import (
     parse_client_message,
     parse_tts_params,
 )
-from gateway.tts import TRANSITIONS, TtsState, transition
+from gateway.tts.session import TRANSITIONS, TtsState, transition
 
 LIMITS = TextLimits(max_chars=50)
 

@@ -289,7 +289,7 @@ def test_bad_query_is_refused_with_an_event_and_4400(tmp_path, query, event, clo
 def test_engine_loading_is_retryable_1013(tmp_path):
     engine = FakeTtsEngine(state=EngineState.LOADING)
     with make_client(tmp_path, engine) as client, client.websocket_connect("/v1/tts") as ws:
-        assert receive(ws) == {"type": "error", "code": "engine_unavailable", "retryable": True, "state": "loading",
+        assert receive(ws) == {"type": "error", "code": "engine_loading", "retryable": True, "state": "loading",
                                "message": "engine pocket is still loading; try again in a few seconds"}
         assert close_code(ws) == (1013, "engine pocket is still loading; try again in a few seconds")
 

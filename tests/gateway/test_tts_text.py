@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gateway.tts_text import SentenceBuffer, split_sentences
+from gateway.tts.sentences import SentenceBuffer, split_sentences
 
 
 def feed(buffer: SentenceBuffer, fragments: list[str]) -> list[list[str]]:

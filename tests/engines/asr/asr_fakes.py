@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from engines.base import EngineState, EngineStatus
-from gateway.asr_client import AsrSupervisor
+from gateway.dictation.sidecar import AsrSupervisor
 
 
 class FakeSidecar(AsrSupervisor):

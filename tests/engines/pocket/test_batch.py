@@ -9,6 +9,7 @@ import pytest
 
 from engines.base import EngineError
 from engines.pocket.batch import StreamBatch
+from engines.pocket.stream import PocketStream
 
 ATOL = 1e-5  # batched matmuls round differently from single-row ones
 
@@ -25,7 +26,7 @@ def _settings(model, temperature: float):
 
 
 def _solo(model, text: str, voice: str, seed: int, temperature: float) -> np.ndarray:
-    stream = model.stream(text, model.load_voice(voice), _settings(model, temperature), seed)
+    stream = PocketStream(model, text, model.load_voice(voice), _settings(model, temperature), seed)
     return np.concatenate(list(stream))
 
 
@@ -99,7 +100,7 @@ def test_a_stream_leaving_mid_way_does_not_disturb_the_others(tiny_model, solo, 
 def test_pipelined_audio_arrives_one_step_later(tiny_model) -> None:
     voice = tiny_model.load_voice("alba")
     for pipelined, first_audio_step in [(False, 0), (True, 1)]:
-        batch = tiny_model.new_batch(max_streams=1, pipelined=pipelined)
+        batch = StreamBatch(tiny_model, max_streams=1, pipelined=pipelined)
         batch.add("Hello world.", voice, seed=1)
         outputs = [batch.step()[0] for _ in range(3)]
         batch.close()
@@ -146,7 +147,7 @@ def test_batch_settings_are_checked(tiny_model) -> None:
 
 
 def test_a_full_batch_refuses_another_stream(tiny_model) -> None:
-    batch = tiny_model.new_batch(max_streams=1)
+    batch = StreamBatch(tiny_model, max_streams=1)
     voice = tiny_model.load_voice("alba")
     batch.add("One.", voice)
     with pytest.raises(EngineError, match=r"^batch is full \(1 streams\)$") as info:
@@ -155,18 +156,18 @@ def test_a_full_batch_refuses_another_stream(tiny_model) -> None:
 
 
 def test_empty_text_is_refused_before_joining(tiny_model) -> None:
-    batch = tiny_model.new_batch(max_streams=2)
+    batch = StreamBatch(tiny_model, max_streams=2)
     with pytest.raises(ValueError, match="^text: must contain at least one non-space character$"):
         batch.add("  \n ", tiny_model.load_voice("alba"))
     assert len(batch) == 0
 
 
 def test_remove_unknown_stream_is_false(tiny_model) -> None:
-    assert tiny_model.new_batch().remove(12345) is False
+    assert StreamBatch(tiny_model).remove(12345) is False
 
 
 def test_stream_cancel_stops_between_frames(tiny_model) -> None:
-    stream = tiny_model.stream("Hello world, this is a test.", tiny_model.load_voice("alba"), seed=1)
+    stream = PocketStream(tiny_model, "Hello world, this is a test.", tiny_model.load_voice("alba"), seed=1)
     first = next(stream)
     assert first.shape == (tiny_model.frame_samples,) and first.dtype == np.float32
     stream.cancel()
@@ -182,7 +183,7 @@ def test_a_voice_of_another_model_is_refused(tiny_model) -> None:
     voice = VoiceState(layers=(torch.zeros(2, 3, 4, 32),) * 2, length=3)
     with pytest.raises(ValueError, match=r"^voice: made for another model \(2 layers x 4 heads x 32; "
                                          r"this model has 2 x 2 x 64\)$"):
-        tiny_model.new_batch().add("Hello.", voice)
+        StreamBatch(tiny_model).add("Hello.", voice)
 
 
 @pytest.mark.parametrize(("pipelined", "decode_chunk"), MODES, ids=MODE_IDS)
@@ -191,7 +192,7 @@ def test_several_text_chunks_restart_the_decoder_at_the_same_frames(tiny_model, 
     text = "One small sentence here. Then a second one follows it. And a third closes the text."
     settings = replace(tiny_model.defaults, max_tokens_per_chunk=8)
     voice = tiny_model.load_voice("marius")
-    expected = np.concatenate(list(tiny_model.stream(text, voice, settings, seed=5)))
+    expected = np.concatenate(list(PocketStream(tiny_model, text, voice, settings, seed=5)))
     batch = StreamBatch(tiny_model, 2, pipelined=pipelined, decode_chunk=decode_chunk)
     batch.add(text, voice, settings, seed=5)
     other = batch.add("Hello world, this is a test.", tiny_model.load_voice("alba"), seed=1)

@@ -16,7 +16,7 @@ import scipy.io.wavfile
 import torch
 from pocket_reference import TEXTS, ReferenceResults, reference_jobs
 
-from engines.pocket import save_voice_file, split_text
+from engines.pocket import StreamBatch, save_voice_file, split_text
 from engines.pocket.generation import plan_chunks, prepare_text
 
 pytestmark = pytest.mark.reference
@@ -29,7 +29,7 @@ INT8_PCM_ATOL = 1e-5  # the same torch.ao int8 kernels on both sides: observed 2
 def _ours(model, name: str, text: str, voice, seed: int, temperature: float = 0.3):
     settings = replace(model.defaults, temperature=temperature)
     latents: list[torch.Tensor] = []
-    batch = model.new_batch(max_streams=1)
+    batch = StreamBatch(model, max_streams=1)
     original = model.mimi.decode
 
     def record(frames, state):

@@ -15,7 +15,7 @@ import scipy.io.wavfile
 import torch
 from pocket_reference import ReferenceResults, reference_jobs, run_reference
 
-from engines.pocket import load_model
+from engines.pocket import PocketStream, load_model
 
 pytestmark = [pytest.mark.slow, pytest.mark.reference]
 
@@ -51,7 +51,7 @@ def test_english_geometry_audio_matches_reference(english, model) -> None:
     for name, voice, text, seed, temperature in [("voice", "alba", TEXT, 3, 0.3),
                                                  ("t0", "marius", "Hello world.", 3, 0.0)]:
         settings = replace(model.defaults, temperature=temperature)
-        ours = np.concatenate(list(model.stream(text, model.load_voice(voice), settings, seed)))
+        ours = np.concatenate(list(PocketStream(model, text, model.load_voice(voice), settings, seed)))
         expected = reference.audio(name).numpy()
         assert ours.shape == expected.shape
         assert np.abs(expected).max() > 0.01

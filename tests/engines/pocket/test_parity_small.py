@@ -17,7 +17,7 @@ import scipy.io.wavfile
 import torch
 from pocket_reference import TEXTS, reference_jobs, run_reference
 
-from engines.pocket import load_model
+from engines.pocket import PocketStream, load_model
 
 pytestmark = pytest.mark.reference
 
@@ -52,7 +52,7 @@ def test_small_geometry_audio_matches_reference(small) -> None:
     for name, voice, text, temperature in [("short", "alba", TEXTS["short"], 0.3),
                                            ("t0", "marius", TEXTS["tiny"], 0.0)]:
         settings = replace(model.defaults, temperature=temperature)
-        ours = np.concatenate(list(model.stream(text, model.load_voice(voice), settings, seed=3)))
+        ours = np.concatenate(list(PocketStream(model, text, model.load_voice(voice), settings, seed=3)))
         expected = reference.audio(name).numpy()
         assert ours.shape == expected.shape
         assert np.abs(expected).max() > 0.01

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from engines.base import EngineError, EngineUnavailable
-from engines.pocket import load_model
+from engines.pocket import load_model, synthesize
 from engines.pocket.scheduler import BatchScheduler, ScheduledStream
 
 TEXTS = {
@@ -34,7 +34,7 @@ def model(tiny_model_dir: Path):
 @pytest.fixture(scope="module")
 def alone(model) -> dict[int, np.ndarray]:
     """Each utterance synthesised on its own, with its seed."""
-    return {seed: model.synthesize(text, model.load_voice(voice), seed=seed) for seed, (voice, text) in TEXTS.items()}
+    return {seed: synthesize(model, text, model.load_voice(voice), seed=seed) for seed, (voice, text) in TEXTS.items()}
 
 
 @pytest.fixture(params=[(False, 1), (True, 1), (False, 4), (True, 4)],

@@ -1,5 +1,8 @@
 """Routes of the dictation feature: /v1/dictation and /v1/audio/transcriptions.
 
+``WS /v1/dictation`` validates its query and capacity here, then runs a
+``DictationSession`` (gateway/dictation/session.py).
+
 ``POST /v1/audio/transcriptions`` is OpenAI-compatible (multipart ``file``,
 ``language``, ``response_format`` json / text / verbose_json,
 ``timestamp_granularities[]=word``); the file goes through the same sidecar as
@@ -12,26 +15,53 @@ from __future__ import annotations
 from starlette.datastructures import UploadFile
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import BaseRoute
+from starlette.websockets import WebSocket
 
 from auth.access import RouteClass, http_route, ws_route
 from engines.base import EngineState
-
-from .audio import AudioFormatError, read_wav, resample
-from .dictation import dictation_socket
-from .errors import BadRequest, TooLarge, Unavailable
+from gateway.audio import AudioFormatError, read_wav, resample
+from gateway.config import Settings
+from gateway.dictation.session import DictationSession
+from gateway.dictation.sidecar import disabled_error, unavailable_error
+from gateway.errors import BadRequest, GatewayError, OverCapacity, TooLarge, refuse_socket
+from gateway.protocol.dictation import parse_dictation_params
+from gateway.registry import client_label
 
 MAX_UPLOAD_BYTES = 25 * 1024 * 1024  # OpenAI's own limit
 RESPONSE_FORMATS = ("json", "text", "verbose_json")
 ASR_RATE = 16000
 
 
+async def dictation_socket(websocket: WebSocket) -> None:
+    """``/v1/dictation``: validate the query and capacity, then run the session."""
+    state = websocket.state
+    settings: Settings = state.settings
+    await websocket.accept()
+    try:
+        params = parse_dictation_params(websocket.query_params)
+    except GatewayError as exc:
+        await refuse_socket(websocket, exc)
+        return
+    session = DictationSession(websocket, params, settings, state.asr)
+    entry = state.sessions.add("dictation", client_label(websocket), session.describe)
+    if entry is None:
+        await refuse_socket(websocket, OverCapacity(
+            f"too many dictation streams (limit {settings.max_dictation_streams}); try again later"))
+        return
+    try:
+        await session.run(entry.id)
+    finally:
+        state.sessions.remove(entry.id)
+
+
 async def transcriptions(request: Request) -> Response:
     """OpenAI-compatible file transcription through the same sidecar."""
     asr = request.state.asr
     if asr is None:
-        raise Unavailable("ASR is not enabled on this gateway; start it with --engines including asr")
+        raise disabled_error()
     if asr.status().state in (EngineState.MISSING, EngineState.FAILED):
-        raise asr.unavailable()
+        raise unavailable_error(asr.status())
     length = request.headers.get("content-length")
     if length is not None and length.isdigit() and int(length) > MAX_UPLOAD_BYTES + 64 * 1024:
         raise TooLarge(f"request body of {length} bytes; the limit is {MAX_UPLOAD_BYTES} bytes")
@@ -80,7 +110,7 @@ async def transcriptions(request: Request) -> Response:
     return JSONResponse(body)
 
 
-def dictation_routes() -> list:
+def dictation_routes() -> list[BaseRoute]:
     return [
         ws_route("/v1/dictation", dictation_socket, access=RouteClass.CONSUME),
         http_route("/v1/audio/transcriptions", transcriptions, access=RouteClass.CONSUME, methods=["POST"]),

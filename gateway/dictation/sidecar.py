@@ -33,123 +33,32 @@ import numpy as np
 
 from engines.asr.framing import FrameError, encode_frame, pcm_to_bytes, read_frame_async
 from engines.asr.models import ModelMissing, ResolvedModel, resolve_model
-from engines.asr.retention import Retention
 from engines.base import EngineState, EngineStatus
 
-from .config import Settings
-from .errors import GatewayError, Unavailable
-from .protocol.dictation import Closed, Final, Partial, SpeechStarted
+from gateway.config import Settings
+from gateway.errors import GatewayError, Unavailable
+from gateway.dictation.stream import AsrStream, asr_unavailable_event
 
 log = logging.getLogger("voxgate.asr")
 
-RATE = 16000
 BACKOFF_S = (0.0, 1.0, 5.0, 15.0)
 HEALTHY_AFTER_S = 60.0  # a process that lived this long resets the backoff
 START_TIMEOUT_S = 90.0
 WRITE_TIMEOUT_S = 10.0
-EVENT_QUEUE_SIZE = 512
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # where `python -m engines.asr` runs
 
 
-def asr_unavailable_event(message: str) -> dict[str, Any]:
-    return GatewayError(message, code="asr_unavailable", retryable=True).to_event()
+def unavailable_error(status: EngineStatus) -> Unavailable:
+    """The error for an ASR service that is not ready, with its reason and hint."""
+    if status.state is EngineState.LOADING:
+        return Unavailable(f"the ASR sidecar is starting ({status.detail}); try again shortly",
+                           code="asr_unavailable", retry_after_s=2)
+    message = status.detail + (f". {status.hint}" if status.hint else "")
+    return Unavailable(message or "ASR is not available", code="engine_unavailable")
 
 
-class AsrStream:
-    """One dictation stream as the gateway sees it: audio out, protocol events in.
-
-    ``events`` holds protocol events (dataclasses from gateway.protocol.dictation,
-    or error-event dicts). ``retention`` is what a restarted sidecar is given.
-    """
-
-    def __init__(self, supervisor: AsrSupervisor, stream_id: str, options: dict[str, Any]) -> None:
-        self.supervisor = supervisor
-        self.id = stream_id
-        self.options = options  # language (None = auto), interim, word_timestamps, silence_ms
-        self.events: asyncio.Queue = asyncio.Queue(maxsize=EVENT_QUEUE_SIZE)
-        self.retention = Retention()
-        self.live = False  # the current process has this stream, with every logged entry replayed
-        self.overflowed = False  # a final could not be queued: the client reads nothing
-        self.lag_s = 0.0
-        self.finals = 0
-        self.ending = False
-        self.ended = False
-
-    # ---- client side
-
-    async def send_audio(self, samples: np.ndarray) -> None:
-        if len(samples) == 0:
-            return
-        self.retention.add_audio(samples)
-        if self.live:
-            await self.supervisor.write({"op": "audio", "stream": self.id}, pcm_to_bytes(samples))
-
-    async def finalize(self) -> None:
-        self.retention.add_finalize()
-        if self.live:
-            await self.supervisor.write({"op": "finalize", "stream": self.id})
-
-    async def end(self) -> None:
-        self.ending = True
-        if self.live:
-            await self.supervisor.write({"op": "end", "stream": self.id})
-
-    async def close(self) -> None:
-        self.supervisor.forget(self)
-        if self.live and not self.ended:  # after ``ended`` the sidecar has dropped the stream itself
-            with contextlib.suppress(Exception):
-                await self.supervisor.write({"op": "close", "stream": self.id})
-        self.live = False
-
-    @property
-    def audio_s(self) -> float:
-        return self.retention.pos / RATE
-
-    # ---- replay
-
-    def open_header(self) -> dict[str, Any]:
-        return {"op": "open", "stream": self.id, **self.options, **self.retention.resume_fields()}
-
-    def replay_frames(self, start: int) -> tuple[list[bytes], int]:
-        """Frames for the logged entries from index ``start`` on, and the next index."""
-        entries = self.retention.entries(start)
-        frames = [encode_frame({"op": "audio", "stream": self.id}, pcm_to_bytes(samples)) if samples is not None
-                  else encode_frame({"op": "finalize", "stream": self.id}) for samples in entries]
-        return frames, start + len(entries)
-
-    # ---- events from the sidecar
-
-    def deliver(self, event: dict[str, Any]) -> None:
-        if not self.retention.accept(event):
-            return
-        kind = event.get("ev")
-        if kind == "speech_started":
-            self._put(SpeechStarted(event["utterance"], event["at"]))
-        elif kind == "partial":
-            self.lag_s = float(event.get("lag_s", self.lag_s))
-            self._put(Partial(event["utterance"], event["text"], event["stable"], event["start"], event["end"],
-                              self.lag_s))
-        elif kind == "final":
-            self.finals += 1
-            self.lag_s = float(event.get("lag_s", self.lag_s))
-            self._put(Final(event["utterance"], event["text"], event["start"], event["end"],
-                            event.get("language", ""), event.get("words")), essential=True)
-        elif kind == "ended":
-            self.ended = True
-            self._put(Closed(self.finals, round(self.audio_s, 3)), essential=True)
-        elif kind == "error":
-            self._put(GatewayError(event.get("message", ""), code=event.get("code", "asr_failed")).to_event())
-
-    def report(self, event: dict[str, Any]) -> None:
-        """Queue an error event for the client (the supervisor's own news)."""
-        self._put(event)
-
-    def _put(self, item: Any, essential: bool = False) -> None:
-        try:
-            self.events.put_nowait(item)
-        except asyncio.QueueFull:
-            if essential:  # a client that reads nothing loses its session, never a final silently
-                self.overflowed = True
+def disabled_error() -> Unavailable:
+    return Unavailable("ASR is not enabled on this gateway; start it with --engines including asr")
 
 
 class AsrSupervisor:
@@ -228,15 +137,6 @@ class AsrSupervisor:
             return False
         return True
 
-    def unavailable(self) -> Unavailable:
-        """The error for a sidecar that is not ready, with its reason and hint."""
-        status = self._state
-        if status.state is EngineState.LOADING:
-            return Unavailable(f"the ASR sidecar is starting ({status.detail}); try again shortly",
-                               code="asr_unavailable", retryable=True, retry_after_s=2)
-        message = status.detail + (f". {status.hint}" if status.hint else "")
-        return Unavailable(message or "ASR is not available", code="engine_unavailable")
-
     async def aclose(self) -> None:
         self._closing = True
         proc = self._proc
@@ -274,7 +174,7 @@ class AsrSupervisor:
                          timeout_s: float) -> dict[str, Any]:
         """Transcribe a whole file (16 kHz float32). Raises Unavailable / GatewayError."""
         if not await self.wait_ready(min(timeout_s, 30.0)):
-            raise self.unavailable()
+            raise unavailable_error(self._state)
         req = f"r{next(self._ids)}"
         future: asyncio.Future = asyncio.get_running_loop().create_future()
         self._requests[req] = future
@@ -284,7 +184,7 @@ class AsrSupervisor:
             return await asyncio.wait_for(future, timeout_s)
         except asyncio.TimeoutError:
             raise Unavailable(f"transcription did not finish within {timeout_s:.0f} s", code="asr_timeout",
-                              retryable=True, retry_after_s=5) from None
+                              retry_after_s=5) from None
         finally:
             self._requests.pop(req, None)
 
@@ -342,7 +242,7 @@ class AsrSupervisor:
         for future in self._requests.values():
             if not future.done():
                 future.set_exception(Unavailable("the ASR sidecar restarted during the transcription; retry",
-                                                 code="asr_unavailable", retryable=True, retry_after_s=2))
+                                                 code="asr_unavailable", retry_after_s=2))
 
     async def _launch(self) -> bool:
         assert self._resolved is not None

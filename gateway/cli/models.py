@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .config import Settings
+from gateway.config import Settings
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -13,6 +13,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from starlette.requests import HTTPConnection
+
+
+def client_label(conn: HTTPConnection) -> str:
+    """How the admin listing names a session's client: ``host:port``."""
+    return f"{conn.client.host}:{conn.client.port}" if conn.client else "?"
+
 
 @dataclass
 class SessionEntry:

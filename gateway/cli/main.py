@@ -1,6 +1,6 @@
 """The ``voxgate`` command: ``serve``, and the subcommands of the feature modules.
 
-Each feature module under ``gateway/cli_*.py`` exposes ``register(subparsers)``;
+Each feature module under ``gateway/cli/`` exposes ``register(subparsers)``;
 this file wires them and implements ``serve``. Settings are built here, once,
 from the environment and the flags.
 """
@@ -13,13 +13,13 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from . import __version__
-from .config import ConfigError, Settings
-from .logging_setup import configure_logging
+from gateway import __version__
+from gateway.config import ConfigError, Settings
+from gateway.logging_setup import configure_logging
 
 log = logging.getLogger("voxgate")
 
-FEATURE_COMMANDS = ("gateway.cli_models", "gateway.cli_say", "gateway.cli_transcribe")
+FEATURE_COMMANDS = ("gateway.cli.models", "gateway.cli.say", "gateway.cli.transcribe")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -79,9 +79,7 @@ def serve(args: argparse.Namespace) -> int:
     configure_logging(settings.log_level)
     from auth import refuse_unsafe_bind
 
-    from .app import auth_config
-
-    refusal = refuse_unsafe_bind(auth_config(settings), settings.host)
+    refusal = refuse_unsafe_bind(settings.auth_config(), settings.host)
     if refusal:
         print(f"voxgate: refusing to start: {refusal}", file=sys.stderr)
         return 2
@@ -91,7 +89,7 @@ def serve(args: argparse.Namespace) -> int:
 async def _serve(settings: Settings) -> int:
     import uvicorn
 
-    from .app import create_app
+    from gateway.app import create_app
 
     app = create_app(settings)
     config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level=settings.log_level, log_config=None,
@@ -121,7 +119,3 @@ def banner(settings: Settings) -> str:
         f"  data dir:    {settings.data_dir}",
     ]
     return "\n".join(lines)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -31,8 +31,16 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from engines.base import EngineError, SynthesisOptions, TtsEngine, TtsStream
 
-from .errors import CLOSE_IDLE, CLOSE_NORMAL, CLOSE_SERVER_ERROR, CLOSE_TOO_BIG, BadMessage, GatewayError
-from .protocol.tts import (
+from gateway.errors import (
+    CLOSE_IDLE,
+    CLOSE_NORMAL,
+    CLOSE_SERVER_ERROR,
+    CLOSE_TOO_BIG,
+    BadMessage,
+    GatewayError,
+    close_socket,
+)
+from gateway.protocol.tts import (
     Cancel,
     Cancelled,
     ClientMessage,
@@ -47,9 +55,10 @@ from .protocol.tts import (
     UtteranceEnd,
     parse_client_message,
 )
-from .tts_common import FrameEncoder, gateway_error, resolve_voice
-from .tts_flow import OutboundQueue, OutItem, Stalled
-from .tts_text import SentenceBuffer
+from gateway.tts.frames import FrameEncoder
+from gateway.tts.selection import gateway_error, resolve_voice
+from gateway.tts.outbound import OutboundQueue, OutItem, Stalled
+from gateway.tts.sentences import SentenceBuffer
 
 log = logging.getLogger("voxgate.tts")
 
@@ -166,10 +175,7 @@ class TtsSession:
                 if utt.stream is not None:
                     utt.stream.cancel()
         if closing is not None and closing.code is not None:
-            try:
-                await asyncio.wait_for(self.ws.close(closing.code, closing.reason[:120]), self.config.close_timeout_s)
-            except Exception:  # the client is gone or still not reading: nothing more to do
-                log.debug("close %s not delivered", closing.code)
+            await close_socket(self.ws, closing.code, closing.reason, self.config.close_timeout_s)
 
     def _outcome(self, task: asyncio.Task) -> Closing | None:
         if task.cancelled():
@@ -241,7 +247,7 @@ class TtsSession:
         if queued >= self.config.max_queued_utterances:
             raise BadMessage(f"{queued} utterances are already queued (the limit is "
                              f"{self.config.max_queued_utterances}); wait for an \"end\" event",
-                             code="too_many_utterances", retryable=True)
+                             code="too_many_utterances")
 
     def _flush_buffer(self) -> None:
         rest = self._buffer.flush()

@@ -15,8 +15,8 @@ import json
 import sys
 from pathlib import Path
 
-from .audio import AudioFormatError, Encoding, read_wav, resample
-from .config import Settings
+from gateway.audio import AudioFormatError, Encoding, read_wav, resample
+from gateway.config import Settings
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -51,8 +51,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 async def transcribe(url: str, samples, rate: int, args: argparse.Namespace, api_key: str | None = None) -> int:
-    from .client.base import Credentials
-    from .client.dictation import DictationClient, DictationRefused
+    from gateway.client.base import Credentials
+    from gateway.client.dictation import DictationClient, DictationRefused
 
     show_partials = not args.json and not args.no_interim and sys.stderr.isatty()
     try:

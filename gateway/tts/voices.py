@@ -21,25 +21,14 @@ from auth.access import RouteClass, http_route
 from engines.base import CloneRefused, EngineError
 from engines.files import write_bytes_atomically
 
-from .audio import AudioFormatError, read_wav
-from .errors import BadRequest, GatewayError, TooLarge
-from .tts_common import (
-    check_ready,
-    gateway_error,
-    not_found_voice,
-    pick_engine,
-    voice_ids,
-)
+from gateway.audio import AudioFormatError, read_wav
+from gateway.errors import BadRequest, GatewayError, TooLarge
+from gateway.tts.selection import check_ready, gateway_error, pick_engine, voice_ids, voice_not_found
 
 MAX_UPLOAD_BYTES = 10 * 1024 * 1024
 MIN_CLONE_S = 1.0
 MAX_CLONE_S = 30.0
 VOICE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
-
-
-class VoiceConflict(GatewayError):
-    code = "voice_exists"
-    http_status = 409
 
 
 async def list_voices(request: Request) -> Response:
@@ -94,7 +83,8 @@ async def add_voice(request: Request) -> Response:
     if not engine.info().can_clone:
         raise BadRequest(f"engine {engine_id} cannot clone voices", code="clone_unsupported")
     if voice_id in voice_ids(engine):
-        raise VoiceConflict(f"id: voice {voice_id!r} already exists; delete it first or choose another id")
+        raise GatewayError(f"id: voice {voice_id!r} already exists; delete it first or choose another id",
+                           code="voice_exists")
     path = upload_path(state.settings.voices_dir, engine_id, voice_id)
     await asyncio.to_thread(write_bytes_atomically, path, data)
     try:
@@ -117,7 +107,7 @@ async def delete_voice(request: Request) -> Response:
     voices = {v.id: v for v in engine.voices()}
     voice = voices.get(voice_id)
     if voice is None:
-        raise not_found_voice(voice_id, sorted(voices))
+        raise voice_not_found(voice_id, sorted(voices))
     if voice.source != "cloned":
         raise BadRequest(f"voice {voice_id!r} is built in; only cloned voices can be deleted",
                          code="voice_builtin")

@@ -13,8 +13,8 @@ import sys
 import time
 from pathlib import Path
 
-from .audio import AudioFormatError, Encoding, read_wav, wav_header, write_wav
-from .config import Settings
+from gateway.audio import AudioFormatError, Encoding, read_wav, wav_header, write_wav
+from gateway.config import Settings
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -59,8 +59,8 @@ def _run(args: argparse.Namespace) -> int:
 def _say_remote(args: argparse.Namespace) -> int:
     import asyncio
 
-    from .client.base import Credentials
-    from .client.tts import TtsClosed, TtsError, speak_once
+    from gateway.client.base import Credentials
+    from gateway.client.tts import TtsClosed, TtsError, speak_once
 
     if args.temperature is not None or args.model_dir is not None:
         return _fail("--temperature and --model-dir apply to the local model, not to --url")
@@ -95,7 +95,7 @@ def _say_local(args: argparse.Namespace) -> int:
         import torch
 
         from engines.base import EngineError
-        from engines.pocket import load_model
+        from engines.pocket import load_model, synthesize
         from engines.pocket.engine import GET_MODEL_HINT
         from engines.pocket.model import MODEL_FILE
     except ImportError as exc:
@@ -114,7 +114,7 @@ def _say_local(args: argparse.Namespace) -> int:
             import dataclasses
 
             settings_ = dataclasses.replace(settings_, temperature=args.temperature)
-        audio = model.synthesize(args.text, voice, settings_, seed=args.seed)
+        audio = synthesize(model, args.text, voice, settings_, seed=args.seed)
     except EngineError as exc:
         return _fail(str(exc), getattr(exc, "hint", ""))
     except (AudioFormatError, ValueError) as exc:

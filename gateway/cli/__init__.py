@@ -1,0 +1,1 @@
+"""The ``voxgate`` command line: ``serve`` and the feature subcommands."""

@@ -1,0 +1,65 @@
+"""The one JSON-object reader: socket messages and HTTP bodies alike.
+
+Every JSON the gateway accepts from a client is an object. Parsing failures
+become the caller's error class (``BadMessage`` on a socket, where the session
+goes on; ``BadRequest`` for an HTTP body) with a message that says what is
+wrong, including JSON nested too deep for the parser.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from starlette.requests import Request
+
+from gateway.errors import BadMessage, BadRequest, GatewayError, TooLarge
+
+
+def parse_message(raw: str | bytes) -> dict[str, Any]:
+    """A socket message as a JSON object; ``BadMessage`` saying why it is not one."""
+    return _parse(raw, BadMessage, "message is", "message must be a JSON object with a \"type\"")
+
+
+def parse_body(raw: str | bytes) -> dict[str, Any]:
+    """An HTTP body as a JSON object; ``BadRequest`` saying why it is not one."""
+    return _parse(raw, BadRequest, "body:", "body: must be a JSON object")
+
+
+def _parse(raw: str | bytes, error: type[GatewayError], subject: str, not_object: str) -> dict[str, Any]:
+    try:
+        data = json.loads(raw)
+    except RecursionError:
+        raise error(f"{subject} nested too deeply") from None
+    except (ValueError, UnicodeDecodeError):
+        raise error(f"{subject} not valid JSON") from None
+    if not isinstance(data, dict):
+        raise error(not_object)
+    return data
+
+
+def message_type(data: dict[str, Any]) -> str:
+    """The ``type`` of a socket message; ``BadMessage`` when it has none."""
+    kind = data.get("type")
+    if not isinstance(kind, str):
+        raise BadMessage("message has no \"type\" string")
+    return kind
+
+
+async def read_body(request: Request, max_bytes: int) -> bytes:
+    """The request body, refused with 413 as soon as it is larger than ``max_bytes``
+    (declared or counted while it arrives), so a huge body is never held whole."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > max_bytes:
+        raise TooLarge(f"request body of {declared} bytes; the limit is {max_bytes}")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > max_bytes:
+            raise TooLarge(f"request body is larger than {max_bytes} bytes")
+    return bytes(body)
+
+
+async def read_json_object(request: Request, max_bytes: int) -> dict[str, Any]:
+    """The request body as a JSON object: 413 past ``max_bytes``, 400 if not an object."""
+    return parse_body(await read_body(request, max_bytes))

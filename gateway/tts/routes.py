@@ -1,0 +1,156 @@
+"""Routes of the TTS feature: the /v1/tts socket and the speech HTTP routes.
+
+- ``WS /v1/tts``: a ``TtsSession`` per socket (gateway/tts/session.py).
+- ``POST /v1/tts``: JSON in, chunked streaming WAV or raw PCM out.
+- ``POST /v1/audio/speech``: the OpenAI speech request and response formats.
+- the voice routes live in gateway/tts/voices.py.
+
+Bodies are parsed by their request shapes (gateway/protocol/tts.py); every
+route is declared with its access class, which the auth middleware enforces.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+
+from starlette.background import BackgroundTask
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import BaseRoute
+from starlette.websockets import WebSocket
+
+from auth.access import RouteClass, http_route, ws_route
+from engines.base import TtsEngine
+from gateway.audio import Encoding, wav_header
+from gateway.errors import GatewayError, OverCapacity, refuse_socket
+from gateway.protocol.json import read_json_object
+from gateway.protocol.tts import Ready, SpeechRequest, SynthesisRequest, TextLimits, parse_tts_params
+from gateway.registry import client_label
+from gateway.tts.frames import open_audio
+from gateway.tts.selection import check_ready, pick_engine, resolve_voice
+from gateway.tts.session import SessionConfig, TtsSession
+from gateway.tts.voices import voice_routes
+
+log = logging.getLogger("voxgate.tts")
+
+TEXT_LIMITS = TextLimits()
+OPENAI_RATE = 24000  # OpenAI's wav and pcm are 24 kHz, 16-bit, mono
+# OpenAI's stock voice names; a client written for OpenAI sends one of them and
+# gets this gateway's default voice unless a voice of that name exists here.
+OPENAI_VOICES = frozenset({"alloy", "ash", "ballad", "coral", "echo", "fable", "nova", "onyx", "sage",
+                           "shimmer", "verse", "marin", "cedar"})
+
+
+# ---- the socket
+
+
+async def tts_socket(websocket: WebSocket) -> None:
+    """``/v1/tts``: validate the query, check the engine, voice and capacity, then run the session."""
+    state = websocket.state
+    settings = state.settings
+    await websocket.accept()
+    try:
+        params = parse_tts_params(websocket.query_params, settings.tts_engine)
+        engine = pick_engine(state.tts, params.engine)
+        check_ready(engine)
+        voice = resolve_voice(engine, params.voice)
+    except GatewayError as exc:
+        await refuse_socket(websocket, exc)
+        return
+    info = engine.info()
+    session = TtsSession(ws=websocket, engine=engine, voice=voice, sample_rate=params.sample_rate or info.sample_rate,
+                         encoding=params.encoding,
+                         config=SessionConfig(limits=TEXT_LIMITS, idle_timeout_s=settings.idle_timeout_s))
+    entry = state.sessions.add("tts", client_label(websocket), session.describe)
+    if entry is None:
+        await refuse_socket(websocket, OverCapacity(
+            f"too many TTS sessions (limit {settings.max_tts_sessions}); try again later"))
+        return
+    try:
+        ready = Ready(engine=info.id, voice=voice, sample_rate=session.sample_rate, encoding=params.encoding.value,
+                      frame_samples=info.frame_samples, session=entry.id)
+        await websocket.send_json(ready.to_dict())
+        await session.run()
+    finally:
+        state.sessions.remove(entry.id)
+
+
+# ---- HTTP speech
+
+
+def _speech_response(request: Request, engine: TtsEngine, text: str, voice: str | None, rate: int,
+                     encoding: Encoding, wav: bool, seed: int | None) -> Response:
+    """Register the request as a TTS session and stream its audio."""
+    sessions = request.state.sessions
+    sent = {"bytes": 0}
+    entry = sessions.add("tts", client_label(request), lambda: {
+        "engine": engine.info().id, "voice": voice, "route": request.url.path, "sample_rate": rate,
+        "audio_s_sent": round(sent["bytes"] / encoding.sample_bytes / rate, 3)})
+    if entry is None:
+        raise OverCapacity(f"too many TTS sessions (limit {request.state.settings.max_tts_sessions}); try again later")
+
+    try:
+        audio = open_audio(engine, text, voice, rate, encoding, seed)
+    except GatewayError:
+        sessions.remove(entry.id)
+        raise
+
+    async def body() -> AsyncIterator[bytes]:
+        try:
+            if wav:
+                yield wav_header(rate, encoding)
+            async for chunk in audio:
+                sent["bytes"] += len(chunk)
+                yield chunk
+        except GatewayError as exc:  # the status line is gone: the stream just ends short
+            log.warning("TTS HTTP stream ended early: %s", exc.message)
+        finally:
+            await cleanup()
+
+    async def cleanup() -> None:  # after the body, or instead of it when the client left first
+        await audio.aclose()
+        sessions.remove(entry.id)
+
+    media_type = "audio/wav" if wav else f"audio/pcm;rate={rate};encoding={encoding.value}"
+    headers = {"X-Sample-Rate": str(rate), "X-Encoding": encoding.value, "Cache-Control": "no-store"}
+    return StreamingResponse(body(), media_type=media_type, headers=headers,
+                             background=BackgroundTask(cleanup))
+
+
+async def tts_http(request: Request) -> Response:
+    """``POST /v1/tts``: ``{"text","voice","engine","format","sample_rate","seed"}`` -> streaming audio."""
+    state = request.state
+    req = SynthesisRequest.from_dict(await read_json_object(request, TEXT_LIMITS.max_message_bytes), TEXT_LIMITS)
+    engine = pick_engine(state.tts, req.engine or state.settings.tts_engine)
+    check_ready(engine)
+    voice = resolve_voice(engine, req.voice)
+    return _speech_response(request, engine, req.text, voice, req.sample_rate or engine.info().sample_rate,
+                            req.encoding, wav=req.format == "wav", seed=req.seed)
+
+
+async def openai_speech(request: Request) -> Response:
+    """``POST /v1/audio/speech``: OpenAI-compatible (``model``, ``input``, ``voice``,
+    ``response_format`` wav or pcm); 24 kHz 16-bit mono like OpenAI's."""
+    state = request.state
+    req = SpeechRequest.from_dict(await read_json_object(request, TEXT_LIMITS.max_message_bytes), TEXT_LIMITS)
+    engine_id = req.model if req.model in state.tts else state.settings.tts_engine
+    engine = pick_engine(state.tts, engine_id)
+    check_ready(engine)
+    voice = req.voice
+    if voice in OPENAI_VOICES and voice not in {v.id for v in engine.voices()}:
+        voice = None
+    voice = resolve_voice(engine, voice)
+    return _speech_response(request, engine, req.input, voice, OPENAI_RATE, Encoding.S16LE,
+                            wav=req.response_format == "wav", seed=None)
+
+
+def tts_routes() -> list[BaseRoute]:
+    """The /v1/tts socket, the speech HTTP routes and the voice routes."""
+    return [
+        ws_route("/v1/tts", tts_socket, access=RouteClass.CONSUME, name="tts"),
+        http_route("/v1/tts", tts_http, access=RouteClass.CONSUME, methods=["POST"], name="tts_http"),
+        http_route("/v1/audio/speech", openai_speech, access=RouteClass.CONSUME, methods=["POST"],
+                   name="openai_speech"),
+        *voice_routes(),
+    ]

@@ -1,0 +1,73 @@
+"""Picking and checking a TTS engine and voice for a request, and turning
+engine errors into gateway errors: what the /v1/tts socket, the speech HTTP
+routes and the voice routes share."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from engines.base import EngineError, EngineState, EngineUnavailable, TtsEngine, UnknownVoice
+from gateway.errors import CODES, BadRequest, GatewayError, OverCapacity, Unavailable
+
+
+def pick_engine(engines: Mapping[str, TtsEngine], engine_id: str) -> TtsEngine:
+    """The engine called ``engine_id``; ``BadRequest`` naming the available ones."""
+    engine = engines.get(engine_id)
+    if engine is None:
+        available = ", ".join(sorted(engines)) or "(none: start the gateway with --engines pocket)"
+        raise BadRequest(f"engine: unknown engine {engine_id[:40]!r}; available: {available}",
+                         code="unknown_engine")
+    return engine
+
+
+def check_ready(engine: TtsEngine) -> None:
+    """Raise ``Unavailable`` (what is missing and how to get it) unless the engine is ready."""
+    status = engine.status()
+    if status.state is EngineState.READY:
+        return
+    name = engine.info().id
+    if status.state is EngineState.LOADING:
+        raise Unavailable(f"engine {name} is still loading; try again in a few seconds", code="engine_loading",
+                          retry_after_s=2, extra={"state": status.state.value})
+    detail = status.detail or f"engine {name} is {status.state.value}"
+    message = f"{detail}. {status.hint}" if status.hint else detail
+    raise Unavailable(message, extra={"state": status.state.value, "hint": status.hint})
+
+
+def voice_ids(engine: TtsEngine) -> list[str]:
+    return [v.id for v in engine.voices()]
+
+
+def resolve_voice(engine: TtsEngine, voice: str | None) -> str | None:
+    """``voice`` if the engine has it, the engine's default for None; raises the
+    ``unknown_voice`` error listing the available voices."""
+    if voice is None:
+        return engine.info().default_voice
+    available = voice_ids(engine)
+    if voice not in available:
+        raise unknown_voice(voice, available)
+    return voice
+
+
+def unknown_voice(voice: str, available: list[str]) -> GatewayError:
+    exc = UnknownVoice(voice[:64], available)
+    return BadRequest(str(exc), code="unknown_voice", extra={"voices": available})
+
+
+def gateway_error(exc: EngineError) -> GatewayError:
+    """The gateway error for an engine error (same code where the table has it, hint appended)."""
+    if isinstance(exc, UnknownVoice):
+        return unknown_voice(exc.voice, exc.available)
+    message = f"{exc}. {exc.hint}" if exc.hint else str(exc)
+    if isinstance(exc, EngineUnavailable):
+        return Unavailable(message, extra={"hint": exc.hint} if exc.hint else None)
+    if exc.code == "over_capacity":  # the engine's own queue is full: retry shortly
+        return OverCapacity(message)
+    if exc.code in ("bad_request", "bad_audio"):
+        return BadRequest(message, code=exc.code)
+    return GatewayError(message, code=exc.code if exc.code in CODES else "engine_error")
+
+
+def voice_not_found(voice: str, available: list[str]) -> GatewayError:
+    return GatewayError(str(UnknownVoice(voice[:64], available)), code="voice_not_found",
+                        extra={"voices": available})
