@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 
 from gateway.audio import write_wav  # noqa: E402
 from gateway.client.dictation import DictationClient  # noqa: E402
-from tests.engines.asr.asr_speech import (  # noqa: E402
+from tests.support.speech import (  # noqa: E402
     SENTENCES,
     add_noise,
     espeak_say,

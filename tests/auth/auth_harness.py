@@ -18,6 +18,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from auth import AuthConfig, AuthMiddleware, AuthState, auth_routes, principal_of
 from auth.access import RouteClass, http_route, make_classifier, ws_route
+from tests.support.listeners import FakeListener
 
 KEY = "vgk-test-Zq8rT2mW9xLp4sNe"
 LOOPBACK = ("127.0.0.1", 50000)
@@ -35,30 +36,6 @@ class FakeClock:
 
     def advance(self, seconds: float) -> None:
         self.now += seconds
-
-
-class FakeListener:
-    """A share listener that records calls instead of opening a socket."""
-
-    def __init__(self) -> None:
-        self.running = False
-        self.starts = 0
-        self.stops = 0
-        self.app: Any = None
-        self.fail_with: OSError | None = None
-
-    async def start(self, app: Any) -> tuple[str, int]:
-        if self.fail_with is not None:
-            raise self.fail_with
-        self.app = app
-        self.running = True
-        self.starts += 1
-        return ("192.0.2.10", 8001)
-
-    async def stop(self) -> None:
-        if self.running:
-            self.stops += 1
-        self.running = False
 
 
 def _who(scope: dict) -> dict:

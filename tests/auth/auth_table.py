@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from auth import AuthConfig
 
-from auth_harness import KEY, Harness
+from tests.auth.auth_harness import KEY, Harness
 
 PIN_REQUIRED = "PIN required"
 KEY_REQUIRED = "API key required"

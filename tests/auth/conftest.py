@@ -2,4 +2,4 @@
 
 from __future__ import annotations
 
-from auth_harness import harness, leak_guard, real_harness  # noqa: F401  (pytest fixtures)
+from tests.auth.auth_harness import harness, leak_guard, real_harness  # noqa: F401  (pytest fixtures)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 from starlette.websockets import WebSocketDisconnect
 
-from auth_table import MODES, ROWS, body, present, row_id
+from tests.auth.auth_table import MODES, ROWS, body, present, row_id
 
 SOCKET_TARGETS = [("test-app", "/v1/tts"), ("test-app", "/v1/dictation"),
                   ("real-app", "/v1/tts"), ("real-app", "/v1/dictation")]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ipaddress
-import socket
 
 import httpx
 import pytest
@@ -12,12 +11,7 @@ from starlette.testclient import TestClient
 from gateway.app import create_app
 from gateway.config import Settings
 from gateway.lan_share import UvicornShareListener, primary_lan_ipv4
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tests.support.net import free_port
 
 
 @pytest.mark.slow

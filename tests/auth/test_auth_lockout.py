@@ -8,7 +8,7 @@ import pytest
 from starlette.websockets import WebSocketDisconnect
 
 from auth import AuthConfig
-from auth_harness import KEY
+from tests.auth.auth_harness import KEY
 
 TOO_MANY = {"detail": "Too many authentication attempts", "code": "too_many_attempts"}
 SERVER_KEY = AuthConfig(server_mode=True, api_key=KEY)

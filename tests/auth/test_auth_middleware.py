@@ -9,7 +9,7 @@ from starlette.websockets import WebSocketDisconnect
 
 from auth import AuthConfig, AuthMiddleware
 from auth.access import RouteClass, http_route, make_classifier, ws_route
-from auth_harness import KEY, LOOPBACK, REMOTE, http_echo, socket_echo
+from tests.auth.auth_harness import KEY, LOOPBACK, REMOTE, http_echo, socket_echo
 
 
 def app_without_state() -> Starlette:

@@ -9,7 +9,7 @@ import pytest
 from starlette.websockets import WebSocketDisconnect
 
 from auth import AuthConfig
-from auth_harness import KEY
+from tests.auth.auth_harness import KEY
 
 OWN = "http://testserver"  # TestClient's Host is "testserver"
 FOREIGN = "https://evil.example"

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from starlette.testclient import TestClient
 
-from auth_harness import KEY, LOOPBACK, REMOTE, FakeListener
+from tests.auth.auth_harness import KEY, LOOPBACK, REMOTE
+from tests.support.listeners import FakeListener
 from gateway.app import create_app
 from gateway.config import Settings
 

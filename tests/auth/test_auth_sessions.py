@@ -5,7 +5,7 @@ from __future__ import annotations
 from starlette.testclient import TestClient
 
 from auth import AuthConfig, AuthState
-from auth_harness import KEY, REMOTE, build_test_app
+from tests.auth.auth_harness import KEY, REMOTE, build_test_app
 
 SERVER_KEY = AuthConfig(server_mode=True, api_key=KEY)
 BEARER = {"Authorization": f"Bearer {KEY}"}

@@ -6,7 +6,7 @@ import errno
 import re
 
 from auth import AuthConfig
-from auth_harness import KEY
+from tests.auth.auth_harness import KEY
 
 
 def test_enabling_sharing_returns_pin_url_and_port(harness) -> None:

@@ -6,7 +6,7 @@ import pytest
 from starlette.websockets import WebSocketDisconnect
 
 from auth import AuthConfig
-from auth_harness import KEY
+from tests.auth.auth_harness import KEY
 
 SERVER_KEY = AuthConfig(server_mode=True, api_key=KEY)
 PATH_DETAIL = {"detail": "path must be one of: /v1/tts, /v1/dictation", "code": "bad_request"}

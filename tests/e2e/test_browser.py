@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from tests.e2e.gateway_process import running_gateway
-from tests.engines.asr.asr_speech import pcm16, piper_say, resample, silence, wer
+from tests.support.speech import pcm16, piper_say, resample, silence, wer
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 

@@ -18,7 +18,7 @@ import pytest
 from gateway.audio import write_wav
 from gateway.client.dictation import DictationClient
 from tests.e2e.gateway_process import running_gateway
-from tests.engines.asr.asr_speech import (
+from tests.support.speech import (
     add_noise,
     espeak_say,
     piper_say,

@@ -14,7 +14,8 @@ from gateway.app import create_app
 from gateway.audio import Encoding, encode, read_wav
 from gateway.client.tts import TtsClient
 from gateway.config import Settings
-from tests.gateway.fakes import FakeListener, running_server
+from tests.support.listeners import FakeListener
+from tests.support.net import running_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 

@@ -11,7 +11,9 @@ import pytest
 from gateway.app import create_app
 from gateway.audio import Encoding, encode, read_wav
 from gateway.config import Settings
-from tests.gateway.fakes import FakeListener, FakeTtsEngine, expected_audio, running_server
+from tests.gateway.fakes import FakeTtsEngine, expected_audio
+from tests.support.listeners import FakeListener
+from tests.support.net import running_server
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]

@@ -10,14 +10,11 @@ tests can compare bytes.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import socket
 import zlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 import numpy as np
-import uvicorn
 
 from engines.base import (
     CloneRefused,
@@ -137,42 +134,3 @@ class FakeTtsEngine:
 
     async def delete_voice(self, voice_id: str) -> None:
         self.cloned.pop(voice_id, None)
-
-
-class FakeListener:
-    """Stands in for the LAN-share listener: never opens a socket."""
-
-    running = False
-
-    async def start(self, app) -> tuple[str, int]:
-        raise OSError("LAN sharing is not available in these tests")
-
-    async def stop(self) -> None:
-        return None
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextlib.asynccontextmanager
-async def running_server(app, port: int | None = None) -> AsyncIterator[str]:
-    """Serve ``app`` with a real uvicorn on 127.0.0.1 in this event loop; yields the base URL."""
-    port = port or free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on",
-                            ws_ping_interval=None)
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve())
-    try:
-        for _ in range(500):
-            if server.started or task.done():
-                break
-            await asyncio.sleep(0.02)
-        if not server.started:
-            raise RuntimeError("uvicorn did not start")
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        await asyncio.wait_for(task, 30)

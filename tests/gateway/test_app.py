@@ -8,10 +8,8 @@ import threading
 from starlette.testclient import TestClient
 
 from engines.base import EngineState, EngineStatus, TtsInfo
-from gateway.app import create_app
-from gateway.config import Settings
+from tests.gateway.helpers import make_client
 
-LOOPBACK = ("127.0.0.1", 50000)
 
 
 class GatedEngine:
@@ -41,24 +39,6 @@ class GatedEngine:
         return []
 
 
-class NullListener:
-    running = False
-
-    def bind_state(self, state) -> None:
-        pass
-
-    async def start(self, *a, **kw):
-        raise RuntimeError("not used")
-
-    async def stop(self) -> None:
-        pass
-
-
-def make_app(engine, tmp_path):
-    return create_app(Settings(engines=(), data_dir=tmp_path), tts_engines={"pocket": engine},
-                      share_listener=NullListener())
-
-
 def wait_until_ready(client: TestClient) -> dict:
     for _ in range(200):
         r = client.get("/health")
@@ -70,7 +50,7 @@ def wait_until_ready(client: TestClient) -> dict:
 
 def test_health_is_503_starting_while_engines_load_then_200(tmp_path):
     engine = GatedEngine()
-    with TestClient(make_app(engine, tmp_path), client=LOOPBACK) as client:
+    with make_client(tmp_path, tts={"pocket": engine}) as client:
         r = client.get("/health")
         assert r.status_code == 503
         assert r.headers["retry-after"] == "2"
@@ -89,14 +69,14 @@ def test_health_is_503_starting_while_engines_load_then_200(tmp_path):
 def test_health_is_public_for_remote_clients(tmp_path):
     engine = GatedEngine()
     engine.gate.set()
-    with TestClient(make_app(engine, tmp_path), client=("203.0.113.9", 40000)) as client:
+    with make_client(tmp_path, tts={"pocket": engine}, client=("203.0.113.9", 40000)) as client:
         assert wait_until_ready(client)["status"] == "ok"
 
 
 def test_engines_route_reports_state_and_hint(tmp_path):
     engine = GatedEngine()
     engine.gate.set()
-    with TestClient(make_app(engine, tmp_path), client=LOOPBACK) as client:
+    with make_client(tmp_path, tts={"pocket": engine}) as client:
         wait_until_ready(client)
         assert client.get("/v1/engines").json() == {"engines": [{
             "kind": "tts", "default": True, "id": "pocket", "sample_rate": 24000, "frame_samples": 1920,
@@ -107,7 +87,7 @@ def test_engines_route_reports_state_and_hint(tmp_path):
 def test_admin_sessions_is_empty_with_no_sockets(tmp_path):
     engine = GatedEngine()
     engine.gate.set()
-    with TestClient(make_app(engine, tmp_path), client=LOOPBACK) as client:
+    with make_client(tmp_path, tts={"pocket": engine}) as client:
         r = client.get("/v1/admin/sessions")
         assert r.status_code == 200 and r.json() == {"sessions": []}
 
@@ -115,7 +95,7 @@ def test_admin_sessions_is_empty_with_no_sockets(tmp_path):
 def test_index_page_is_served(tmp_path):
     engine = GatedEngine()
     engine.gate.set()
-    with TestClient(make_app(engine, tmp_path), client=("203.0.113.9", 40000)) as client:
+    with make_client(tmp_path, tts={"pocket": engine}, client=("203.0.113.9", 40000)) as client:
         r = client.get("/")
         assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
         assert "<title>voxgate</title>" in r.text
@@ -124,7 +104,7 @@ def test_index_page_is_served(tmp_path):
 def test_metrics_in_prometheus_text_format(tmp_path):
     engine = GatedEngine()
     engine.gate.set()
-    with TestClient(make_app(engine, tmp_path), client=LOOPBACK) as client:
+    with make_client(tmp_path, tts={"pocket": engine}) as client:
         wait_until_ready(client)
         r = client.get("/metrics")
         assert r.status_code == 200 and r.headers["content-type"] == "text/plain; version=0.0.4; charset=utf-8"
@@ -140,6 +120,6 @@ def test_metrics_in_prometheus_text_format(tmp_path):
 def test_metrics_is_admin_only(tmp_path):
     engine = GatedEngine()
     engine.gate.set()
-    with TestClient(make_app(engine, tmp_path), client=("203.0.113.9", 40000)) as client:
+    with make_client(tmp_path, tts={"pocket": engine}, client=("203.0.113.9", 40000)) as client:
         r = client.get("/metrics")
         assert r.status_code == 403 and r.json() == {"detail": "loopback origin required", "code": "loopback_required"}

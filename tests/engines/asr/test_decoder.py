@@ -7,7 +7,7 @@ import functools
 import numpy as np
 import pytest
 
-from tests.engines.asr.asr_speech import piper_say, resample, silence, wer
+from tests.support.speech import piper_say, resample, silence, wer
 
 pytestmark = pytest.mark.slow
 TEXT = "Glue the sheet to the dark blue background."

@@ -10,7 +10,7 @@ import pytest
 from engines.asr.decoder import Transcript, Word
 from engines.asr.files import MAX_GROUP_S, FileJob, speech_groups
 from engines.asr.server import SidecarServer
-from tests.engines.asr.asr_speech import piper_say, resample, silence
+from tests.support.speech import piper_say, resample, silence
 
 RATE = 16000
 

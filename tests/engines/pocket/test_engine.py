@@ -229,7 +229,7 @@ def test_voxgate_say_unknown_voice_and_missing_model(tiny_model_dir: Path, tmp_p
                          ids=["sequential", "pipelined", "chunked", "chunked-pipelined"])
 async def test_engine_audio_equals_the_reference(tiny_dir: Path, tiny_reference, tmp_path: Path, pipelined: bool,
                                                  decode_chunk: int):
-    from pocket_reference import TEXTS
+    from tests.engines.pocket.pocket_reference import TEXTS
 
     # decode_lead_s=0: chunk from the second frame on, however far ahead the streams are
     eng = PocketEngine(tiny_dir, tmp_path / "voices", threads=2 if pipelined else 1, decode_chunk=decode_chunk,
@@ -251,7 +251,7 @@ async def test_engine_audio_equals_the_reference(tiny_dir: Path, tiny_reference,
 @pytest.mark.slow
 @pytest.mark.reference
 def test_voxgate_say_at_temperature_zero_equals_the_reference(tiny_dir: Path, tiny_reference, tmp_path: Path):
-    from pocket_reference import TEXTS
+    from tests.engines.pocket.pocket_reference import TEXTS
 
     from gateway.audio import read_wav
 

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from pocket_reference import run_reference
+from tests.engines.pocket.pocket_reference import run_reference
 
 from engines.pocket.model import build_model
 

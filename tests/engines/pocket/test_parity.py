@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import scipy.io.wavfile
 import torch
-from pocket_reference import TEXTS, ReferenceResults, reference_jobs
+from tests.engines.pocket.pocket_reference import TEXTS, ReferenceResults, reference_jobs
 
 from engines.pocket import StreamBatch, save_voice_file, split_text
 from engines.pocket.generation import plan_chunks, prepare_text

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import scipy.io.wavfile
 import torch
-from pocket_reference import ReferenceResults, reference_jobs, run_reference
+from tests.engines.pocket.pocket_reference import ReferenceResults, reference_jobs, run_reference
 
 from engines.pocket import PocketStream, load_model
 

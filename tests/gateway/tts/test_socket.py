@@ -11,28 +11,10 @@ from starlette.testclient import TestClient
 from starlette.websockets import WebSocketDisconnect
 
 from engines.base import EngineState
-from gateway.app import create_app
 from gateway.audio import Encoding, encode
-from gateway.config import Settings
-from tests.gateway.fakes import FRAME, FakeListener, FakeTtsEngine, expected_audio, frames_for
-
-LOOPBACK = ("127.0.0.1", 5000)
-
-
-def make_client(tmp_path, engine=None, **settings) -> TestClient:
-    app = create_app(Settings(engines=(), data_dir=tmp_path, **settings),
-                     tts_engines={"pocket": engine or FakeTtsEngine()}, share_listener=FakeListener())
-    return TestClient(app, client=LOOPBACK)
-
-
-def receive(ws) -> bytes | dict:
-    message = ws.receive()
-    if message["type"] == "websocket.close":
-        raise WebSocketDisconnect(message["code"], message.get("reason"))
-    if message.get("bytes") is not None:
-        return message["bytes"]
-    return json.loads(message["text"])
-
+from tests.gateway.fakes import FRAME, FakeTtsEngine, expected_audio, frames_for
+from tests.gateway.helpers import LOOPBACK, tts_client
+from tests.support.sockets import close_code, receive
 
 def read_utterance(ws) -> tuple[dict, list[bytes], dict]:
     """start, frames, end (or cancelled) of the next utterance."""
@@ -47,16 +29,9 @@ def read_utterance(ws) -> tuple[dict, list[bytes], dict]:
             return start, frames, message
 
 
-def close_code(ws) -> tuple[int, str]:
-    with pytest.raises(WebSocketDisconnect) as info:
-        while True:
-            receive(ws)
-    return info.value.code, info.value.reason
-
-
 def test_ready_then_speak_then_end(tmp_path):
     text = "Hello there, this is a test."
-    with make_client(tmp_path) as client, client.websocket_connect("/v1/tts") as ws:
+    with tts_client(tmp_path) as client, client.websocket_connect("/v1/tts") as ws:
         ready = receive(ws)
         assert ready == {"type": "ready", "protocol": 1, "session": ready["session"], "engine": "pocket",
                          "voice": "alba", "sample_rate": 24000, "encoding": "pcm_s16le", "frame_samples": 1920}
@@ -76,7 +51,7 @@ def test_ready_then_speak_then_end(tmp_path):
 @pytest.mark.parametrize("encoding", ["pcm_s16le", "pcm_f32le"])
 def test_pcm_bytes_equal_the_engine_output_for_the_same_seed(tmp_path, encoding):
     text = "Same seed, same audio."
-    with make_client(tmp_path) as client, client.websocket_connect(f"/v1/tts?encoding={encoding}") as ws:
+    with tts_client(tmp_path) as client, client.websocket_connect(f"/v1/tts?encoding={encoding}") as ws:
         receive(ws)
         ws.send_json({"type": "speak", "text": text, "seed": 1234})
         _, frames, _ = read_utterance(ws)
@@ -87,7 +62,7 @@ def test_pcm_bytes_equal_the_engine_output_for_the_same_seed(tmp_path, encoding)
 @pytest.mark.parametrize("rate", [8000, 16000, 44100, 48000])
 def test_resampled_output_has_the_requested_rate_and_length(tmp_path, rate):
     text = "Resample this sentence please."
-    with make_client(tmp_path) as client, client.websocket_connect(f"/v1/tts?sample_rate={rate}") as ws:
+    with tts_client(tmp_path) as client, client.websocket_connect(f"/v1/tts?sample_rate={rate}") as ws:
         assert receive(ws)["sample_rate"] == rate
         ws.send_json({"type": "speak", "text": text})
         _, frames, end = read_utterance(ws)
@@ -106,7 +81,7 @@ def test_resampled_output_has_the_requested_rate_and_length(tmp_path, rate):
 
 
 def test_text_fragments_flush_and_event_order(tmp_path):
-    with make_client(tmp_path) as client, client.websocket_connect("/v1/tts") as ws:
+    with tts_client(tmp_path) as client, client.websocket_connect("/v1/tts") as ws:
         receive(ws)
         for fragment in ["Hello", " there.", " How are", " you"]:
             ws.send_json({"type": "text", "text": fragment})
@@ -123,7 +98,7 @@ def test_text_fragments_flush_and_event_order(tmp_path):
 
 
 def test_end_synthesizes_the_unflushed_rest(tmp_path):
-    with make_client(tmp_path) as client, client.websocket_connect("/v1/tts") as ws:
+    with tts_client(tmp_path) as client, client.websocket_connect("/v1/tts") as ws:
         receive(ws)
         ws.send_json({"type": "text", "text": "no sentence end here"})
         ws.send_json({"type": "end"})
@@ -135,7 +110,7 @@ def test_end_synthesizes_the_unflushed_rest(tmp_path):
 
 def test_cancel_mid_utterance_then_speak_again(tmp_path):
     engine = FakeTtsEngine(frame_delay_s=0.01)
-    with make_client(tmp_path, engine) as client, client.websocket_connect("/v1/tts") as ws:
+    with tts_client(tmp_path, engine) as client, client.websocket_connect("/v1/tts") as ws:
         receive(ws)
         ws.send_json({"type": "speak", "text": "x" * 400, "id": "long"})
         ws.send_json({"type": "speak", "text": "queued behind", "id": "next"})
@@ -158,7 +133,7 @@ def test_cancel_mid_utterance_then_speak_again(tmp_path):
 
 
 def test_cancel_with_nothing_playing(tmp_path):
-    with make_client(tmp_path) as client, client.websocket_connect("/v1/tts") as ws:
+    with tts_client(tmp_path) as client, client.websocket_connect("/v1/tts") as ws:
         receive(ws)
         ws.send_json({"type": "text", "text": "half a sentence"})
         ws.send_json({"type": "cancel"})
@@ -180,7 +155,7 @@ def test_cancel_with_nothing_playing(tmp_path):
      "speak.seed must be an integer between 0 and 4294967295"),
 ])
 def test_bad_messages_get_an_error_and_the_session_goes_on(tmp_path, payload, code, message):
-    with make_client(tmp_path) as client, client.websocket_connect("/v1/tts") as ws:
+    with tts_client(tmp_path) as client, client.websocket_connect("/v1/tts") as ws:
         receive(ws)
         ws.send_text(payload if isinstance(payload, str) else json.dumps(payload))
         assert receive(ws) == {"type": "error", "code": code, "message": message, "retryable": False}
@@ -189,7 +164,7 @@ def test_bad_messages_get_an_error_and_the_session_goes_on(tmp_path, payload, co
 
 
 def test_binary_message_is_a_bad_message(tmp_path):
-    with make_client(tmp_path) as client, client.websocket_connect("/v1/tts") as ws:
+    with tts_client(tmp_path) as client, client.websocket_connect("/v1/tts") as ws:
         receive(ws)
         ws.send_bytes(b"\x00\x01")
         assert receive(ws) == {"type": "error", "code": "bad_message", "retryable": False,
@@ -197,7 +172,7 @@ def test_binary_message_is_a_bad_message(tmp_path):
 
 
 def test_unknown_voice_in_speak_lists_the_voices(tmp_path):
-    with make_client(tmp_path) as client, client.websocket_connect("/v1/tts") as ws:
+    with tts_client(tmp_path) as client, client.websocket_connect("/v1/tts") as ws:
         receive(ws)
         ws.send_json({"type": "speak", "text": "hi", "voice": "nobody"})
         assert receive(ws) == {"type": "error", "code": "unknown_voice", "retryable": False,
@@ -208,7 +183,7 @@ def test_unknown_voice_in_speak_lists_the_voices(tmp_path):
 
 
 def test_messages_after_end_are_refused_and_closed_still_comes(tmp_path):
-    with make_client(tmp_path, FakeTtsEngine(frame_delay_s=0.005)) as client, \
+    with tts_client(tmp_path, FakeTtsEngine(frame_delay_s=0.005)) as client, \
             client.websocket_connect("/v1/tts") as ws:
         receive(ws)
         ws.send_json({"type": "speak", "text": "one sentence here"})
@@ -230,7 +205,7 @@ def test_messages_after_end_are_refused_and_closed_still_comes(tmp_path):
 
 
 def test_oversize_message_closes_1009(tmp_path):
-    with make_client(tmp_path) as client, client.websocket_connect("/v1/tts") as ws:
+    with tts_client(tmp_path) as client, client.websocket_connect("/v1/tts") as ws:
         receive(ws)
         ws.send_text(json.dumps({"type": "speak", "text": "a" * 20000}))
         assert close_code(ws) == (1009, "message of 20029 bytes; the limit is 12096")
@@ -238,7 +213,7 @@ def test_oversize_message_closes_1009(tmp_path):
 
 def test_queue_limit(tmp_path):
     engine = FakeTtsEngine(frame_delay_s=0.05)
-    with make_client(tmp_path, engine) as client, client.websocket_connect("/v1/tts") as ws:
+    with tts_client(tmp_path, engine) as client, client.websocket_connect("/v1/tts") as ws:
         receive(ws)
         for i in range(40):
             ws.send_json({"type": "speak", "text": f"utterance number {i}"})
@@ -254,7 +229,7 @@ def test_queue_limit(tmp_path):
 
 def test_engine_error_mid_utterance_is_reported_with_the_id(tmp_path):
     engine = FakeTtsEngine(fail_after=2)
-    with make_client(tmp_path, engine) as client, client.websocket_connect("/v1/tts") as ws:
+    with tts_client(tmp_path, engine) as client, client.websocket_connect("/v1/tts") as ws:
         receive(ws)
         ws.send_json({"type": "speak", "text": "this will fail", "id": "f"})
         assert receive(ws)["type"] == "start"
@@ -281,14 +256,14 @@ def test_engine_error_mid_utterance_is_reported_with_the_id(tmp_path):
      (4400, "unknown voice 'ghost'; available voices: alba, marius")),
 ])
 def test_bad_query_is_refused_with_an_event_and_4400(tmp_path, query, event, close):
-    with make_client(tmp_path) as client, client.websocket_connect("/v1/tts" + query) as ws:
+    with tts_client(tmp_path) as client, client.websocket_connect("/v1/tts" + query) as ws:
         assert receive(ws) == {"type": "error", "retryable": False, **event}
         assert close_code(ws) == close
 
 
 def test_engine_loading_is_retryable_1013(tmp_path):
     engine = FakeTtsEngine(state=EngineState.LOADING)
-    with make_client(tmp_path, engine) as client, client.websocket_connect("/v1/tts") as ws:
+    with tts_client(tmp_path, engine) as client, client.websocket_connect("/v1/tts") as ws:
         assert receive(ws) == {"type": "error", "code": "engine_loading", "retryable": True, "state": "loading",
                                "message": "engine pocket is still loading; try again in a few seconds"}
         assert close_code(ws) == (1013, "engine pocket is still loading; try again in a few seconds")
@@ -297,7 +272,7 @@ def test_engine_loading_is_retryable_1013(tmp_path):
 def test_engine_missing_weights_says_what_and_how(tmp_path):
     engine = FakeTtsEngine(state=EngineState.MISSING, detail="no model.safetensors in /m/pocket",
                            hint="run: voxgate models pull pocket")
-    with make_client(tmp_path, engine) as client, client.websocket_connect("/v1/tts") as ws:
+    with tts_client(tmp_path, engine) as client, client.websocket_connect("/v1/tts") as ws:
         message = "no model.safetensors in /m/pocket. run: voxgate models pull pocket"
         assert receive(ws) == {"type": "error", "code": "engine_unavailable", "retryable": False,
                                "state": "missing", "hint": "run: voxgate models pull pocket", "message": message}
@@ -305,7 +280,7 @@ def test_engine_missing_weights_says_what_and_how(tmp_path):
 
 
 def test_over_capacity_closes_1013_and_a_slot_frees_on_close(tmp_path):
-    with make_client(tmp_path, max_tts_sessions=1) as client:
+    with tts_client(tmp_path, max_tts_sessions=1) as client:
         with client.websocket_connect("/v1/tts") as first:
             receive(first)
             with client.websocket_connect("/v1/tts") as second:
@@ -322,7 +297,7 @@ def test_over_capacity_closes_1013_and_a_slot_frees_on_close(tmp_path):
 def test_idle_socket_is_closed_4408_and_keepalive_holds_it(tmp_path):
     import time
 
-    with make_client(tmp_path, idle_timeout_s=1) as client, client.websocket_connect("/v1/tts") as ws:
+    with tts_client(tmp_path, idle_timeout_s=1) as client, client.websocket_connect("/v1/tts") as ws:
         receive(ws)
         for _ in range(8):  # twice the idle timeout, kept open by keepalives
             ws.send_json({"type": "keepalive"})
@@ -333,7 +308,7 @@ def test_idle_socket_is_closed_4408_and_keepalive_holds_it(tmp_path):
 
 
 def test_admin_sessions_lists_the_live_tts_session(tmp_path):
-    with make_client(tmp_path) as client, client.websocket_connect("/v1/tts?sample_rate=16000") as ws:
+    with tts_client(tmp_path) as client, client.websocket_connect("/v1/tts?sample_rate=16000") as ws:
         ready = receive(ws)
         ws.send_json({"type": "speak", "text": "count me"})
         _, frames, _ = read_utterance(ws)
@@ -352,7 +327,7 @@ def test_engine_queue_full_is_a_retryable_error_event(tmp_path):
     from engines.base import EngineError
 
     engine = FakeTtsEngine(open_error=EngineError("too many TTS streams", code="over_capacity"))
-    with make_client(tmp_path, engine) as client, client.websocket_connect("/v1/tts") as ws:
+    with tts_client(tmp_path, engine) as client, client.websocket_connect("/v1/tts") as ws:
         receive(ws)
         ws.send_json({"type": "speak", "text": "hi", "id": "x"})
         assert receive(ws) == {"type": "error", "code": "over_capacity", "message": "too many TTS streams",

@@ -12,33 +12,9 @@ from starlette.testclient import TestClient
 from starlette.websockets import WebSocketDisconnect
 
 from engines.base import EngineState
-from gateway.app import create_app
-from gateway.config import Settings
-from tests.engines.asr.asr_fakes import FakeSidecar
-from tests.gateway.fakes import FakeListener
-
-LOOPBACK = ("127.0.0.1", 5000)
-
-
-def make_client(tmp_path, asr=None, **settings) -> TestClient:
-    app = create_app(Settings(engines=("asr",), data_dir=tmp_path, **settings), tts_engines={},
-                     asr=asr or FakeSidecar(), share_listener=FakeListener())
-    return TestClient(app, client=LOOPBACK)
-
-
-def receive(ws) -> dict:
-    message = ws.receive()
-    if message["type"] == "websocket.close":
-        raise WebSocketDisconnect(message["code"], message.get("reason"))
-    return json.loads(message["text"])
-
-
-def close_code(ws) -> tuple[int, str]:
-    with pytest.raises(WebSocketDisconnect) as info:
-        while True:
-            receive(ws)
-    return info.value.code, info.value.reason
-
+from tests.gateway.dictation.fakes import FakeSidecar
+from tests.gateway.helpers import dictation_client, make_client
+from tests.support.sockets import close_code, receive
 
 def stream_of(fake: FakeSidecar):
     (stream,) = fake._streams.values()
@@ -52,7 +28,7 @@ def deliver(client, fake: FakeSidecar, *events: dict) -> None:
 
 
 def test_ready_echoes_the_parameters_and_names_the_model(tmp_path):
-    with make_client(tmp_path) as client, client.websocket_connect("/v1/dictation?sample_rate=48000") as ws:
+    with dictation_client(tmp_path) as client, client.websocket_connect("/v1/dictation?sample_rate=48000") as ws:
         ready = receive(ws)
         assert ready == {"type": "ready", "session": ready["session"], "protocol": 1, "sample_rate": 48000,
                          "encoding": "pcm_s16le", "language": "auto", "model": "tiny.en"}
@@ -62,7 +38,7 @@ def test_ready_echoes_the_parameters_and_names_the_model(tmp_path):
 def test_the_sidecar_is_opened_with_the_stream_options(tmp_path):
     fake = FakeSidecar()
     url = "/v1/dictation?interim=false&word_timestamps=true&silence_ms=800&language=en"
-    with make_client(tmp_path, fake) as client, client.websocket_connect(url) as ws:
+    with dictation_client(tmp_path, fake) as client, client.websocket_connect(url) as ws:
         receive(ws)
         header = fake.frames[0][0]
         assert header == {"op": "open", "stream": header["stream"], "language": "en", "interim": False,
@@ -80,12 +56,12 @@ def test_the_sidecar_is_opened_with_the_stream_options(tmp_path):
     ("interim=maybe", "interim: 'maybe' is not a boolean (use true or false)"),
 ])
 def test_a_bad_query_parameter_closes_4400_naming_it(tmp_path, query, reason):
-    with make_client(tmp_path) as client, client.websocket_connect(f"/v1/dictation?{query}") as ws:
+    with dictation_client(tmp_path) as client, client.websocket_connect(f"/v1/dictation?{query}") as ws:
         assert close_code(ws) == (4400, reason)
 
 
 def test_a_language_the_model_lacks_gets_unsupported_language_then_4400(tmp_path):
-    with make_client(tmp_path) as client, client.websocket_connect("/v1/dictation?language=de") as ws:
+    with dictation_client(tmp_path) as client, client.websocket_connect("/v1/dictation?language=de") as ws:
         error = receive(ws)
         message = ("language: the ASR model tiny.en does not support 'de' (available: en); "
                    "install multilingual Whisper base: voxgate models install whisper-base")
@@ -95,7 +71,7 @@ def test_a_language_the_model_lacks_gets_unsupported_language_then_4400(tmp_path
 
 def test_a_multilingual_model_accepts_the_language(tmp_path):
     fake = FakeSidecar(languages=("en", "de", "fr"))
-    with make_client(tmp_path, fake) as client, client.websocket_connect("/v1/dictation?language=de") as ws:
+    with dictation_client(tmp_path, fake) as client, client.websocket_connect("/v1/dictation?language=de") as ws:
         assert receive(ws)["language"] == "de"
         assert fake.frames[0][0]["language"] == "de"
 
@@ -103,7 +79,7 @@ def test_a_multilingual_model_accepts_the_language(tmp_path):
 def test_missing_asr_answers_the_reason_and_closes_1011(tmp_path):
     fake = FakeSidecar(state=EngineState.MISSING, detail="multilingual Whisper base is not installed in /x",
                        hint="voxgate models install whisper-base")
-    with make_client(tmp_path, fake) as client, client.websocket_connect("/v1/dictation") as ws:
+    with dictation_client(tmp_path, fake) as client, client.websocket_connect("/v1/dictation") as ws:
         message = "multilingual Whisper base is not installed in /x. voxgate models install whisper-base"
         assert receive(ws) == {"type": "error", "code": "engine_unavailable", "message": message,
                                "retryable": False}
@@ -111,15 +87,14 @@ def test_missing_asr_answers_the_reason_and_closes_1011(tmp_path):
 
 
 def test_a_gateway_without_asr_answers_engine_unavailable(tmp_path):
-    app = create_app(Settings(engines=(), data_dir=tmp_path), tts_engines={}, share_listener=FakeListener())
-    with TestClient(app, client=LOOPBACK) as client, client.websocket_connect("/v1/dictation") as ws:
+    with make_client(tmp_path) as client, client.websocket_connect("/v1/dictation") as ws:
         error = receive(ws)
         assert error["code"] == "engine_unavailable"
         assert close_code(ws) == (1011, "ASR is not enabled on this gateway; start it with --engines including asr")
 
 
 def test_over_the_stream_limit_a_new_socket_closes_1013(tmp_path):
-    with make_client(tmp_path, max_dictation_streams=1) as client, client.websocket_connect("/v1/dictation") as first:
+    with dictation_client(tmp_path, max_dictation_streams=1) as client, client.websocket_connect("/v1/dictation") as first:
         receive(first)
         with client.websocket_connect("/v1/dictation") as second:
             assert close_code(second) == (1013, "too many dictation streams (limit 1); try again later")
@@ -130,7 +105,7 @@ def test_over_the_stream_limit_a_new_socket_closes_1013(tmp_path):
 def test_odd_byte_counts_keep_the_partial_sample_for_the_next_message(tmp_path):
     fake = FakeSidecar()
     samples = np.array([1000, -2000, 3000, 32767], dtype="<i2").tobytes()
-    with make_client(tmp_path, fake) as client, client.websocket_connect("/v1/dictation") as ws:
+    with dictation_client(tmp_path, fake) as client, client.websocket_connect("/v1/dictation") as ws:
         receive(ws)
         ws.send_bytes(samples[:3])
         ws.send_bytes(samples[3:7])
@@ -147,7 +122,7 @@ def stream_of_id(fake: FakeSidecar) -> str:
 
 def test_f32_audio_with_nan_is_bad_audio_and_the_session_goes_on(tmp_path):
     fake = FakeSidecar()
-    with make_client(tmp_path, fake) as client, \
+    with dictation_client(tmp_path, fake) as client, \
             client.websocket_connect("/v1/dictation?encoding=pcm_f32le") as ws:
         receive(ws)
         ws.send_bytes(np.array([0.1, np.nan], dtype="<f4").tobytes())
@@ -162,7 +137,7 @@ def test_f32_audio_with_nan_is_bad_audio_and_the_session_goes_on(tmp_path):
 def test_audio_is_resampled_to_16_khz(tmp_path):
     fake = FakeSidecar()
     tone = (np.sin(np.arange(8000) * 2 * np.pi * 440 / 8000) * 0.5 * 32767).astype("<i2").tobytes()
-    with make_client(tmp_path, fake) as client, client.websocket_connect("/v1/dictation?sample_rate=8000") as ws:
+    with dictation_client(tmp_path, fake) as client, client.websocket_connect("/v1/dictation?sample_rate=8000") as ws:
         receive(ws)
         ws.send_bytes(tone)
         ws.send_json({"type": "end"})
@@ -181,7 +156,7 @@ def test_audio_is_resampled_to_16_khz(tmp_path):
     ('{"type": "speak"}', "unknown message type 'speak'; expected one of: finalize, end, keepalive"),
 ])
 def test_a_bad_text_message_is_bad_message_and_the_session_goes_on(tmp_path, text, message):
-    with make_client(tmp_path) as client, client.websocket_connect("/v1/dictation") as ws:
+    with dictation_client(tmp_path) as client, client.websocket_connect("/v1/dictation") as ws:
         receive(ws)
         ws.send_text(text)
         assert receive(ws) == {"type": "error", "code": "bad_message", "message": message, "retryable": False}
@@ -193,7 +168,7 @@ def test_a_bad_text_message_is_bad_message_and_the_session_goes_on(tmp_path, tex
 
 def test_a_10_mb_message_closes_1009_and_other_sessions_go_on(tmp_path):
     fake = FakeSidecar()
-    with make_client(tmp_path, fake) as client, client.websocket_connect("/v1/dictation") as other:
+    with dictation_client(tmp_path, fake) as client, client.websocket_connect("/v1/dictation") as other:
         receive(other)
         with client.websocket_connect("/v1/dictation") as ws:
             receive(ws)
@@ -206,21 +181,21 @@ def test_a_10_mb_message_closes_1009_and_other_sessions_go_on(tmp_path):
 
 
 def test_a_huge_text_message_closes_1009(tmp_path):
-    with make_client(tmp_path) as client, client.websocket_connect("/v1/dictation") as ws:
+    with dictation_client(tmp_path) as client, client.websocket_connect("/v1/dictation") as ws:
         receive(ws)
         ws.send_text(json.dumps({"type": "keepalive", "pad": "x" * 100_000}))
         assert close_code(ws) == (1009, "text message longer than 65536 bytes")
 
 
 def test_an_idle_client_is_closed_4408(tmp_path):
-    with make_client(tmp_path, idle_timeout_s=1) as client, client.websocket_connect("/v1/dictation") as ws:
+    with dictation_client(tmp_path, idle_timeout_s=1) as client, client.websocket_connect("/v1/dictation") as ws:
         receive(ws)
         assert close_code(ws) == (4408, "no audio or message for 1 s")
 
 
 def test_sidecar_events_are_relayed_as_protocol_events(tmp_path):
     fake = FakeSidecar()
-    with make_client(tmp_path, fake) as client, \
+    with dictation_client(tmp_path, fake) as client, \
             client.websocket_connect("/v1/dictation?word_timestamps=true") as ws:
         receive(ws)
         words = [{"word": "hi", "start": 0.5, "end": 0.7, "probability": 0.9}]
@@ -242,7 +217,7 @@ def test_sidecar_events_are_relayed_as_protocol_events(tmp_path):
 
 def test_duplicates_from_a_replay_never_reach_the_client(tmp_path):
     fake = FakeSidecar()
-    with make_client(tmp_path, fake) as client, client.websocket_connect("/v1/dictation") as ws:
+    with dictation_client(tmp_path, fake) as client, client.websocket_connect("/v1/dictation") as ws:
         receive(ws)
         deliver(client, fake,
                 {"ev": "speech_started", "utterance": 0, "at": 0.5, "start_sample": 0},
@@ -266,7 +241,7 @@ def test_duplicates_from_a_replay_never_reach_the_client(tmp_path):
 
 def test_finalize_is_passed_to_the_sidecar_in_order_with_the_audio(tmp_path):
     fake = FakeSidecar()
-    with make_client(tmp_path, fake) as client, client.websocket_connect("/v1/dictation") as ws:
+    with dictation_client(tmp_path, fake) as client, client.websocket_connect("/v1/dictation") as ws:
         receive(ws)
         ws.send_bytes(b"\0\0" * 160)
         ws.send_json({"type": "finalize"})
@@ -278,7 +253,7 @@ def test_finalize_is_passed_to_the_sidecar_in_order_with_the_audio(tmp_path):
 
 def test_admin_sessions_lists_the_stream_with_its_lag(tmp_path):
     fake = FakeSidecar()
-    with make_client(tmp_path, fake) as client, client.websocket_connect("/v1/dictation") as ws:
+    with dictation_client(tmp_path, fake) as client, client.websocket_connect("/v1/dictation") as ws:
         receive(ws)
         ws.send_bytes(b"\0\0" * 16000)
         deliver(client, fake, {"ev": "speech_started", "utterance": 0, "at": 0.1, "start_sample": 0},
@@ -291,9 +266,7 @@ def test_admin_sessions_lists_the_stream_with_its_lag(tmp_path):
 
 
 def test_a_remote_client_needs_the_api_key(tmp_path):
-    app = create_app(Settings(engines=("asr",), data_dir=tmp_path, api_key="k" * 32), tts_engines={},
-                     asr=FakeSidecar(), share_listener=FakeListener())
-    with TestClient(app, client=("192.0.2.7", 5000)) as client:
+    with dictation_client(tmp_path, client=("192.0.2.7", 5000), api_key="k" * 32) as client:
         with client.websocket_connect("/v1/dictation") as ws:
             assert close_code(ws) == (1008, "API key required")
         with client.websocket_connect("/v1/dictation", headers={"Authorization": "Bearer " + "k" * 32}) as ws:

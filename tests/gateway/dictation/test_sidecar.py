@@ -15,11 +15,10 @@ from starlette.testclient import TestClient
 
 from engines.asr.models import install_whisper_base
 from engines.base import EngineState
-from gateway.app import create_app
 from gateway.dictation.sidecar import AsrSupervisor
 from gateway.config import Settings
-from tests.engines.asr.asr_speech import espeak_say, piper_say, resample, silence, wer
-from tests.gateway.fakes import FakeListener
+from tests.support.speech import espeak_say, piper_say, resample, silence, wer
+from tests.gateway.helpers import make_client
 
 pytestmark = pytest.mark.slow
 
@@ -38,9 +37,7 @@ def test_a_model_that_cannot_load_fails_the_engine_and_the_socket_says_why(tmp_p
     model = tmp_path / "broken"
     model.mkdir()
     (model / "model.bin").write_bytes(b"this is not a model")
-    app = create_app(Settings(engines=("asr",), data_dir=tmp_path, asr_model=str(model)), tts_engines={},
-                     share_listener=FakeListener())
-    with TestClient(app, client=("127.0.0.1", 5000)) as client:
+    with make_client(tmp_path, engines=("asr",), asr_model=str(model)) as client:
         for _ in range(300):
             health = client.get("/health")
             if health.status_code == 200:

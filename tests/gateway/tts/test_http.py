@@ -15,22 +15,14 @@ import pytest
 from starlette.testclient import TestClient
 
 from engines.base import EngineState
-from gateway.app import create_app
 from gateway.audio import Encoding, encode, read_wav, wav_header
-from gateway.config import Settings
-from tests.gateway.fakes import FakeListener, FakeTtsEngine, expected_audio, frames_for, running_server
-
-LOOPBACK = ("127.0.0.1", 5000)
-
-
-def make_app(tmp_path, engine=None, **settings):
-    return create_app(Settings(engines=(), data_dir=tmp_path, **settings),
-                      tts_engines={"pocket": engine or FakeTtsEngine()}, share_listener=FakeListener())
-
+from tests.gateway.fakes import FakeTtsEngine, expected_audio, frames_for
+from tests.gateway.helpers import LOOPBACK, tts_app
+from tests.support.net import running_server
 
 @pytest.fixture
 def client(tmp_path):
-    with TestClient(make_app(tmp_path), client=LOOPBACK) as c:
+    with TestClient(tts_app(tmp_path), client=LOOPBACK) as c:
         yield c
 
 
@@ -80,7 +72,7 @@ def test_post_tts_body_that_is_not_json(client):
 def test_post_tts_engine_not_ready(tmp_path):
     engine = FakeTtsEngine(state=EngineState.MISSING, detail="Pocket TTS weights not found: /x/model.safetensors",
                            hint="run `voxgate models pull pocket`")
-    with TestClient(make_app(tmp_path, engine), client=LOOPBACK) as client:
+    with TestClient(tts_app(tmp_path, engine), client=LOOPBACK) as client:
         r = client.post("/v1/tts", json={"text": "hi"})
     assert r.status_code == 503
     assert r.json() == {"detail": "Pocket TTS weights not found: /x/model.safetensors. run `voxgate models pull "
@@ -91,7 +83,7 @@ def test_post_tts_engine_not_ready(tmp_path):
 @pytest.mark.slow
 async def test_post_tts_first_bytes_leave_before_synthesis_ends(tmp_path):
     engine = FakeTtsEngine(frame_delay_s=0.02, frames_by_text={"A long answer.": 2000})
-    async with running_server(make_app(tmp_path, engine, max_tts_sessions=1)) as url:
+    async with running_server(tts_app(tmp_path, engine, max_tts_sessions=1)) as url:
         async with httpx.AsyncClient(base_url=url, timeout=30) as http:
             async with http.stream("POST", "/v1/tts", json={"text": "A long answer."}) as r:
                 assert r.status_code == 200
@@ -120,7 +112,7 @@ async def test_post_tts_first_bytes_leave_before_synthesis_ends(tmp_path):
 
 @pytest.mark.slow
 async def test_openai_client_gets_wav_and_pcm(tmp_path):
-    async with running_server(make_app(tmp_path)) as url:
+    async with running_server(tts_app(tmp_path)) as url:
         oa = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="not-needed-on-loopback", max_retries=0)
         text = "Hello from the OpenAI client."
         wav = await oa.audio.speech.create(model="tts-1", voice="alloy", input=text, response_format="wav")
@@ -182,7 +174,7 @@ def test_list_voices(client):
 
 def test_clone_list_speak_and_delete_a_voice(tmp_path):
     engine = FakeTtsEngine()
-    with TestClient(make_app(tmp_path, engine), client=LOOPBACK) as client:
+    with TestClient(tts_app(tmp_path, engine), client=LOOPBACK) as client:
         wav = sine_wav(2.0)
         r = client.post("/v1/voices", data={"id": "grandpa"}, files={"file": ("g.wav", wav, "audio/wav")})
         assert (r.status_code, r.json()) == (201, {"voice": {"id": "grandpa", "engine": "pocket", "name": "grandpa",
@@ -235,7 +227,7 @@ def test_clone_refuses_non_multipart_and_oversize(client):
 
 
 def test_clone_unsupported_engine(tmp_path):
-    with TestClient(make_app(tmp_path, FakeTtsEngine(can_clone=False)), client=LOOPBACK) as client:
+    with TestClient(tts_app(tmp_path, FakeTtsEngine(can_clone=False)), client=LOOPBACK) as client:
         r = client.post("/v1/voices", data={"id": "v1"}, files={"file": ("a.wav", sine_wav(2), "audio/wav")})
     assert (r.status_code, r.json()) == (400, {"detail": "engine pocket cannot clone voices",
                                                "code": "clone_unsupported"})
@@ -246,7 +238,7 @@ def test_engine_queue_full_is_503_before_any_audio(tmp_path):
 
     engine = FakeTtsEngine(open_error=EngineError("too many TTS streams: 8 running and 32 waiting; try again shortly",
                                                   code="over_capacity"))
-    with TestClient(make_app(tmp_path, engine), client=LOOPBACK) as client:
+    with TestClient(tts_app(tmp_path, engine), client=LOOPBACK) as client:
         r = client.post("/v1/tts", json={"text": "hi"})
         assert (r.status_code, r.headers["retry-after"]) == (503, "5")
         assert r.json() == {"detail": "too many TTS streams: 8 running and 32 waiting; try again shortly",

@@ -7,22 +7,14 @@ import pytest
 from starlette.testclient import TestClient
 
 from engines.base import EngineState
-from gateway.app import create_app
 from gateway.audio import write_wav
-from gateway.config import Settings
-from tests.engines.asr.asr_fakes import FakeSidecar
-from tests.gateway.fakes import FakeListener
+from tests.gateway.dictation.fakes import FakeSidecar
+from tests.gateway.helpers import dictation_client
 
 RESULT = {"ev": "transcription", "req": "r1", "text": "hello there", "language": "en", "duration": 1.0,
           "segments": [{"id": 0, "start": 0.0, "end": 1.0, "text": "hello there"}],
           "words": [{"word": "hello", "start": 0.1, "end": 0.4, "probability": 0.9}]}
 WAV = write_wav(np.zeros(8000, dtype=np.float32), 8000)
-
-
-def make_client(tmp_path, asr=None) -> TestClient:
-    app = create_app(Settings(engines=("asr",), data_dir=tmp_path), tts_engines={},
-                     asr=asr or FakeSidecar(transcription=RESULT), share_listener=FakeListener())
-    return TestClient(app, client=("127.0.0.1", 5000))
 
 
 def post(client, data=None, files=None):
@@ -32,7 +24,7 @@ def post(client, data=None, files=None):
 
 def test_json_is_the_default_format(tmp_path):
     fake = FakeSidecar(transcription=RESULT)
-    with make_client(tmp_path, fake) as client:
+    with dictation_client(tmp_path, fake) as client:
         r = post(client)
     assert (r.status_code, r.json()) == (200, {"text": "hello there"})
     assert fake.transcribe_calls == [{"samples": 16000, "language": None, "word_timestamps": False}]
@@ -40,7 +32,7 @@ def test_json_is_the_default_format(tmp_path):
 
 def test_text_and_verbose_json_formats(tmp_path):
     fake = FakeSidecar(transcription=RESULT)
-    with make_client(tmp_path, fake) as client:
+    with dictation_client(tmp_path, fake) as client:
         text = post(client, {"response_format": "text"})
         verbose = post(client, {"response_format": "verbose_json", "language": "en",
                                 "timestamp_granularities[]": "word"})
@@ -63,20 +55,20 @@ def test_text_and_verbose_json_formats(tmp_path):
       "code": "unsupported_language"}),
 ])
 def test_bad_requests_name_the_field(tmp_path, data, files, status, body):
-    with make_client(tmp_path) as client:
+    with dictation_client(tmp_path, FakeSidecar(transcription=RESULT)) as client:
         r = post(client, data, files)
     assert (r.status_code, r.json()) == (status, body)
 
 
 def test_a_json_body_is_refused(tmp_path):
-    with make_client(tmp_path) as client:
+    with dictation_client(tmp_path, FakeSidecar(transcription=RESULT)) as client:
         r = client.post("/v1/audio/transcriptions", json={"file": "x"})
     assert (r.status_code, r.json()) == (400, {"detail": "the body must be multipart/form-data with a 'file' field",
                                                "code": "bad_request"})
 
 
 def test_a_body_over_25_mb_is_413(tmp_path):
-    with make_client(tmp_path) as client:
+    with dictation_client(tmp_path, FakeSidecar(transcription=RESULT)) as client:
         r = post(client, files={"file": ("a.wav", b"\0" * (26 * 1024 * 1024), "audio/wav")})
     assert r.status_code == 413
     assert r.json()["code"] == "too_large"
@@ -84,7 +76,7 @@ def test_a_body_over_25_mb_is_413(tmp_path):
 
 def test_missing_asr_is_503_with_the_hint(tmp_path):
     fake = FakeSidecar(state=EngineState.MISSING, detail="model missing", hint="voxgate models install whisper-base")
-    with make_client(tmp_path, fake) as client:
+    with dictation_client(tmp_path, fake) as client:
         r = post(client)
     assert r.status_code == 503
     assert r.json() == {"detail": "model missing. voxgate models install whisper-base", "code": "engine_unavailable"}

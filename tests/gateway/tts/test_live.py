@@ -12,24 +12,19 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
-from gateway.app import create_app
 from gateway.audio import Encoding, encode
 from gateway.client.base import ws_url
 from gateway.client.tts import TtsClient, TtsClosed, TtsError
-from gateway.config import Settings
-from tests.gateway.fakes import FakeListener, FakeTtsEngine, expected_audio, frames_for, running_server
+from tests.gateway.fakes import FakeTtsEngine, expected_audio, frames_for
+from tests.gateway.helpers import tts_app
+from tests.support.net import running_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
 
-def make_app(tmp_path, engine, **settings):
-    return create_app(Settings(engines=(), data_dir=tmp_path, **settings), tts_engines={"pocket": engine},
-                      share_listener=FakeListener())
-
-
 async def test_client_speaks_and_closes(tmp_path):
     engine = FakeTtsEngine()
-    async with running_server(make_app(tmp_path, engine)) as url:
+    async with running_server(tts_app(tmp_path, engine)) as url:
         async with await TtsClient.connect(url) as tts:
             assert tts.ready["sample_rate"] == 24000
             text = "The client says hello."
@@ -41,7 +36,7 @@ async def test_client_speaks_and_closes(tmp_path):
 
 
 async def test_client_refusal_carries_the_code(tmp_path):
-    async with running_server(make_app(tmp_path, FakeTtsEngine())) as url:
+    async with running_server(tts_app(tmp_path, FakeTtsEngine())) as url:
         with pytest.raises(TtsError) as info:
             await TtsClient.connect(url, voice="nobody")
         assert info.value.code == "unknown_voice"
@@ -50,7 +45,7 @@ async def test_client_refusal_carries_the_code(tmp_path):
 
 async def test_first_sentence_plays_before_the_last_fragment_is_sent(tmp_path):
     engine = FakeTtsEngine(frame_delay_s=0.01)
-    async with running_server(make_app(tmp_path, engine)) as url:
+    async with running_server(tts_app(tmp_path, engine)) as url:
         async with await TtsClient.connect(url) as tts:
             await tts.text("The first sentence")
             await tts.text(" is complete. And the second")
@@ -83,7 +78,7 @@ async def admin_sessions(url: str) -> dict[str, dict]:
 async def test_slow_reader_is_bounded_does_not_slow_others_and_is_closed_4408(tmp_path):
     story = "a very long story"
     engine = FakeTtsEngine(frames_by_text={story: 3000})  # 240 s of audio, produced as fast as it is taken
-    app = make_app(tmp_path, engine, idle_timeout_s=3)
+    app = tts_app(tmp_path, engine, idle_timeout_s=3)
     async with running_server(app) as url:
         port = int(url.rsplit(":", 1)[1])
         stalled = await connect(ws_url(url, "/v1/tts"), sock=small_buffer_socket(port), max_queue=2)
@@ -134,7 +129,7 @@ async def test_slow_reader_is_bounded_does_not_slow_others_and_is_closed_4408(tm
 
 async def test_eight_concurrent_sockets_get_correct_complete_audio(tmp_path):
     engine = FakeTtsEngine(frame_delay_s=0.002)
-    async with running_server(make_app(tmp_path, engine)) as url:
+    async with running_server(tts_app(tmp_path, engine)) as url:
         async def one(i: int) -> tuple[int, bytes, bytes]:
             text = f"Socket number {i} says a sentence of its own."
             async with await TtsClient.connect(url) as tts:
@@ -150,7 +145,7 @@ async def test_eight_concurrent_sockets_get_correct_complete_audio(tmp_path):
 
 
 async def test_closed_socket_raises_tts_closed(tmp_path):
-    async with running_server(make_app(tmp_path, FakeTtsEngine())) as url:
+    async with running_server(tts_app(tmp_path, FakeTtsEngine())) as url:
         tts = await TtsClient.connect(url)
         await tts.end()
         assert await tts.receive(5) == {"type": "closed", "utterances": 0, "audio_s": 0.0}

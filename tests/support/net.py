@@ -1,0 +1,39 @@
+"""Ports and a real uvicorn server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from collections.abc import AsyncIterator
+from typing import Any
+
+import uvicorn
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.asynccontextmanager
+async def running_server(app: Any, port: int | None = None) -> AsyncIterator[str]:
+    """Serve ``app`` with a real uvicorn on 127.0.0.1 in this event loop; yields the base URL."""
+    port = port or free_port()
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on",
+                            ws_ping_interval=None)
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    try:
+        for _ in range(500):
+            if server.started or task.done():
+                break
+            await asyncio.sleep(0.02)
+        if not server.started:
+            raise RuntimeError("uvicorn did not start")
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, 30)
