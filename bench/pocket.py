@@ -363,7 +363,7 @@ def main(argv: list[str] | None = None) -> int:
         print("writing a random English-geometry model ...", file=sys.stderr, flush=True)
         make_random_model_dir(args.model_dir, geometry="english", seed=0)
     ref_levels = [1, 2, 4] if args.quick else [1, 2, 4, 8]
-    our_levels = ref_levels if args.quick else ref_levels + [12]
+    our_levels = ref_levels if args.quick else [*ref_levels, 12]
     started = time.monotonic()
     rounds: dict[str, list[dict]] = {"ours": [], "reference": []}
     try:

@@ -149,7 +149,7 @@ def read_wav(data: bytes) -> tuple[np.ndarray, int]:
                 raise AudioFormatError("WAV fmt chunk is truncated")
             fmt = struct.unpack("<HHIIHH", body[:16])
             if fmt[0] == 0xFFFE and len(body) >= 26:  # WAVE_FORMAT_EXTENSIBLE: real tag in the GUID
-                fmt = (struct.unpack("<H", body[24:26])[0],) + fmt[1:]
+                fmt = (struct.unpack("<H", body[24:26])[0], *fmt[1:])
         elif chunk_id == b"data":
             payload = body  # a streaming header's size runs past the end: take what is there
             break

@@ -107,7 +107,7 @@ def _networks(raw: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, 
 def _origins(raw: str) -> tuple[str, ...]:
     out = []
     for part in _csv(raw):
-        if not (part.startswith("http://") or part.startswith("https://")) or part.count("/") > 2:
+        if not (part.startswith(("http://", "https://"))) or part.count("/") > 2:
             raise ValueError(f"has {part!r}; an origin is scheme://host[:port] with no path")
         out.append(part.lower())
     return tuple(out)

@@ -20,7 +20,6 @@ from typing import Any
 import uvicorn
 
 from auth.share import VIA_SHARE_SCOPE_KEY
-
 from gateway.config import Settings
 
 log = logging.getLogger("voxgate.lan_share")

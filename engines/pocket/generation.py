@@ -114,7 +114,7 @@ def _boundaries(tokens: list[int], marks: set[int], tokenizer: Tokenizer | None)
         if after_mark and not (tokenizer and _after_decimal_point(tokens, i, tokenizer)):
             starts.append(i)
         after_mark = False
-    return starts + [len(tokens)]
+    return [*starts, len(tokens)]
 
 
 def _after_decimal_point(tokens: list[int], start: int, tokenizer: Tokenizer) -> bool:

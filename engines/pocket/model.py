@@ -30,7 +30,6 @@ from engines.pocket.geometry import GeometryError, PocketGeometry, detect_geomet
 from engines.pocket.mimi import Mimi
 from engines.pocket.voice import VoiceState, load_voice_file, read_voice_layout
 
-
 SAMPLE_RATE = 24000
 MODEL_FILE = "model.safetensors"
 TOKENIZER_FILE = "tokenizer.model"
@@ -114,7 +113,7 @@ class PocketModel(nn.Module):
 def _file_shapes(path: Path) -> dict[str, tuple[int, ...]]:
     try:
         with safetensors.safe_open(str(path), framework="pt") as f:
-            return {k: tuple(f.get_slice(k).get_shape()) for k in f.keys()}
+            return {k: tuple(f.get_slice(k).get_shape()) for k in f}
     except Exception as exc:
         raise PocketModelError(f"{path}: not a readable safetensors file ({exc})", path=str(path)) from exc
 

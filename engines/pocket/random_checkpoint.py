@@ -216,13 +216,13 @@ def _init_tensor(key: str, shape: tuple[int, ...], gen: torch.Generator,
         return 0.5 + torch.rand(shape, generator=gen)
     if key.endswith("emb_mean"):
         return 0.1 * torch.randn(shape, generator=gen)
-    if key.endswith("layer_scale_1.scale") or key.endswith("layer_scale_2.scale"):
+    if key.endswith(("layer_scale_1.scale", "layer_scale_2.scale")):
         return torch.full(shape, 0.01)  # the released config's layer_scale
     if leaf in ("alpha",) or (leaf == "weight" and len(shape) == 1):
         return torch.ones(shape)  # norm gains
     if leaf == "bias":
         return torch.zeros(shape)
-    if len(shape) == 1 or key.endswith("bos_before_voice") or key.endswith("embed.weight"):
+    if len(shape) == 1 or key.endswith(("bos_before_voice", "embed.weight")):
         return torch.randn(shape, generator=gen)  # embeddings and BOS vectors: unit scale
     if key.endswith("adaLN_modulation.1.weight"):
         # Modulation (shift, scale, gate) of the flow head: small, so it perturbs
@@ -230,7 +230,7 @@ def _init_tensor(key: str, shape: tuple[int, ...], gen: torch.Generator,
         return 0.1 * torch.randn(shape, generator=gen) / math.sqrt(shape[1])
     fan_in = _fan_in(key, shape)
     std = 1 / math.sqrt(fan_in)
-    if key.endswith("out_proj.weight") or key.endswith("linear2.weight"):
+    if key.endswith(("out_proj.weight", "linear2.weight")):
         std *= next(scale for prefix, scale in residual_scale.items() if key.startswith(prefix))
     if key.startswith("mimi.decoder.model.") and shape[0] == 1:
         std *= OUTPUT_GAIN  # the waveform conv: keep the noise well inside [-1, 1]
@@ -240,7 +240,7 @@ def _init_tensor(key: str, shape: tuple[int, ...], gen: torch.Generator,
 def _fan_in(key: str, shape: tuple[int, ...]) -> int:
     if key.endswith("convtr.weight"):
         # A transposed conv (in, out/groups, k, stride = k/2) sums in/groups * 2 taps per output.
-        in_ch, _, k = shape
+        in_ch, _, _k = shape
         groups = in_ch if shape[1] == 1 else 1
         return max(1, (in_ch // groups) * 2)
     if len(shape) == 3:

@@ -34,10 +34,9 @@ import numpy as np
 from engines.asr.framing import FrameError, encode_frame, pcm_to_bytes, read_frame_async
 from engines.asr.models import ModelMissing, ResolvedModel, resolve_model
 from engines.base import EngineState, EngineStatus
-
 from gateway.config import Settings
-from gateway.errors import GatewayError, Unavailable
 from gateway.dictation.stream import AsrStream, asr_unavailable_event
+from gateway.errors import GatewayError, Unavailable
 
 log = logging.getLogger("voxgate.asr")
 

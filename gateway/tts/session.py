@@ -30,7 +30,6 @@ from typing import Any
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from engines.base import EngineError, SynthesisOptions, TtsEngine, TtsStream
-
 from gateway.errors import (
     CLOSE_IDLE,
     CLOSE_NORMAL,
@@ -56,8 +55,8 @@ from gateway.protocol.tts import (
     parse_client_message,
 )
 from gateway.tts.frames import FrameEncoder
-from gateway.tts.selection import gateway_error, resolve_voice
 from gateway.tts.outbound import OutboundQueue, OutItem, Stalled
+from gateway.tts.selection import gateway_error, resolve_voice
 from gateway.tts.sentences import SentenceBuffer
 
 log = logging.getLogger("voxgate.tts")

@@ -20,7 +20,6 @@ from starlette.responses import JSONResponse, Response
 from auth.access import RouteClass, http_route
 from engines.base import CloneRefused, EngineError
 from engines.files import write_bytes_atomically
-
 from gateway.audio import AudioFormatError, read_wav
 from gateway.errors import BadRequest, GatewayError, TooLarge
 from gateway.tts.selection import check_ready, gateway_error, pick_engine, voice_ids, voice_not_found

@@ -7,7 +7,6 @@ import contextlib
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 import pytest
 from starlette.applications import Starlette

@@ -12,7 +12,6 @@ import ipaddress
 from dataclasses import dataclass
 
 from auth import AuthConfig
-
 from tests.auth.auth_harness import KEY, Harness
 
 PIN_REQUIRED = "PIN required"

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from starlette.testclient import TestClient
 
-from tests.auth.auth_harness import KEY, LOOPBACK, REMOTE
-from tests.support.listeners import FakeListener
 from gateway.app import create_app
 from gateway.config import Settings
+from tests.auth.auth_harness import KEY, LOOPBACK, REMOTE
+from tests.support.listeners import FakeListener
 
 SESSIONS = "/v1/admin/sessions"
 ADMIN_GATE = {"detail": "loopback origin or admin API key required", "code": "admin_required"}

@@ -11,7 +11,6 @@ from engines.base import EngineState, EngineStatus, TtsInfo
 from tests.gateway.helpers import make_client
 
 
-
 class GatedEngine:
     """A TTS engine whose load() waits until the test opens the gate."""
 

@@ -7,8 +7,20 @@ import wave
 import numpy as np
 import pytest
 
-from gateway.audio import (AudioFormatError, Encoding, PcmDecoder, StreamResampler, decode, encode,
-                           parse_encoding, parse_rate, read_wav, resample, wav_header, write_wav)
+from gateway.audio import (
+    AudioFormatError,
+    Encoding,
+    PcmDecoder,
+    StreamResampler,
+    decode,
+    encode,
+    parse_encoding,
+    parse_rate,
+    read_wav,
+    resample,
+    wav_header,
+    write_wav,
+)
 
 
 def tone(n: int, rate: int = 16000, freq: float = 440.0) -> np.ndarray:
@@ -42,7 +54,7 @@ def test_s16_encoding_clips_and_rounds():
     assert out.tolist() == [32767, -32767, 16384]
 
 
-@pytest.mark.parametrize("raw, message", [("7999", "must be between 8000 and 48000"), ("x", "is not an integer"),
+@pytest.mark.parametrize(("raw", "message"), [("7999", "must be between 8000 and 48000"), ("x", "is not an integer"),
                                           ("48001", "must be between 8000 and 48000")])
 def test_parse_rate_errors(raw, message):
     with pytest.raises(ValueError, match=f"^{message}$"):
@@ -55,7 +67,7 @@ def test_parse_encoding():
         parse_encoding("mp3")
 
 
-@pytest.mark.parametrize("in_rate, out_rate", [(24000, 16000), (16000, 48000), (44100, 16000), (8000, 24000)])
+@pytest.mark.parametrize(("in_rate", "out_rate"), [(24000, 16000), (16000, 48000), (44100, 16000), (8000, 24000)])
 def test_streaming_resampler_equals_one_shot_and_has_the_right_length(in_rate, out_rate):
     x = tone(in_rate, in_rate)  # one second
     rs = StreamResampler(in_rate, out_rate)
@@ -95,7 +107,7 @@ def test_read_wav_float_stereo_and_streaming_header():
     np.testing.assert_allclose(y, x, atol=1e-7)
 
 
-@pytest.mark.parametrize("data, message", [
+@pytest.mark.parametrize(("data", "message"), [
     (b"hello", "not a WAV file (no RIFF/WAVE header)"),
     (b"RIFF\x04\x00\x00\x00WAVE", "WAV file has no fmt chunk"),
     (b"RIFF\x04\x00\x00\x00WAVEfmt \x10\x00\x00\x00" + struct.pack("<HHIIHH", 1, 1, 16000, 32000, 2, 16), "WAV file has no data chunk"),

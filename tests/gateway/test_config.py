@@ -34,7 +34,7 @@ def test_env_values_are_parsed_into_types():
     assert s.idle_timeout_s == 12.5
 
 
-@pytest.mark.parametrize("env, message", [
+@pytest.mark.parametrize(("env", "message"), [
     ({"VOXGATE_PORT": "x"}, "VOXGATE_PORT='x' is not an integer"),
     ({"VOXGATE_PORT": "70000"}, "VOXGATE_PORT='70000' is out of range (0..65535)"),
     ({"VOXGATE_SERVER_MODE": "maybe"}, "VOXGATE_SERVER_MODE='maybe' is not a boolean (use 1/0, true/false, yes/no, on/off)"),

@@ -8,7 +8,7 @@ from auth.redact import SecretFilter, redact_secrets
 from gateway.logging_setup import configure_logging
 
 
-@pytest.mark.parametrize("line, expected", [
+@pytest.mark.parametrize(("line", "expected"), [
     ('127.0.0.1:5 - "GET /v1/tts?api_key=abc123&voice=x HTTP/1.1" 101', '127.0.0.1:5 - "GET /v1/tts?api_key=***&voice=x HTTP/1.1" 101'),
     ("GET /v1/dictation?ticket=T0k3n", "GET /v1/dictation?ticket=***"),
     ("/?pin=123456", "/?pin=***"),

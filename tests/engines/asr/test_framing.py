@@ -39,7 +39,7 @@ async def test_the_async_reader_reads_the_same_frames():
     assert await read_frame_async(reader) is None
 
 
-@pytest.mark.parametrize("data, message", [
+@pytest.mark.parametrize(("data", "message"), [
     (b"not json\n", "frame header is not JSON"),
     (b"[1, 2]\n", "frame header is not a JSON object"),
     (b'{"len": -1}\n', "frame payload length -1 is invalid"),

@@ -12,7 +12,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.engines.pocket.pocket_reference import TEXTS, ReferenceResults, generation_jobs, reference_jobs, run_reference
+
+from tests.engines.pocket.pocket_reference import (
+    TEXTS,
+    ReferenceResults,
+    generation_jobs,
+    reference_jobs,
+    run_reference,
+)
 
 
 @pytest.fixture(scope="session")

@@ -13,8 +13,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engines.base import (EngineError, EngineState, EngineUnavailable, SynthesisOptions, TtsEngine, TtsInfo,
-                          TtsStream, UnknownVoice, Voice)
+from engines.base import (
+    EngineError,
+    EngineState,
+    EngineUnavailable,
+    SynthesisOptions,
+    TtsEngine,
+    TtsInfo,
+    TtsStream,
+    UnknownVoice,
+    Voice,
+)
 from engines.pocket.engine import GET_MODEL_HINT, PocketEngine
 
 REPO = Path(__file__).resolve().parents[3]
@@ -210,10 +219,10 @@ def test_voxgate_say_writes_a_valid_wav(tiny_model_dir: Path, tmp_path: Path):
 def test_voxgate_say_unknown_voice_and_missing_model(tiny_model_dir: Path, tmp_path: Path):
     env = {**os.environ, "VOXGATE_TTS_THREADS": "1", "VOXGATE_DATA_DIR": str(tmp_path / "data")}
     base = [sys.executable, "-m", "gateway.cli", "say", "Hi.", "-o", str(tmp_path / "x.wav")]
-    proc = subprocess.run(base + ["--voice", "nobody", "--model-dir", str(tiny_model_dir)], cwd=REPO, env=env,
+    proc = subprocess.run([*base, "--voice", "nobody", "--model-dir", str(tiny_model_dir)], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=300)
     assert (proc.returncode, proc.stderr) == (2, "voxgate say: unknown voice 'nobody'; available voices: alba, marius\n")
-    proc = subprocess.run(base + ["--model-dir", str(tmp_path / "none")], cwd=REPO, env=env,
+    proc = subprocess.run([*base, "--model-dir", str(tmp_path / "none")], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2
     assert proc.stderr == (f"voxgate say: Pocket TTS weights not found: {tmp_path / 'none' / 'model.safetensors'}\n"
@@ -251,9 +260,8 @@ async def test_engine_audio_equals_the_reference(tiny_dir: Path, tiny_reference,
 @pytest.mark.slow
 @pytest.mark.reference
 def test_voxgate_say_at_temperature_zero_equals_the_reference(tiny_dir: Path, tiny_reference, tmp_path: Path):
-    from tests.engines.pocket.pocket_reference import TEXTS
-
     from gateway.audio import read_wav
+    from tests.engines.pocket.pocket_reference import TEXTS
 
     out = tmp_path / "t0.wav"
     env = {**os.environ, "VOXGATE_TTS_THREADS": "1", "VOXGATE_DATA_DIR": str(tmp_path / "data")}

@@ -77,7 +77,7 @@ def test_no_chunks_is_refused() -> None:
         Utterance([], GenerationSettings(), 32, None)
 
 
-@pytest.mark.parametrize("field,value,message", [
+@pytest.mark.parametrize(("field", "value", "message"), [
     ("temperature", -0.1, "temperature: must be a number from 0 to 10, got -0.1"),
     ("lsd_steps", 0, "lsd_steps: must be an integer from 1 to 64, got 0"),
     ("frames_after_eos", -1, "frames_after_eos: must be an integer from 0 to 100 or None, got -1"),

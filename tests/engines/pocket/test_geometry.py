@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.engines.pocket.pocket_reference import run_reference
 
 from engines.pocket.model import build_model
+from tests.engines.pocket.pocket_reference import run_reference
 
 pytestmark = pytest.mark.reference
 

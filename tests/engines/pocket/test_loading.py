@@ -141,7 +141,7 @@ def test_cloning_refused_when_encoder_is_zero(model_copy: Path) -> None:
                                "encoder is all zeros); use one of the bundled voices")
 
 
-@pytest.mark.parametrize("audio,message", [
+@pytest.mark.parametrize(("audio", "message"), [
     (np.zeros(0, dtype=np.float32), "audio: expected a non-empty mono or [channels, samples] signal"),
     (np.zeros((2, 2, 5), dtype=np.float32), "audio: expected a non-empty mono or [channels, samples] signal"),
     (np.array([0.1, np.nan, 0.2], dtype=np.float32), "audio: contains NaN or infinite samples"),

@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 import scipy.io.wavfile
 import torch
-from tests.engines.pocket.pocket_reference import TEXTS, ReferenceResults, reference_jobs
 
 from engines.pocket import StreamBatch, save_voice_file, split_text
 from engines.pocket.generation import plan_chunks, prepare_text
+from tests.engines.pocket.pocket_reference import TEXTS, ReferenceResults, reference_jobs
 
 pytestmark = pytest.mark.reference
 
@@ -60,7 +60,7 @@ def _assert_same_audio(frames: list[np.ndarray], reference: torch.Tensor, frame_
     assert np.abs(ref).max() > 0.05  # real signal, not silence on both sides
 
 
-@pytest.mark.parametrize("name,voice,seed", [("short", "alba", 3), ("tiny", "marius", 4),
+@pytest.mark.parametrize(("name", "voice", "seed"), [("short", "alba", 3), ("tiny", "marius", 4),
                                              ("multi", "marius", 5), ("curly", "alba", 6)])
 def test_audio_and_latents_match_reference(tiny_model, tiny_reference: ReferenceResults,
                                            name: str, voice: str, seed: int) -> None:
@@ -161,7 +161,7 @@ def test_int8_matches_reference_int8(tiny_dir: Path, tiny_reference) -> None:
 
     model = load_model(tiny_dir, quantize=True)
     assert model.quantized
-    frames, latents = _ours(model, "int8", TEXTS["short"], model.load_voice("alba"), seed=3)
+    frames, _latents = _ours(model, "int8", TEXTS["short"], model.load_voice("alba"), seed=3)
     reference = tiny_reference.audio("int8")
     ours = np.concatenate(frames)
     assert ours.shape == tuple(reference.shape)

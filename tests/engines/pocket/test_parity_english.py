@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 import scipy.io.wavfile
 import torch
-from tests.engines.pocket.pocket_reference import ReferenceResults, reference_jobs, run_reference
 
 from engines.pocket import PocketStream, load_model
+from tests.engines.pocket.pocket_reference import ReferenceResults, reference_jobs, run_reference
 
 pytestmark = [pytest.mark.slow, pytest.mark.reference]
 

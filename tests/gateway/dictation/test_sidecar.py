@@ -11,14 +11,12 @@ import time
 
 import numpy as np
 import pytest
-from starlette.testclient import TestClient
 
 from engines.asr.models import install_whisper_base
 from engines.base import EngineState
 from gateway.dictation.sidecar import AsrSupervisor
-from gateway.config import Settings
-from tests.support.speech import espeak_say, piper_say, resample, silence, wer
 from tests.gateway.helpers import make_client
+from tests.support.speech import espeak_say, piper_say, resample, silence, wer
 
 pytestmark = pytest.mark.slow
 

@@ -8,13 +8,12 @@ import json
 
 import numpy as np
 import pytest
-from starlette.testclient import TestClient
-from starlette.websockets import WebSocketDisconnect
 
 from engines.base import EngineState
 from tests.gateway.dictation.fakes import FakeSidecar
 from tests.gateway.helpers import dictation_client, make_client
 from tests.support.sockets import close_code, receive
+
 
 def stream_of(fake: FakeSidecar):
     (stream,) = fake._streams.values()
@@ -46,7 +45,7 @@ def test_the_sidecar_is_opened_with_the_stream_options(tmp_path):
                           "stable": ""}
 
 
-@pytest.mark.parametrize("query, reason", [
+@pytest.mark.parametrize(("query", "reason"), [
     ("encoding=pcm_mulaw", "encoding: 'pcm_mulaw' must be one of: pcm_s16le, pcm_f32le"),
     ("sample_rate=4000", "sample_rate: '4000' must be between 8000 and 48000"),
     ("sample_rate=fast", "sample_rate: 'fast' is not an integer"),
@@ -149,7 +148,7 @@ def test_audio_is_resampled_to_16_khz(tmp_path):
         assert abs(np.argmax(spectrum) * 16000 / 12000 - 440) < 2
 
 
-@pytest.mark.parametrize("text, message", [
+@pytest.mark.parametrize(("text", "message"), [
     ("hello", "message is not valid JSON"),
     ("[1]", "message must be a JSON object with a \"type\""),
     ('{"type": 3}', "message has no \"type\" string"),

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from starlette.testclient import TestClient
 
 from engines.base import EngineState
 from gateway.audio import write_wav
@@ -43,7 +42,7 @@ def test_text_and_verbose_json_formats(tmp_path):
     assert fake.transcribe_calls[-1] == {"samples": 16000, "language": "en", "word_timestamps": True}
 
 
-@pytest.mark.parametrize("data, files, status, body", [
+@pytest.mark.parametrize(("data", "files", "status", "body"), [
     ({"response_format": "srt"}, None, 400,
      {"detail": "response_format: 'srt' must be one of: json, text, verbose_json", "code": "bad_request"}),
     ({"model": "whisper-1"}, {"other": ("a.wav", WAV, "audio/wav")}, 400,

@@ -20,6 +20,7 @@ from tests.gateway.fakes import FakeTtsEngine, expected_audio, frames_for
 from tests.gateway.helpers import LOOPBACK, tts_app
 from tests.support.net import running_server
 
+
 @pytest.fixture
 def client(tmp_path):
     with TestClient(tts_app(tmp_path), client=LOOPBACK) as c:
@@ -43,7 +44,7 @@ def test_post_tts_raw_pcm_resampled(client):
     assert len(r.content) == 4 * round(frames_for(text) * 1920 * 16000 / 24000)
 
 
-@pytest.mark.parametrize("body, status, detail", [
+@pytest.mark.parametrize(("body", "status", "detail"), [
     ({}, 400, "text: required, a non-empty string"),
     ({"text": "  "}, 400, "text: required, a non-empty string"),
     ({"text": "a" * 2001}, 413, "text: 2001 characters; the limit is 2000"),
@@ -135,7 +136,7 @@ async def test_openai_client_gets_wav_and_pcm(tmp_path):
         await oa.close()
 
 
-@pytest.mark.parametrize("body, detail", [
+@pytest.mark.parametrize(("body", "detail"), [
     ({"model": "tts-1", "voice": "alloy"}, "input: required, a non-empty string"),
     ({"model": "tts-1", "input": "hi", "speed": 1.5}, "speed: only 1.0 is supported"),
     ({"model": "tts-1", "input": "hi", "stream_format": "sse"}, "stream_format: only 'audio' is supported"),
@@ -195,7 +196,7 @@ def test_clone_list_speak_and_delete_a_voice(tmp_path):
                                                             "deleted")
 
 
-@pytest.mark.parametrize("data, file, status, detail", [
+@pytest.mark.parametrize(("data", "file", "status", "detail"), [
     ({}, ("a.wav", sine_wav(2), "audio/wav"), 400,
      "id: required, 1-64 characters of letters, digits, '_' or '-', starting with a letter or digit"),
     ({"id": "../etc"}, ("a.wav", sine_wav(2), "audio/wav"), 400,

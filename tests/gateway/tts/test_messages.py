@@ -39,7 +39,7 @@ def test_every_message_type_parses():
     assert parse({"type": "keepalive"}) == Keepalive()
 
 
-@pytest.mark.parametrize("raw, code, message", [
+@pytest.mark.parametrize(("raw", "code", "message"), [
     ("not json", "bad_message", "message is not valid JSON"),
     ("[1, 2]", "bad_message", 'message must be a JSON object with a "type"'),
     ({"text": "hi"}, "bad_message", 'message has no "type" string'),
@@ -83,7 +83,7 @@ def test_query_defaults():
         ("omnivoice", "v", 16000, Encoding.F32LE)
 
 
-@pytest.mark.parametrize("query, message", [
+@pytest.mark.parametrize(("query", "message"), [
     ({"sample_rate": "abc"}, "sample_rate: 'abc' is not an integer"),
     ({"sample_rate": "7999"}, "sample_rate: '7999' must be between 8000 and 48000"),
     ({"sample_rate": "48001"}, "sample_rate: '48001' must be between 8000 and 48000"),
@@ -110,7 +110,7 @@ def test_open_accepts_everything_and_end_leads_to_ending():
 ILLEGAL = [(state, kind) for state in TtsState for kind in MESSAGE_TYPES if kind not in TRANSITIONS[state]]
 
 
-@pytest.mark.parametrize("state, kind", ILLEGAL)
+@pytest.mark.parametrize(("state", "kind"), ILLEGAL)
 def test_illegal_transitions_raise(state, kind):
     with pytest.raises(BadMessage) as info:
         transition(state, kind)

@@ -7,14 +7,13 @@ import json
 
 import numpy as np
 import pytest
-from starlette.testclient import TestClient
-from starlette.websockets import WebSocketDisconnect
 
 from engines.base import EngineState
 from gateway.audio import Encoding, encode
 from tests.gateway.fakes import FRAME, FakeTtsEngine, expected_audio, frames_for
-from tests.gateway.helpers import LOOPBACK, tts_client
+from tests.gateway.helpers import tts_client
 from tests.support.sockets import close_code, receive
+
 
 def read_utterance(ws) -> tuple[dict, list[bytes], dict]:
     """start, frames, end (or cancelled) of the next utterance."""
@@ -102,7 +101,7 @@ def test_end_synthesizes_the_unflushed_rest(tmp_path):
         receive(ws)
         ws.send_json({"type": "text", "text": "no sentence end here"})
         ws.send_json({"type": "end"})
-        start, frames, end = read_utterance(ws)
+        start, _frames, _end = read_utterance(ws)
         assert start["text"] == "no sentence end here"
         assert receive(ws)["type"] == "closed"
         assert close_code(ws)[0] == 1000
@@ -143,7 +142,7 @@ def test_cancel_with_nothing_playing(tmp_path):
         assert receive(ws) == {"type": "closed", "utterances": 0, "audio_s": 0.0}
 
 
-@pytest.mark.parametrize("payload, code, message", [
+@pytest.mark.parametrize(("payload", "code", "message"), [
     ("{", "bad_message", "message is not valid JSON"),
     ({"type": "dance"}, "bad_message",
      "unknown message type 'dance'; expected one of: speak, text, flush, cancel, end, keepalive"),
@@ -244,7 +243,7 @@ def test_engine_error_mid_utterance_is_reported_with_the_id(tmp_path):
 # ---- refusals at connect time
 
 
-@pytest.mark.parametrize("query, event, close", [
+@pytest.mark.parametrize(("query", "event", "close"), [
     ("?sample_rate=4000", {"code": "bad_request", "message": "sample_rate: '4000' must be between 8000 and 48000"},
      (4400, "sample_rate: '4000' must be between 8000 and 48000")),
     ("?encoding=ulaw", {"code": "bad_request", "message": "encoding: 'ulaw' must be one of: pcm_s16le, pcm_f32le"},
