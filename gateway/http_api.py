@@ -14,7 +14,7 @@ from starlette.staticfiles import StaticFiles
 from auth.access import RouteClass, http_route, mount
 from gateway import __version__
 
-STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
+STATIC_DIR = Path(__file__).resolve().parent / "static"  # packaged with gateway/, so a wheel carries it
 
 RETRY_AFTER_STARTING_S = 2
 
