@@ -39,7 +39,8 @@ def mount(path: str, app: Any, *, access: RouteClass, name: str | None = None) -
     return m
 
 
-def make_classifier(routes: Sequence[BaseRoute], default: RouteClass = RouteClass.CONSUME) -> Callable[[dict], RouteClass]:
+def make_classifier(routes: Sequence[BaseRoute],
+                    default: RouteClass = RouteClass.CONSUME) -> Callable[[dict], RouteClass]:
     """Return ``classify(scope)``: the class of the route that will serve the scope.
 
     A path that matches no declared route (a 404 to be) counts as ``default``, so

@@ -50,7 +50,10 @@ def needs_origin_check(scope: dict) -> bool:
 def is_loopback_origin(origin: str) -> bool:
     """True when a normalized origin names localhost, 127.0.0.0/8 or [::1]."""
     _, _, authority = origin.partition("://")
-    host = authority[1:authority.index("]")] if authority.startswith("[") and "]" in authority else authority.split(":")[0]
+    if authority.startswith("[") and "]" in authority:
+        host = authority[1:authority.index("]")]
+    else:
+        host = authority.split(":")[0]
     if host in ("localhost", "localhost.localdomain") or host.endswith(".localhost"):
         return True
     try:

@@ -135,6 +135,9 @@ class Option:
         return ENV_PREFIX + self.name.upper()
 
 
+DEFAULT_DATA_DIR = Path("~/.local/share/voxgate").expanduser()
+
+
 def _default_data_dir() -> str:
     # Resolved at the edge only (Settings.from_env); ~ is expanded by _path.
     return "~/.local/share/voxgate"
@@ -185,7 +188,7 @@ class Settings:
     forwarded_allow_ips: tuple = ()
     share_host: str | None = None
     share_port: int = 0
-    data_dir: Path = Path("~/.local/share/voxgate").expanduser()
+    data_dir: Path = DEFAULT_DATA_DIR
     log_level: str = "info"
     engines: tuple[str, ...] = ("pocket", "asr")
     tts_engine: str = "pocket"
@@ -227,7 +230,8 @@ class Settings:
         try:
             text = self.api_key_file.read_text(encoding="utf-8")
         except OSError as exc:
-            raise ConfigError(f"VOXGATE_API_KEY_FILE={str(self.api_key_file)!r} cannot be read: {exc.strerror}") from None
+            raise ConfigError(f"VOXGATE_API_KEY_FILE={str(self.api_key_file)!r} cannot be read: "
+                              f"{exc.strerror}") from None
         key = text.strip().splitlines()[0].strip() if text.strip() else ""
         if not key:
             raise ConfigError(f"VOXGATE_API_KEY_FILE={str(self.api_key_file)!r} is empty")

@@ -22,11 +22,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Synthesize text to a WAV file with Pocket TTS.")
     p.add_argument("text", help="what to say")
     p.add_argument("--voice", default=None,
-                   help="a voice id from the model's embeddings/, or a WAV file to clone (default: alba or the first voice)")
+                   help="a voice id from the model's embeddings/, or a WAV file to clone "
+                        "(default: alba or the first voice)")
     p.add_argument("-o", "--output", type=Path, required=True, help="WAV file to write")
     p.add_argument("--model-dir", type=Path, default=None,
                    help="Pocket TTS model directory (default: VOXGATE_POCKET_DIR or <data_dir>/models/pocket)")
-    p.add_argument("--temperature", type=_temperature, default=None, help="flow noise temperature (default 0.3; 0 = deterministic)")
+    p.add_argument("--temperature", type=_temperature, default=None,
+                   help="flow noise temperature (default 0.3; 0 = deterministic)")
     p.add_argument("--seed", type=int, default=None, help="noise seed (default: a fresh one)")
     p.add_argument("--quantize", choices=["none", "int8"], default="none",
                    help="int8 dynamic quantization of the LM linears (default none: exact float32)")

@@ -48,7 +48,8 @@ def _query_value(value: object) -> str:
 
 
 async def open_socket(base_url: str, path: str, params: dict[str, object] | None,
-                      credentials: Credentials | None, open_timeout_s: float = DEFAULT_OPEN_TIMEOUT_S) -> ClientConnection:
+                      credentials: Credentials | None,
+                      open_timeout_s: float = DEFAULT_OPEN_TIMEOUT_S) -> ClientConnection:
     creds = credentials or Credentials()
     return await connect(ws_url(base_url, path, params, creds.ticket), additional_headers=creds.headers(),
                          open_timeout=open_timeout_s, max_size=MAX_MESSAGE_BYTES)

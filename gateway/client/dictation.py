@@ -15,6 +15,7 @@ or as fast as the socket takes it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from collections.abc import AsyncIterator
@@ -109,10 +110,8 @@ class DictationClient:
             event = json.loads(raw)
             yield event
             if event.get("type") == "closed":
-                try:
+                with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self.socket.wait_closed(), 5)
-                except asyncio.TimeoutError:
-                    pass
                 self.close_code, self.close_reason = self.socket.close_code, self.socket.close_reason or ""
                 return
 

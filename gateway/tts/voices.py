@@ -123,10 +123,7 @@ def upload_path(voices_dir: Path, engine_id: str, voice_id: str) -> Path:
 
 
 def _unlink(path: Path) -> None:
-    try:
-        path.unlink()
-    except FileNotFoundError:
-        pass
+    path.unlink(missing_ok=True)
 
 
 def voice_routes() -> list:
