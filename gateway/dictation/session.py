@@ -184,11 +184,13 @@ class DictationSession:
             if message["type"] == "websocket.disconnect":
                 return
             if message.get("bytes") is not None:
-                if not await self._on_audio(stream, message["bytes"]):
-                    return
+                going_on = await self._on_audio(stream, message["bytes"])
             elif message.get("text") is not None:
-                if not await self._on_text(stream, message["text"]):
-                    return
+                going_on = await self._on_text(stream, message["text"])
+            else:
+                going_on = True
+            if not going_on:
+                return
         await self._wait_for_end(sender)
 
     async def _on_audio(self, stream: AsrStreamHandle, data: bytes) -> bool:

@@ -111,7 +111,7 @@ def parse_client_message(raw: str | bytes, limits: TextLimits) -> ClientMessage:
     raise BadMessage(f"unknown message type {kind[:40]!r}; expected one of: {', '.join(CLIENT_TYPES)}")
 
 
-def _text_field(data: dict, field: str, limits: TextLimits, *, allow_blank: bool) -> str:
+def _text_field(data: dict[str, Any], field: str, limits: TextLimits, *, allow_blank: bool) -> str:
     text = data.get("text")
     if not isinstance(text, str):
         raise BadMessage(f"{field} must be a string")
@@ -122,7 +122,7 @@ def _text_field(data: dict, field: str, limits: TextLimits, *, allow_blank: bool
     return text
 
 
-def _opt_str(data: dict, key: str, field: str, max_chars: int) -> str | None:
+def _opt_str(data: dict[str, Any], key: str, field: str, max_chars: int) -> str | None:
     value = data.get(key)
     if value is None:
         return None
@@ -133,7 +133,7 @@ def _opt_str(data: dict, key: str, field: str, max_chars: int) -> str | None:
     return value
 
 
-def _opt_seed(data: dict) -> int | None:
+def _opt_seed(data: dict[str, Any]) -> int | None:
     value = data.get("seed")
     if value is None:
         return None

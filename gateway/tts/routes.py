@@ -134,7 +134,7 @@ async def openai_speech(request: Request) -> Response:
     ``response_format`` wav or pcm); 24 kHz 16-bit mono like OpenAI's."""
     state = request.state
     req = SpeechRequest.from_dict(await read_json_object(request, TEXT_LIMITS.max_message_bytes), TEXT_LIMITS)
-    engine_id = req.model if req.model in state.tts else state.settings.tts_engine
+    engine_id = req.model if req.model is not None and req.model in state.tts else state.settings.tts_engine
     engine = pick_engine(state.tts, engine_id)
     check_ready(engine)
     voice = req.voice

@@ -120,7 +120,11 @@ class Closing:
     reason: str = ""
 
 
-_END_OF_WORK = object()  # queued after the last utterance when the client sent ``end``
+class EndOfWork:
+    """Queued after the last utterance when the client sent ``end``."""
+
+
+_END_OF_WORK = EndOfWork()
 
 
 @dataclass
@@ -134,7 +138,7 @@ class TtsSession:
     encoding: Any  # gateway.audio.Encoding
     config: SessionConfig
     state: TtsState = TtsState.OPEN
-    _pending: deque = field(default_factory=deque)  # Utterance | _END_OF_WORK, not started yet
+    _pending: deque[Utterance | EndOfWork] = field(default_factory=deque)  # not started yet
     _live: list[Utterance] = field(default_factory=list)  # queued or not fully sent
     _next_id: int = 0
     utterances_done: int = 0
@@ -176,7 +180,7 @@ class TtsSession:
         if closing is not None and closing.code is not None:
             await close_socket(self.ws, closing.code, closing.reason, self.config.close_timeout_s)
 
-    def _outcome(self, task: asyncio.Task) -> Closing | None:
+    def _outcome(self, task: asyncio.Task[Closing | None]) -> Closing | None:
         if task.cancelled():
             return Closing(CLOSE_SERVER_ERROR, "internal error")
         exc = task.exception()
@@ -271,11 +275,12 @@ class TtsSession:
         self._buffer.clear()
         self.outbound.purge(lambda item: isinstance(item.owner, Utterance) and item.owner.cancelled)
         self.outbound.wake()
-        event: Callable[[], dict] = (lambda: Cancelled(head.id, head.frames_sent).to_dict()) if head else \
+        event: Callable[[], dict[str, Any]] = (lambda: Cancelled(head.id, head.frames_sent).to_dict()) if head else \
             (lambda: Cancelled(None, 0).to_dict())
         self.outbound.put_event(OutItem(event=event))
 
-    def _emit(self, event: dict | Callable[[], dict], owner: Utterance | None = None, final: bool = False) -> bool:
+    def _emit(self, event: dict[str, Any] | Callable[[], dict[str, Any]], owner: Utterance | None = None,
+              final: bool = False) -> bool:
         try:
             self.outbound.put_event(OutItem(owner=owner, event=event, final=final))
         except Stalled:
@@ -290,7 +295,7 @@ class TtsSession:
                 self._work.clear()
                 await self._work.wait()
             item = self._pending.popleft()
-            if item is _END_OF_WORK:
+            if isinstance(item, EndOfWork):
                 self._emit(lambda: Closed(self.utterances_done, self.samples_sent / self.sample_rate).to_dict(),
                            final=True)
                 return None
@@ -346,7 +351,7 @@ class TtsSession:
             self._live.remove(utt)
         self._emit({**exc.to_event(), "id": utt.id})
 
-    def _finish(self, utt: Utterance) -> dict:
+    def _finish(self, utt: Utterance) -> dict[str, Any]:
         """The utterance's ``end`` event, built when it is sent (counters are final then)."""
         if utt in self._live:
             self._live.remove(utt)
