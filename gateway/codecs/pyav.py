@@ -10,12 +10,15 @@ from typing import Any
 import numpy as np
 
 from gateway.audio import AudioFormatError
+from gateway.errors import GatewayError
 
-INSTALL_HINT = "PyAV is not installed: pip install 'av>=14'"
+INSTALL_HINT = "compressed audio needs PyAV (FFmpeg), which is not installed: pip install 'av>=14'"
 
 
-class CodecUnavailable(RuntimeError):
+class CodecUnavailable(GatewayError):
     """PyAV (or one of its codecs) is missing; the message says how to install it."""
+
+    code = "codec_unavailable"
 
 
 @functools.lru_cache(maxsize=1)
