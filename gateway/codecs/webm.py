@@ -40,6 +40,7 @@ TRACK_KINDS = {1: "video", 2: "audio", 3: "complex", 0x10: "logo", 0x11: "subtit
 
 UNKNOWN_SIZE = -1
 MAX_ELEMENT_BYTES = 1024 * 1024  # an element read whole (header, tracks, block); more is not an audio stream
+_EBML_ID = EBML.to_bytes(4, "big")
 _TRANSPARENT = (SEGMENT, CLUSTER)
 _READ_WHOLE = (EBML, TRACKS, SIMPLE_BLOCK, BLOCK_GROUP)
 
@@ -203,11 +204,11 @@ class WebmReader:
 
     def _next_element(self) -> list[AudioTrack | bytes] | None:
         buf = self._buffer
+        if not self._seen_header and bytes(buf[:4]) != _EBML_ID[:len(buf)]:
+            raise AudioFormatError("not a WebM stream (no EBML header at its start)")
         ident = read_vint(buf, 0, keep_marker=True)
         if ident is None:
             return None
-        if not self._seen_header and ident[0] != EBML:
-            raise AudioFormatError("not a WebM stream (no EBML header at its start)")
         size = read_vint(buf, ident[1], keep_marker=False)
         if size is None:
             return None
