@@ -30,6 +30,7 @@ from gateway.registry import client_label
 from gateway.tts.frames import open_audio
 from gateway.tts.selection import check_ready, pick_engine, resolve_voice
 from gateway.tts.session import SessionConfig, TtsSession
+from gateway.tts.transport import NativeTtsTransport
 from gateway.tts.voices import voice_routes
 
 log = logging.getLogger("voxgate.tts")
@@ -59,8 +60,8 @@ async def tts_socket(websocket: WebSocket) -> None:
         await refuse_socket(websocket, exc)
         return
     info = engine.info()
-    session = TtsSession(ws=websocket, engine=engine, voice=voice, sample_rate=params.sample_rate or info.sample_rate,
-                         encoding=params.encoding,
+    session = TtsSession(transport=NativeTtsTransport(websocket, TEXT_LIMITS), engine=engine, voice=voice,
+                         sample_rate=params.sample_rate or info.sample_rate, encoding=params.encoding,
                          config=SessionConfig(limits=TEXT_LIMITS, idle_timeout_s=settings.idle_timeout_s))
     entry = state.sessions.add("tts", client_label(websocket), session.describe)
     if entry is None:
