@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from gateway.codecs.encoders import AudioEncoder, Encoded
+from gateway.codecs.base import AudioEncoder, Encoded
 from gateway.codecs.formats import MPEG_RATES, OutputFormat
 from gateway.codecs.ogg import OggWriter
 from gateway.codecs.pyav import codec_context, load_av

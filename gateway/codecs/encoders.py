@@ -12,34 +12,12 @@ through PyAV, imported only when one of them is asked for.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Protocol
-
 import numpy as np
 
 from gateway.audio import Encoding, encode, wav_header
+from gateway.codecs.base import EMPTY, AudioEncoder, Encoded
 from gateway.codecs.formats import OutputFormat
 from gateway.codecs.g711 import alaw_encode, mulaw_encode
-
-
-@dataclass(frozen=True)
-class Encoded:
-    data: bytes
-    samples: int  # audio samples (at the encoder's rate) the bytes carry
-
-
-EMPTY = Encoded(b"", 0)
-
-
-class AudioEncoder(Protocol):
-    format: OutputFormat
-    sample_rate: int
-
-    def start(self) -> bytes: ...
-
-    def encode(self, samples: np.ndarray) -> Encoded: ...
-
-    def finish(self) -> Encoded: ...
 
 
 class SampleEncoder:

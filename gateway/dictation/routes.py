@@ -29,6 +29,7 @@ from gateway.codecs.formats import AudioTooLong
 from gateway.config import Settings
 from gateway.dictation.session import DictationSession
 from gateway.dictation.sidecar import disabled_error, unavailable_error
+from gateway.dictation.transport import NativeDictationTransport
 from gateway.errors import BadRequest, GatewayError, OverCapacity, TooLarge, refuse_socket
 from gateway.protocol.dictation import parse_dictation_params
 from gateway.registry import client_label
@@ -48,14 +49,14 @@ async def dictation_socket(websocket: WebSocket) -> None:
     await websocket.accept()
     try:
         params = parse_dictation_params(websocket.query_params)
-        session = DictationSession(websocket, params, settings, state.asr)
+        session = DictationSession(NativeDictationTransport(websocket), params, settings, state.asr)
     except GatewayError as exc:  # a bad query, or a decoder whose codec is missing
         await refuse_socket(websocket, exc)
         return
-    entry = state.sessions.add("dictation", client_label(websocket), session.describe)
-    if entry is None:
-        await refuse_socket(websocket, OverCapacity(
-            f"too many dictation streams (limit {settings.max_dictation_streams}); try again later"))
+    try:
+        entry = state.sessions.claim("dictation", client_label(websocket), session.describe)
+    except OverCapacity as exc:
+        await refuse_socket(websocket, exc)
         return
     try:
         await session.run(entry.id)

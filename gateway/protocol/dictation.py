@@ -27,6 +27,7 @@ from typing import Any, Literal
 from gateway.audio import parse_rate
 from gateway.codecs.formats import InputEncoding, parse_input_encoding
 from gateway.errors import BadMessage, BadRequest
+from gateway.protocol.common import Closed
 from gateway.protocol.json import message_type, parse_message
 
 MIN_SILENCE_MS = 200
@@ -186,16 +187,6 @@ class Final:
         if self.words is not None:
             out["words"] = self.words
         return out
-
-
-@dataclass(frozen=True)
-class Closed:
-    utterances: int
-    audio_s: float
-    type: Literal["closed"] = "closed"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"type": self.type, "utterances": self.utterances, "audio_s": self.audio_s}
 
 
 ServerEvent = Ready | SpeechStarted | Partial | Final | Closed

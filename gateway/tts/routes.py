@@ -31,6 +31,7 @@ from gateway.registry import client_label
 from gateway.tts.frames import AudioBytes, open_audio
 from gateway.tts.selection import check_ready, pick_engine, resolve_voice
 from gateway.tts.session import SessionConfig, TtsSession
+from gateway.tts.transport import NativeTtsTransport
 from gateway.tts.voices import voice_routes
 
 log = logging.getLogger("voxgate.tts")
@@ -68,13 +69,13 @@ async def tts_socket(websocket: WebSocket) -> None:
         except GatewayError as exc:
             await refuse_socket(websocket, exc)
             return
-    session = TtsSession(ws=websocket, engine=engine, voice=voice, sample_rate=rate,
-                         encoding=params.encoding,
+    session = TtsSession(transport=NativeTtsTransport(websocket, TEXT_LIMITS), engine=engine, voice=voice,
+                         sample_rate=rate, encoding=params.encoding,
                          config=SessionConfig(limits=TEXT_LIMITS, idle_timeout_s=settings.idle_timeout_s))
-    entry = state.sessions.add("tts", client_label(websocket), session.describe)
-    if entry is None:
-        await refuse_socket(websocket, OverCapacity(
-            f"too many TTS sessions (limit {settings.max_tts_sessions}); try again later"))
+    try:
+        entry = state.sessions.claim("tts", client_label(websocket), session.describe)
+    except OverCapacity as exc:
+        await refuse_socket(websocket, exc)
         return
     try:
         ready = Ready(engine=info.id, voice=voice, sample_rate=session.sample_rate, encoding=params.encoding.value,
@@ -93,11 +94,9 @@ def _speech_response(request: Request, engine: TtsEngine, text: str, voice: str 
     """Register the request as a TTS session and stream its audio, each piece as it is encoded."""
     sessions = request.state.sessions
     audio: AudioBytes | None = None
-    entry = sessions.add("tts", client_label(request), lambda: {
+    entry = sessions.claim("tts", client_label(request), lambda: {
         "engine": engine.info().id, "voice": voice, "route": request.url.path, "sample_rate": rate,
         "format": fmt.value, "audio_s_sent": round((audio.samples if audio else 0) / rate, 3)})
-    if entry is None:
-        raise OverCapacity(f"too many TTS sessions (limit {request.state.settings.max_tts_sessions}); try again later")
 
     try:
         audio = open_audio(engine, text, voice, rate, fmt, seed)
