@@ -6,7 +6,7 @@ audio other than raw PCM goes through here.
   packets, and WebM / Ogg Opus byte streams through containers.py, webm.py, ogg.py);
 - files.py: whole-file decoding for /v1/audio/transcriptions, capped;
 - encoders.py: streaming encoders for the TTS routes (PCM, WAV, G.711 here;
-  MP3, AAC, FLAC, Ogg Opus in av_encoders.py);
+  MP3, AAC, FLAC, Ogg Opus in av_encoders.py; their common shape in base.py);
 - g711.py, opus.py, pyav.py: the codecs themselves.
 
 FFmpeg (PyAV) is imported by pyav.py only, on the first use of a format that
