@@ -62,4 +62,4 @@ def encode(pcm: bytes, law: str) -> bytes:
         segment = np.maximum(_top_bit(magnitude) - 4, 0)
         mantissa = np.where(segment == 0, magnitude >> 1, magnitude >> np.maximum(segment, 1)) & 0x0F
         code = ((~negative << 7) & 0x80 | (segment << 4) | mantissa) ^ 0x55
-    return code.astype(np.uint8).tobytes()
+    return bytes(code.astype(np.uint8).tobytes())
