@@ -70,8 +70,8 @@ def _int(query: Mapping[str, str], name: str) -> int | None:
 def _encoding(query: Mapping[str, str]) -> str:
     encoding = (query.get("encoding") or "linear16").lower()
     if encoding not in ENCODINGS:
-        raise BadRequest(f"encoding: {encoding[:20]!r} is not supported; use one of: {', '.join(ENCODINGS)} "
-                         "(containerized and compressed audio are not decoded by this gateway)")
+        raise BadRequest(f"encoding: {encoding[:20]!r} is not supported; use linear16, mulaw or alaw "
+                         "(this gateway decodes no containers or compressed audio)")
     return encoding
 
 
