@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gateway.dictation.retention import FinalizeEntry, IDLE_KEEP_SAMPLES, MAX_KEEP_SAMPLES, Retention
+from gateway.dictation.retention import IDLE_KEEP_SAMPLES, MAX_KEEP_SAMPLES, FinalizeEntry, Retention
 
 
 def chunk(seconds: float) -> np.ndarray:
