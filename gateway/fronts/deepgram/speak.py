@@ -22,7 +22,7 @@ from typing import Any
 from starlette.websockets import WebSocket
 
 from auth.credentials import answer_subprotocol
-from gateway.audio import Encoding
+from gateway.codecs.formats import OutputFormat
 from gateway.errors import BadMessage, GatewayError, OverCapacity, TooLarge, close_socket
 from gateway.fronts.deepgram import g711
 from gateway.fronts.deepgram import messages as dg
@@ -107,7 +107,7 @@ async def speak_socket(websocket: WebSocket) -> None:
     info = engine.info()
     voice = _voice_for(voice_ids(engine), params.model, info.default_voice)
     session = TtsSession(transport=SpeakTransport(websocket, params), engine=engine, voice=voice,
-                         sample_rate=params.sample_rate, encoding=Encoding.S16LE,
+                         sample_rate=params.sample_rate, encoding=OutputFormat.PCM_S16LE,
                          config=SessionConfig(limits=TEXT_LIMITS, idle_timeout_s=settings.idle_timeout_s))
     try:
         entry = state.sessions.claim("tts", client_label(websocket), session.describe)
