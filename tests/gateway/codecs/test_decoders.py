@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -155,5 +156,6 @@ def test_pcm_and_g711_paths_never_import_ffmpeg():
             "for f in ('pcm_s16le', 'pcm_f32le', 'wav', 'mulaw', 'alaw'):\n"
             "    enc = audio_encoder(OutputFormat(f), 8000); enc.start(); enc.encode(np.zeros(80, np.float32))\n"
             "print('av' in sys.modules)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120,
+                         cwd=Path(__file__).resolve().parents[3])
     assert out.stdout == "False\n"
