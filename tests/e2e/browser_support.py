@@ -24,6 +24,7 @@ from PIL import Image
 
 expect = playwright_api.expect
 
+ROOT = Path(__file__).resolve().parents[2]
 UI_TIMEOUT_MS = 15000
 DESKTOP = {"width": 1000, "height": 900}
 PHONE = {"width": 375, "height": 812}
@@ -162,9 +163,10 @@ class Screenshots:
 
 
 @pytest.fixture(scope="session")
-def screenshots(tmp_path_factory) -> Screenshots:
-    directory = tmp_path_factory.getbasetemp() / "browser-screenshots"
-    directory.mkdir(exist_ok=True)
+def screenshots() -> Screenshots:
+    """Kept in build/browser-screenshots (ignored by git), replaced by every run."""
+    directory = ROOT / "build" / "browser-screenshots"
+    directory.mkdir(parents=True, exist_ok=True)
     return Screenshots(directory)
 
 

@@ -120,8 +120,7 @@ export class DictationPanel {
   pressTalk() {
     if (this.talking) return;
     this.talking = true;
-    this.el.talk.setAttribute("aria-pressed", "true");
-    this.el.talk.textContent = "Talking… release to finish";
+    this.el.talk.setAttribute("aria-pressed", "true");  // the name stays, so assistive tech hears one control
     if (!this.session) this.start();
     this.session.press();
   }
@@ -130,7 +129,6 @@ export class DictationPanel {
     if (!this.talking) return;
     this.talking = false;
     this.el.talk.setAttribute("aria-pressed", "false");
-    this.el.talk.textContent = "Hold to talk";
     if (this.session) this.session.release();
   }
 

@@ -89,6 +89,7 @@ export class TtsSession {
         view.setState("Speaking…");
         break;
       case "end":
+        this.synthesized = true;  // all of it is here; only the playing is left
         view.showStats(msg);
         this.send({type: "end"});
         break;
@@ -112,14 +113,18 @@ export class TtsSession {
     this.player.play(this.reader.push(data), this.rate || this.ctx.sampleRate);
   }
 
-  /** Barge-in: silence now, ask the server to drop the rest. */
+  /** Barge-in: silence now, ask the server to drop the rest (if it is still making any). */
   stop() {
     if (this.cancelled) return;
     this.cancelled = true;
     if (this.player) this.player.stop();
-    this.view.setState("Stopping…");
-    if (this.ws && this.ws.readyState === WebSocket.OPEN) this.send({type: "cancel"});
-    else this.finish("");
+    if (this.ws && this.ws.readyState === WebSocket.OPEN && !this.synthesized) {
+      this.view.setState("Stopping…");
+      this.send({type: "cancel"});
+    } else {
+      this.view.setState("Stopped.");
+      this.finish("");
+    }
   }
 
   finish(message, signIn = false) {
