@@ -15,6 +15,7 @@ from typing import Any, cast
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute
 
 from . import codes
 from .access import RouteClass, http_route
@@ -209,7 +210,7 @@ async def stop_share(request: Request) -> Response:
     return Response(status_code=204)
 
 
-def auth_routes() -> list:
+def auth_routes() -> list[BaseRoute]:
     """The routes of the credential exchange and LAN sharing, classes declared."""
     return [
         http_route("/v1/auth/session", create_session, access=RouteClass.PUBLIC, methods=["POST"],

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from auth import AuthConfig
+from auth.config import IPNetwork
 
 ENV_PREFIX = "VOXGATE_"
 
@@ -183,9 +184,9 @@ class Settings:
     api_key: str | None = field(default=None, repr=False)
     api_key_file: Path | None = None
     allow_anonymous: bool = False
-    trusted_networks: tuple = ()
+    trusted_networks: tuple[IPNetwork, ...] = ()
     allowed_origins: tuple[str, ...] = ()
-    forwarded_allow_ips: tuple = ()
+    forwarded_allow_ips: tuple[IPNetwork, ...] = ()
     share_host: str | None = None
     share_port: int = 0
     data_dir: Path = DEFAULT_DATA_DIR

@@ -9,7 +9,7 @@ from pathlib import Path
 from gateway.config import Settings
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("models", help="make, download or install model files")
     msub = p.add_subparsers(dest="models_command", metavar="ACTION", required=True)
 

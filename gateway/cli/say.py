@@ -12,12 +12,17 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gateway.audio import AudioFormatError, Encoding, read_wav, wav_header, write_wav
 from gateway.config import Settings
 
+if TYPE_CHECKING:  # torch is imported only when a model is loaded here
+    from engines.pocket.model import PocketModel
+    from engines.pocket.voice import VoiceState
 
-def register(sub: argparse._SubParsersAction) -> None:
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("say", help="synthesize text to a WAV file",
                        description="Synthesize text to a WAV file with Pocket TTS.")
     p.add_argument("text", help="what to say")
@@ -131,7 +136,7 @@ def _say_local(args: argparse.Namespace) -> int:
     return 0
 
 
-def _resolve_voice(model, voice: str | None):
+def _resolve_voice(model: PocketModel, voice: str | None) -> tuple[VoiceState, str]:
     """(VoiceState, name) for a voice id, a WAV path to clone, or the default voice."""
     from engines.base import UnknownVoice
 

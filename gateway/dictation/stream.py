@@ -21,7 +21,8 @@ import numpy as np
 from engines.asr.framing import encode_frame, pcm_to_bytes
 from gateway.dictation.retention import Retention
 from gateway.errors import GatewayError
-from gateway.protocol.dictation import Closed, Final, Partial, SpeechStarted
+from gateway.protocol.common import Closed
+from gateway.protocol.dictation import Final, Partial, SpeechStarted
 
 if TYPE_CHECKING:
     from gateway.dictation.sidecar import AsrSupervisor
@@ -45,7 +46,7 @@ class AsrStream:
         self.supervisor = supervisor
         self.id = stream_id
         self.options = options  # language (None = auto), interim, word_timestamps, silence_ms
-        self.events: asyncio.Queue = asyncio.Queue(maxsize=EVENT_QUEUE_SIZE)
+        self.events: asyncio.Queue[Any] = asyncio.Queue(maxsize=EVENT_QUEUE_SIZE)
         self.retention = Retention()
         self.live = False  # the current process has this stream, with every logged entry replayed
         self.overflowed = False  # a final could not be queued: the client reads nothing
