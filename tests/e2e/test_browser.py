@@ -30,7 +30,6 @@ from tests.e2e.browser_support import (
     launch_chromium,
     no_page_errors,
     playwright_api,
-    screenshots,  # noqa: F401  (pytest fixture)
     wait_for,
 )
 from tests.e2e.gateway_process import running_gateway
@@ -206,6 +205,18 @@ def test_stop_cuts_the_speech_off(page):
     assert after["ttsFramesPlayed"] + after["ttsFramesStopped"] == after["ttsFramesScheduled"]
     page.wait_for_timeout(500)
     assert counters(page)["ttsFramesScheduled"] == after["ttsFramesScheduled"]  # nothing more is played
+
+
+def test_an_admin_adds_a_voice_by_uploading_a_wav(page, speech_wav, gateway):
+    page.get_by_text("Add a voice").click()
+    page.get_by_label("Name of the new voice").fill("piper-joe")
+    page.get_by_label("Voice sample (a WAV file, 1 to 30 seconds of one speaker)").set_input_files(str(speech_wav))
+    page.get_by_role("button", name="Clone voice").click()
+    expect(page.locator("#clone-status")).to_have_text("Voice piper-joe added.", timeout=120000)
+    expect(page.get_by_label("Voice", exact=True)).to_have_value("piper-joe")
+    listed = httpx.get(gateway.url + "/v1/voices", timeout=10).json()["voices"]
+    assert {"id": "piper-joe", "engine": "pocket", "name": "piper-joe", "language": "en", "source": "cloned"} in listed
+    assert httpx.delete(gateway.url + "/v1/voices/piper-joe", timeout=30).status_code == 204
 
 
 def test_sign_out_is_not_offered_on_the_gateways_own_machine(page):

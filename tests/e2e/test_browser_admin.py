@@ -19,13 +19,10 @@ from tests.e2e.browser_support import (
     ME_ADMIN,
     VOICES,
     answer,
-    browser,  # noqa: F401  (pytest fixture)
     decode_qr,
     expect,
     open_app,
-    page,  # noqa: F401  (pytest fixture)
     refusal,
-    screenshots,  # noqa: F401  (pytest fixture)
 )
 from tests.e2e.gateway_process import running_gateway
 

@@ -22,12 +22,9 @@ from tests.e2e.browser_support import (
     PHONE,
     VOICES,
     answer,
-    browser,  # noqa: F401  (pytest fixture)
     expect,
     open_app,
-    page,  # noqa: F401  (pytest fixture)
     refusal,
-    screenshots,  # noqa: F401  (pytest fixture)
 )
 from tests.e2e.gateway_process import running_gateway
 
@@ -286,3 +283,18 @@ def test_colours_follow_the_system_scheme(page, gateway_url, scheme, background)
     page.emulate_media(color_scheme=scheme)
     open_app(page, gateway_url)
     assert page.evaluate("getComputedStyle(document.documentElement).backgroundColor") == background
+
+
+# ---- the one table of WebSocket refusal reasons
+
+
+def test_the_pages_refusal_table_maps_every_detail_the_gateway_closes_with(page, gateway_url):
+    from auth.policy import DETAIL_CODES
+
+    page.goto(gateway_url + "/static/index.html")
+    mapped = page.evaluate("(details) => import('/static/js/close-codes.js').then((m) =>"
+                           " Object.fromEntries(details.map((d) => [d, m.refusalCode(1008, d)])))", list(DETAIL_CODES))
+    assert mapped == DETAIL_CODES
+    signs_in = page.evaluate("(details) => import('/static/js/close-codes.js').then((m) =>"
+                             " details.filter((d) => m.needsSignIn(1008, d)))", list(DETAIL_CODES))
+    assert signs_in == ["PIN required", "API key required"]

@@ -17,12 +17,9 @@ import pytest
 from tests.e2e.browser_support import (
     ENGINES_READY,
     FakeSocket,
-    browser,  # noqa: F401  (pytest fixture)
     counters,
     expect,
     open_app,
-    page,  # noqa: F401  (pytest fixture)
-    screenshots,  # noqa: F401  (pytest fixture)
     wait_for,
 )
 from tests.e2e.gateway_process import running_gateway
@@ -210,6 +207,7 @@ def test_space_keeps_its_meaning_in_a_text_field(page, gateway_url):
 
 
 def test_a_dropped_socket_reconnects_and_replays_the_unsettled_audio(page, gateway_url, screenshots):
+    page.clock.install()  # the backoff waits until the test moves the clock
     fake = FakeSocket(page, "**/v1/dictation*", DICTATION_READY)
     open_app(page, gateway_url)
     page.get_by_role("button", name="Start dictation").click()
@@ -226,6 +224,8 @@ def test_a_dropped_socket_reconnects_and_replays_the_unsettled_audio(page, gatew
         "Connection lost. Reconnecting in 0.5 s (attempt 1 of 8); your audio is kept.")
     expect(page.locator("#partial")).to_have_text("")  # the utterance is heard again from its start
     screenshots.take(page, "dictation-reconnecting")
+    assert len(fake.connections) == 1
+    page.clock.run_for(500)
     wait_for(page, lambda: len(fake.connections) == 2, "the second socket")
     expect(page.locator("#dictation-state")).to_contain_text("Reconnected.")
     replayed = len(first.binary) - 10  # the first 10 chunks (0.5 s) were settled by the final
