@@ -279,10 +279,11 @@ def test_phone_width_has_no_sideways_scrolling(page, gateway_url):
 
 
 @pytest.mark.parametrize(("scheme", "background"), [("light", "rgb(246, 247, 249)"), ("dark", "rgb(21, 24, 28)")])
-def test_colours_follow_the_system_scheme(page, gateway_url, scheme, background):
+def test_colours_follow_the_system_scheme(page, gateway_url, screenshots, scheme, background):
     page.emulate_media(color_scheme=scheme)
     open_app(page, gateway_url)
     assert page.evaluate("getComputedStyle(document.documentElement).backgroundColor") == background
+    screenshots.take(page, f"colours-{scheme}")
 
 
 # ---- the one table of WebSocket refusal reasons
