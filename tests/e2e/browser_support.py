@@ -80,8 +80,8 @@ def counters(page) -> dict[str, float]:
     return page.evaluate("({...window.voxgate.counters})")
 
 
-def wait_for(page, predicate: Callable[[], bool], what: str) -> None:
-    for _ in range(150):
+def wait_for(page, predicate: Callable[[], bool], what: str, timeout_s: float = 15.0) -> None:
+    for _ in range(int(timeout_s * 10)):
         if predicate():
             return
         page.wait_for_timeout(100)
