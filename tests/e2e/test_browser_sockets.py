@@ -50,6 +50,11 @@ def gateway_url(tmp_path_factory):
         yield gw.url
 
 
+def pause_clock(page) -> None:
+    """From now on the page's timers fire only when the test runs its clock."""
+    page.clock.pause_at(page.evaluate("Date.now()") + 10)
+
+
 def context_rate(page) -> int:
     return page.evaluate("(async () => { const c = new AudioContext(); const r = c.sampleRate; await c.close(); return r; })()")
 
@@ -207,9 +212,10 @@ def test_space_keeps_its_meaning_in_a_text_field(page, gateway_url):
 
 
 def test_a_dropped_socket_reconnects_and_replays_the_unsettled_audio(page, gateway_url, screenshots):
-    page.clock.install()  # the backoff waits until the test moves the clock
+    page.clock.install()
     fake = FakeSocket(page, "**/v1/dictation*", DICTATION_READY)
     open_app(page, gateway_url)
+    pause_clock(page)  # the backoff waits until the test moves the clock
     page.get_by_role("button", name="Start dictation").click()
     wait_for(page, lambda: len(fake.binary) >= 20, "audio on the first socket")
     fake.send({"type": "speech_started", "utterance": 0, "at": 0.1})
@@ -243,6 +249,7 @@ def test_reconnecting_gives_up_after_the_last_attempt_fails(page, gateway_url):
     page.clock.install()
     fake = FakeSocket(page, "**/v1/dictation*", DICTATION_READY)
     open_app(page, gateway_url)
+    pause_clock(page)
     page.get_by_role("button", name="Start dictation").click()
     wait_for(page, lambda: fake.connections, "the first socket")
     fake.ready = None  # from now on sockets open but the session never starts
