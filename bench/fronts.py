@@ -3,13 +3,16 @@
     flock /tmp/voxgate-bench.lock python bench/fronts.py [--rounds 3] [--pocket-dir DIR]
 
 Starts one `voxgate serve --engines asr,pocket` (Pocket on the given weights, else a
-random-weight tiny checkpoint made for the run: its timings are the gateway's, not a
-real voice's), then runs every probe module of bench/front_probes (contract in its
-__init__) against it, alternating probes round by round so load drifts hit all alike:
+random-weight checkpoint of the released English geometry made for the run: the
+compute of the real model, not its voice), then runs every probe module of
+bench/front_probes (contract in its __init__) against it, alternating probes round by
+round so load drifts hit all alike:
 
 - STT: end of speech -> first non-empty final (Piper speech, 500 ms end-of-speech
   window everywhere), p50 / p95 and the difference to native (target: within 20 ms);
-- TTS: text sent -> first audio byte, p50 / p95 and the ratio to native.
+- TTS: text sent -> first audio byte, p50 / p95 and the ratio to native;
+- agent frameworks (Pipecat's DeepgramSTTService): the framework's own STT latency
+  metric next to our clock's end of speech -> final of the same runs.
 """
 
 from __future__ import annotations
@@ -41,7 +44,12 @@ TTS_TEXT = "Hello there, how can I help you today?"
 
 def load_probes() -> list:
     names = [m.name for m in pkgutil.iter_modules(probes_pkg.__path__) if m.name != "common"]
-    mods = [importlib.import_module(f"bench.front_probes.{n}") for n in sorted(names)]
+    mods = []
+    for name in sorted(names):
+        try:
+            mods.append(importlib.import_module(f"bench.front_probes.{name}"))
+        except ImportError as exc:  # a framework's client that is not installed
+            print(f"probe {name} skipped: {exc}", file=sys.stderr)
     return sorted(mods, key=lambda m: m.NAME != "native")  # native first: the reference
 
 
@@ -54,6 +62,13 @@ def clips(count: int) -> list[tuple[np.ndarray, float]]:
         end_s = 0.5 + (voiced[-1] + 320) / 16000
         out.append((np.concatenate([silence(0.5), speech, silence(1.5)]), end_s))
     return out
+
+
+def machine() -> str:
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), "unknown CPU")
+    load = ", ".join(f"{v:.2f}" for v in os.getloadavg())
+    return f"{cpu}, {os.cpu_count()} cores, load average {load}"
 
 
 def start_gateway(pocket_dir: Path, data_dir: Path) -> tuple[subprocess.Popen, str]:
@@ -77,9 +92,12 @@ def start_gateway(pocket_dir: Path, data_dir: Path) -> tuple[subprocess.Popen, s
     raise SystemExit("the gateway did not become healthy")
 
 
+def ms(values: list[float]) -> tuple[float, float]:
+    return statistics.median(values) * 1000, float(np.percentile(values, 95)) * 1000
+
+
 def row(name: str, values: list[float], ref: list[float] | None, ratio: bool) -> str:
-    p50 = statistics.median(values) * 1000
-    p95 = float(np.percentile(values, 95)) * 1000
+    p50, p95 = ms(values)
     if ref is None:
         versus = "reference"
     elif ratio:
@@ -94,11 +112,15 @@ async def run(url: str, rounds: int, sentences: int) -> None:
     audio = clips(sentences)
     stt = {p.NAME: [] for p in probes if hasattr(p, "stt_final_latency")}
     tts = {p.NAME: [] for p in probes if hasattr(p, "tts_first_audio")}
+    frameworks = {p.NAME: [] for p in probes if hasattr(p, "framework_stt_latency")}
+    print(f"start: {machine()}", flush=True)
     for _ in range(rounds):
         for samples, end_s in audio:
             for p in probes:
                 if p.NAME in stt:
                     stt[p.NAME] += await p.stt_final_latency(url, samples, speech_end_s=end_s, rounds=1)
+                if p.NAME in frameworks:
+                    frameworks[p.NAME] += await p.framework_stt_latency(url, samples, speech_end_s=end_s, rounds=1)
         for p in probes:
             if p.NAME in tts:
                 tts[p.NAME] += await p.tts_first_audio(url, TTS_TEXT, rounds=1)
@@ -109,13 +131,25 @@ async def run(url: str, rounds: int, sentences: int) -> None:
     print("\nText -> first audio byte\n" + header)
     for name, values in tts.items():
         print(row(name, values, None if name == "native" else tts["native"], ratio=True))
+    if frameworks:
+        print("\nAgent frameworks: their own STT metric and our end of speech -> final, same runs\n"
+              "| client | n | own metric p50 ms | p95 ms | end of speech -> final p50 ms | p95 ms |\n"
+              "|---|---|---|---|---|---|")
+    for p in probes:
+        if p.NAME in frameworks:
+            pairs = frameworks[p.NAME]
+            own, ours = ms([a for a, _ in pairs]), ms([b for _, b in pairs])
+            print(f"| {p.NAME} | {len(pairs)} | {own[0]:.0f} | {own[1]:.0f} | {ours[0]:.0f} | {ours[1]:.0f} |")
+            print(f"  ({p.METRIC})")
+    print(f"\nend: {machine()}")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--sentences", type=int, default=4)
-    parser.add_argument("--pocket-dir", type=Path, default=None, help="real Pocket weights (default: random tiny)")
+    parser.add_argument("--pocket-dir", type=Path, default=None, help="real Pocket weights (default: random)")
+    parser.add_argument("--geometry", default="english", help="geometry of the random weights (english, tiny)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         pocket_dir = args.pocket_dir
@@ -123,7 +157,7 @@ def main() -> int:
             from engines.pocket.random_checkpoint import make_random_model_dir
 
             pocket_dir = Path(tmp) / "pocket"
-            make_random_model_dir(pocket_dir, geometry="tiny", seed=0)
+            make_random_model_dir(pocket_dir, geometry=args.geometry, seed=0)
         proc, url = start_gateway(pocket_dir, Path(tmp) / "data")
         try:
             asyncio.run(run(url, args.rounds, args.sentences))
