@@ -8,6 +8,8 @@ from typing import Any
 
 from starlette.routing import BaseRoute, Match, Mount, Route, WebSocketRoute
 
+from .principal import Scope
+
 
 class RouteClass(str, enum.Enum):
     PUBLIC = "public"  # anyone: /health, the static client, the credential exchange
@@ -39,7 +41,8 @@ def mount(path: str, app: Any, *, access: RouteClass, name: str | None = None) -
     return m
 
 
-def make_classifier(routes: Sequence[BaseRoute], default: RouteClass = RouteClass.CONSUME) -> Callable[[dict], RouteClass]:
+def make_classifier(routes: Sequence[BaseRoute],
+                    default: RouteClass = RouteClass.CONSUME) -> Callable[[Scope], RouteClass]:
     """Return ``classify(scope)``: the class of the route that will serve the scope.
 
     A path that matches no declared route (a 404 to be) counts as ``default``, so
@@ -47,7 +50,7 @@ def make_classifier(routes: Sequence[BaseRoute], default: RouteClass = RouteClas
     A route matched on its path but not its method keeps its class.
     """
 
-    def classify(scope: dict) -> RouteClass:
+    def classify(scope: Scope) -> RouteClass:
         partial: RouteClass | None = None
         for r in routes:
             match, _ = r.matches(scope)

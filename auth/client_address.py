@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from .config import IPNetwork
 from .credentials import header_values
+from .principal import Scope
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -45,7 +46,7 @@ def parse_ip(text: str) -> IPAddress | None:
     return ip
 
 
-def resolve_client(scope: dict, forwarded_allow_ips: Sequence[IPNetwork]) -> ClientAddress:
+def resolve_client(scope: Scope, forwarded_allow_ips: Sequence[IPNetwork]) -> ClientAddress:
     peer = scope.get("client")
     peer_host = str(peer[0]) if peer else "unknown"
     peer_ip = parse_ip(peer_host)

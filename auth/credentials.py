@@ -17,6 +17,8 @@ from urllib.parse import parse_qsl
 
 from starlette.requests import cookie_parser
 
+from .principal import Scope
+
 SESSION_COOKIE = "vg_session"
 PIN_COOKIE = "vg_pin"
 PIN_HEADER = "x-voxgate-pin"
@@ -43,18 +45,18 @@ class Credential:
     from_cookie: bool = False
 
 
-def header_values(scope: dict, name: str) -> list[str]:
+def header_values(scope: Scope, name: str) -> list[str]:
     """Every value of header ``name`` (lower-case), decoded as latin-1 like the ASGI spec says."""
     wanted = name.encode("latin-1")
     return [v.decode("latin-1") for k, v in scope.get("headers", ()) if k.lower() == wanted]
 
 
-def first_header(scope: dict, name: str) -> str | None:
+def first_header(scope: Scope, name: str) -> str | None:
     values = header_values(scope, name)
     return values[0] if values else None
 
 
-def query_params(scope: dict) -> dict[str, str]:
+def query_params(scope: Scope) -> dict[str, str]:
     """The first value of each query parameter."""
     raw = scope.get("query_string", b"").decode("latin-1")
     out: dict[str, str] = {}
@@ -63,11 +65,11 @@ def query_params(scope: dict) -> dict[str, str]:
     return out
 
 
-def cookies(scope: dict) -> dict[str, str]:
+def cookies(scope: Scope) -> dict[str, str]:
     return cookie_parser("; ".join(header_values(scope, "cookie")))
 
 
-def presented_credential(scope: dict) -> Credential | None:
+def presented_credential(scope: Scope) -> Credential | None:
     """The one credential this request presents, or None."""
     for credential in _candidates(scope):
         if credential.value:
@@ -75,7 +77,7 @@ def presented_credential(scope: dict) -> Credential | None:
     return None
 
 
-def _candidates(scope: dict) -> Iterable[Credential]:
+def _candidates(scope: Scope) -> Iterable[Credential]:
     authorization = first_header(scope, "authorization")
     if authorization is not None and authorization.strip():
         scheme, _, token = authorization.strip().partition(" ")

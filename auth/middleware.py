@@ -17,10 +17,9 @@ from typing import Any
 
 from .access import RouteClass
 from .policy import NOT_READY, Refusal, decide
-from .principal import SCOPE_KEY
+from .principal import SCOPE_KEY, Scope
 from .state import AuthState
 
-Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]

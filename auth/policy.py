@@ -23,7 +23,7 @@ from .access import RouteClass
 from .client_address import ClientAddress, resolve_client
 from .credentials import Credential, CredentialKind, presented_credential
 from .origin import needs_origin_check, origin_acceptable
-from .principal import Principal, PrincipalKind
+from .principal import Principal, PrincipalKind, Scope
 from .state import AuthState
 
 log = logging.getLogger("voxgate.auth")
@@ -63,7 +63,7 @@ class Refusal:
         return {"detail": self.detail, "code": self.code}
 
 
-def decide(scope: dict, route_class: RouteClass, state: AuthState) -> Principal | Refusal:
+def decide(scope: Scope, route_class: RouteClass, state: AuthState) -> Principal | Refusal:
     config = state.config
     client = resolve_client(scope, config.forwarded_allow_ips)
     if route_class is RouteClass.PUBLIC:
@@ -109,7 +109,7 @@ def admin_refusal(state: AuthState) -> Refusal:
     return Refusal(403, LOOPBACK_REQUIRED)
 
 
-def _decide_admin(scope: dict, credential: Credential | None, client: ClientAddress,
+def _decide_admin(scope: Scope, credential: Credential | None, client: ClientAddress,
                   state: AuthState) -> Principal | Refusal:
     gate = admin_refusal(state)
     # Without a key that can satisfy the gate, and for a PIN (which never can),
@@ -122,7 +122,7 @@ def _decide_admin(scope: dict, credential: Credential | None, client: ClientAddr
     return judged if judged.may_admin else gate
 
 
-def judge_credential(scope: dict, credential: Credential, client: ClientAddress,
+def judge_credential(scope: Scope, credential: Credential, client: ClientAddress,
                      state: AuthState) -> Principal | Refusal:
     """Check one presented credential; a failure is counted and its refusal returned."""
     pin_was_active = state.pin_active  # a failed check may revoke it

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import MutableMapping
 from dataclasses import dataclass
+from typing import Any
 
 SCOPE_KEY = "voxgate.principal"
+
+Scope = MutableMapping[str, Any]  # an ASGI connection scope
 
 
 class PrincipalKind(str, enum.Enum):
@@ -26,6 +30,7 @@ class Principal:
     may_admin: bool = False
 
 
-def principal_of(scope: dict) -> Principal | None:
+def principal_of(scope: Scope) -> Principal | None:
     """The principal the middleware recorded, or None outside the middleware."""
-    return scope.get(SCOPE_KEY)
+    principal = scope.get(SCOPE_KEY)
+    return principal if isinstance(principal, Principal) else None

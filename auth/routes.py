@@ -14,6 +14,7 @@ from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute
 
 from . import codes
 from .access import RouteClass, http_route
@@ -98,7 +99,8 @@ async def create_session(request: Request) -> Response:
         return _refusal(judged)
     source = MINTING_KINDS.get(judged.kind)
     if source is None:
-        return _detail(400, "a session is minted from the API key or the PIN; present one of them", codes.BAD_REQUEST)
+        return _detail(400, "a session is minted from the API key or the PIN; present one of them",
+                       codes.BAD_REQUEST)
 
     secure = client.scheme == "https"
     if transport == "bearer":
@@ -106,7 +108,8 @@ async def create_session(request: Request) -> Response:
         return JSONResponse({"token": token, "expires_in": int(state.config.session_ttl_s)}, status_code=201)
     response = Response(status_code=204)
     if source == SOURCE_PIN:
-        response.headers.append("set-cookie", _cookie_header(PIN_COOKIE, credential.value, secure=secure, max_age_s=None))
+        response.headers.append("set-cookie",
+                                _cookie_header(PIN_COOKIE, credential.value, secure=secure, max_age_s=None))
     else:
         token = state.mint_session(source)
         response.headers.append("set-cookie", _cookie_header(SESSION_COOKIE, token, secure=secure,
@@ -171,11 +174,13 @@ async def stop_share(request: Request) -> Response:
     return Response(status_code=204)
 
 
-def auth_routes() -> list:
+def auth_routes() -> list[BaseRoute]:
     """The routes of the credential exchange and LAN sharing, classes declared."""
     return [
-        http_route("/v1/auth/session", create_session, access=RouteClass.PUBLIC, methods=["POST"], name="auth_session_create"),
-        http_route("/v1/auth/session", delete_session, access=RouteClass.PUBLIC, methods=["DELETE"], name="auth_session_delete"),
+        http_route("/v1/auth/session", create_session, access=RouteClass.PUBLIC, methods=["POST"],
+                   name="auth_session_create"),
+        http_route("/v1/auth/session", delete_session, access=RouteClass.PUBLIC, methods=["DELETE"],
+                   name="auth_session_delete"),
         http_route("/v1/auth/ticket", create_ticket, access=RouteClass.CONSUME, methods=["POST"], name="auth_ticket"),
         http_route("/v1/admin/share", start_share, access=RouteClass.ADMIN, methods=["POST"], name="share_start"),
         http_route("/v1/admin/share", share_status, access=RouteClass.ADMIN, methods=["GET"], name="share_status"),

@@ -38,8 +38,8 @@ class EngineStatus:
     detail: str = ""  # what is missing / what failed
     hint: str = ""  # how to fix it (a command, a package)
 
-    def to_dict(self) -> dict:
-        out = {"state": self.state.value}
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"state": self.state.value}
         if self.detail:
             out["detail"] = self.detail
         if self.hint:
@@ -56,7 +56,7 @@ class TtsInfo:
     can_clone: bool = False
     default_voice: str | None = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "id": self.id,
             "sample_rate": self.sample_rate,
@@ -75,7 +75,7 @@ class Voice:
     language: str = "en"
     source: str = "builtin"  # "builtin" (shipped with the model) or "cloned" (added at runtime)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "engine": self.engine, "name": self.name or self.id,
                 "language": self.language, "source": self.source}
 
@@ -84,7 +84,7 @@ class Voice:
 class SynthesisOptions:
     temperature: float | None = None  # None: the engine's default
     seed: int | None = None  # None: a fresh random seed per utterance
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class EngineError(Exception):

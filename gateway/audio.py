@@ -78,8 +78,8 @@ def decode(data: bytes, encoding: Encoding) -> np.ndarray:
 def encode(samples: np.ndarray, encoding: Encoding) -> bytes:
     samples = np.asarray(samples, dtype=np.float32)
     if encoding is Encoding.S16LE:
-        return (np.clip(samples, -1.0, 1.0) * 32767.0).round().astype("<i2").tobytes()
-    return samples.astype("<f4").tobytes()
+        return bytes((np.clip(samples, -1.0, 1.0) * 32767.0).round().astype("<i2").tobytes())
+    return bytes(samples.astype("<f4").tobytes())
 
 
 class StreamResampler:
@@ -99,18 +99,21 @@ class StreamResampler:
         samples = np.asarray(samples, dtype=np.float32)
         if self._stream is None:
             return samples
-        return self._stream.resample_chunk(samples, last=False)
+        out: np.ndarray = self._stream.resample_chunk(samples, last=False)
+        return out
 
     def flush(self) -> np.ndarray:
         if self._stream is None:
             return np.zeros(0, dtype=np.float32)
-        return self._stream.resample_chunk(np.zeros(0, dtype=np.float32), last=True)
+        out: np.ndarray = self._stream.resample_chunk(np.zeros(0, dtype=np.float32), last=True)
+        return out
 
 
 def resample(samples: np.ndarray, in_rate: int, out_rate: int) -> np.ndarray:
     if in_rate == out_rate:
         return np.asarray(samples, dtype=np.float32)
-    return soxr.resample(np.asarray(samples, dtype=np.float32), in_rate, out_rate).astype(np.float32)
+    out: np.ndarray = soxr.resample(np.asarray(samples, dtype=np.float32), in_rate, out_rate)
+    return out.astype(np.float32)
 
 
 # ---- WAV

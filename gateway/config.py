@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from auth import AuthConfig
+from auth.config import IPNetwork
 
 ENV_PREFIX = "VOXGATE_"
 
@@ -135,6 +136,9 @@ class Option:
         return ENV_PREFIX + self.name.upper()
 
 
+DEFAULT_DATA_DIR = Path("~/.local/share/voxgate").expanduser()
+
+
 def _default_data_dir() -> str:
     # Resolved at the edge only (Settings.from_env); ~ is expanded by _path.
     return "~/.local/share/voxgate"
@@ -180,12 +184,12 @@ class Settings:
     api_key: str | None = field(default=None, repr=False)
     api_key_file: Path | None = None
     allow_anonymous: bool = False
-    trusted_networks: tuple = ()
+    trusted_networks: tuple[IPNetwork, ...] = ()
     allowed_origins: tuple[str, ...] = ()
-    forwarded_allow_ips: tuple = ()
+    forwarded_allow_ips: tuple[IPNetwork, ...] = ()
     share_host: str | None = None
     share_port: int = 0
-    data_dir: Path = Path("~/.local/share/voxgate").expanduser()
+    data_dir: Path = DEFAULT_DATA_DIR
     log_level: str = "info"
     engines: tuple[str, ...] = ("pocket", "asr")
     tts_engine: str = "pocket"
@@ -227,7 +231,8 @@ class Settings:
         try:
             text = self.api_key_file.read_text(encoding="utf-8")
         except OSError as exc:
-            raise ConfigError(f"VOXGATE_API_KEY_FILE={str(self.api_key_file)!r} cannot be read: {exc.strerror}") from None
+            raise ConfigError(f"VOXGATE_API_KEY_FILE={str(self.api_key_file)!r} cannot be read: "
+                              f"{exc.strerror}") from None
         key = text.strip().splitlines()[0].strip() if text.strip() else ""
         if not key:
             raise ConfigError(f"VOXGATE_API_KEY_FILE={str(self.api_key_file)!r} is empty")

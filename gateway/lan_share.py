@@ -48,7 +48,7 @@ class _StateShim:
         self.app = app
         self.state = state
 
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] in ("http", "websocket"):
             scope["state"] = dict(self.state)
             scope[VIA_SHARE_SCOPE_KEY] = True

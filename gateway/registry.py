@@ -40,7 +40,7 @@ class SessionEntry:
 class SessionRegistry:
     limits: dict[str, int]  # kind -> max concurrent sessions
     _entries: dict[str, SessionEntry] = field(default_factory=dict)
-    _counter: itertools.count = field(default_factory=lambda: itertools.count(1))
+    _counter: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     def count(self, kind: str) -> int:
         return sum(1 for e in self._entries.values() if e.kind == kind)

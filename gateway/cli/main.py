@@ -49,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _register_serve(sub: argparse._SubParsersAction) -> None:
+def _register_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("serve", help="run the gateway",
                        description="Run the gateway. Every flag also has a VOXGATE_* variable; flags win.")
     p.add_argument("--host", help="address to bind (VOXGATE_HOST, default 127.0.0.1)")

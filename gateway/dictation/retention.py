@@ -102,5 +102,5 @@ class Retention:
                 self._open_starts.pop(index)
                 self._stable.pop(index, None)
             self.trim()
-            return kind == "final"
+            return bool(kind == "final")
         return True

@@ -79,12 +79,12 @@ class AsrSupervisor:
         self._hello: dict[str, Any] = {}
         self._proc: asyncio.subprocess.Process | None = None
         self._streams: dict[str, AsrStream] = {}
-        self._requests: dict[str, asyncio.Future] = {}
+        self._requests: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._ids = itertools.count(1)
         self._ready = asyncio.Event()
         self._settled = asyncio.Event()  # first start finished, one way or the other
-        self._task: asyncio.Task | None = None
-        self._stderr_task: asyncio.Task | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._stderr_task: asyncio.Task[None] | None = None
         self._stderr_tail: deque[str] = deque(maxlen=20)
         self._closing = False
 
@@ -94,6 +94,11 @@ class AsrSupervisor:
                    compute_type=settings.asr_compute_type, threads=settings.asr_threads)
 
     # ---- engine interface
+
+    @property
+    def closing(self) -> bool:
+        """True once ``aclose`` began (read as a property: it changes while supervision awaits)."""
+        return self._closing
 
     def status(self) -> EngineStatus:
         return self._state
@@ -140,8 +145,9 @@ class AsrSupervisor:
         self._closing = True
         proc = self._proc
         if proc is not None and proc.returncode is None:
-            with contextlib.suppress(Exception):
-                proc.stdin.close()
+            if proc.stdin is not None:
+                with contextlib.suppress(Exception):
+                    proc.stdin.close()
             try:
                 await asyncio.wait_for(proc.wait(), 5)
             except asyncio.TimeoutError:
@@ -175,7 +181,7 @@ class AsrSupervisor:
         if not await self.wait_ready(min(timeout_s, 30.0)):
             raise unavailable_error(self._state)
         req = f"r{next(self._ids)}"
-        future: asyncio.Future = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._requests[req] = future
         try:
             await self.write({"op": "transcribe", "req": req, "language": language,
@@ -220,7 +226,7 @@ class AsrSupervisor:
                 self._ready.clear()
                 for stream in list(self._streams.values()):
                     stream.live = False
-                if self._closing:
+                if self.closing:
                     return
                 if time.monotonic() - started > HEALTHY_AFTER_S:
                     attempt = 0
@@ -258,6 +264,7 @@ class AsrSupervisor:
         if self._stderr_task is not None:
             self._stderr_task.cancel()
         self._stderr_task = asyncio.create_task(self._pump_stderr(proc), name="asr-stderr")
+        assert proc.stdout is not None  # spawned with stdout=PIPE
         try:
             frame = await asyncio.wait_for(read_frame_async(proc.stdout), self.start_timeout_s)
         except (asyncio.TimeoutError, FrameError) as exc:

@@ -45,7 +45,7 @@ class AsrStream:
         self.supervisor = supervisor
         self.id = stream_id
         self.options = options  # language (None = auto), interim, word_timestamps, silence_ms
-        self.events: asyncio.Queue = asyncio.Queue(maxsize=EVENT_QUEUE_SIZE)
+        self.events: asyncio.Queue[Any] = asyncio.Queue(maxsize=EVENT_QUEUE_SIZE)
         self.retention = Retention()
         self.live = False  # the current process has this stream, with every logged entry replayed
         self.overflowed = False  # a final could not be queued: the client reads nothing

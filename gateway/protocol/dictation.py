@@ -175,7 +175,7 @@ class Final:
     start: float
     end: float
     language: str
-    words: list[dict] | None = None
+    words: list[dict[str, Any]] | None = None
     type: Literal["final"] = "final"
 
     def to_dict(self) -> dict[str, Any]:

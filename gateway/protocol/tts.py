@@ -6,6 +6,7 @@ Exchange grammar (one socket)::
     server: ready
     client: (speak | text | flush | cancel | keepalive)* end?
     server: per utterance: start, binary frame*, end   (or cancelled after a cancel)
+            flushed after the last audio queued before a flush that has an id
             error* at any point (the session goes on)
             closed after the client's end, then close 1000
 
@@ -62,6 +63,7 @@ class TextFragment:
 
 @dataclass(frozen=True)
 class Flush:
+    id: str | None = None  # answered by a ``flushed`` event with this id once its audio is sent
     type: Literal["flush"] = "flush"
 
 
@@ -101,7 +103,7 @@ def parse_client_message(raw: str | bytes, limits: TextLimits) -> ClientMessage:
     if kind == "text":
         return TextFragment(text=_text_field(data, "text.text", limits, allow_blank=True))
     if kind == "flush":
-        return Flush()
+        return Flush(id=_opt_str(data, "id", "flush.id", MAX_ID_CHARS))
     if kind == "cancel":
         return Cancel()
     if kind == "end":
@@ -111,7 +113,7 @@ def parse_client_message(raw: str | bytes, limits: TextLimits) -> ClientMessage:
     raise BadMessage(f"unknown message type {kind[:40]!r}; expected one of: {', '.join(CLIENT_TYPES)}")
 
 
-def _text_field(data: dict, field: str, limits: TextLimits, *, allow_blank: bool) -> str:
+def _text_field(data: dict[str, Any], field: str, limits: TextLimits, *, allow_blank: bool) -> str:
     text = data.get("text")
     if not isinstance(text, str):
         raise BadMessage(f"{field} must be a string")
@@ -122,7 +124,7 @@ def _text_field(data: dict, field: str, limits: TextLimits, *, allow_blank: bool
     return text
 
 
-def _opt_str(data: dict, key: str, field: str, max_chars: int) -> str | None:
+def _opt_str(data: dict[str, Any], key: str, field: str, max_chars: int) -> str | None:
     value = data.get(key)
     if value is None:
         return None
@@ -133,7 +135,7 @@ def _opt_str(data: dict, key: str, field: str, max_chars: int) -> str | None:
     return value
 
 
-def _opt_seed(data: dict) -> int | None:
+def _opt_seed(data: dict[str, Any]) -> int | None:
     value = data.get("seed")
     if value is None:
         return None
@@ -304,6 +306,17 @@ class UtteranceEnd:
         return {"type": self.type, "id": self.id, "frames": self.frames, "audio_s": round(self.audio_s, 3),
                 "ttfa_ms": None if self.ttfa_ms is None else round(self.ttfa_ms, 1),
                 "rtf": None if self.rtf is None else round(self.rtf, 3)}
+
+
+@dataclass(frozen=True)
+class Flushed:
+    """Every utterance queued before the ``flush`` that asked for it has been sent."""
+
+    id: str
+    type: Literal["flushed"] = "flushed"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "id": self.id}
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from gateway.registry import client_label
 from gateway.tts.frames import open_audio
 from gateway.tts.selection import check_ready, pick_engine, resolve_voice
 from gateway.tts.session import SessionConfig, TtsSession
+from gateway.tts.transport import NativeTtsTransport
 from gateway.tts.voices import voice_routes
 
 log = logging.getLogger("voxgate.tts")
@@ -59,8 +60,8 @@ async def tts_socket(websocket: WebSocket) -> None:
         await refuse_socket(websocket, exc)
         return
     info = engine.info()
-    session = TtsSession(ws=websocket, engine=engine, voice=voice, sample_rate=params.sample_rate or info.sample_rate,
-                         encoding=params.encoding,
+    session = TtsSession(transport=NativeTtsTransport(websocket, TEXT_LIMITS), engine=engine, voice=voice,
+                         sample_rate=params.sample_rate or info.sample_rate, encoding=params.encoding,
                          config=SessionConfig(limits=TEXT_LIMITS, idle_timeout_s=settings.idle_timeout_s))
     entry = state.sessions.add("tts", client_label(websocket), session.describe)
     if entry is None:
@@ -134,7 +135,7 @@ async def openai_speech(request: Request) -> Response:
     ``response_format`` wav or pcm); 24 kHz 16-bit mono like OpenAI's."""
     state = request.state
     req = SpeechRequest.from_dict(await read_json_object(request, TEXT_LIMITS.max_message_bytes), TEXT_LIMITS)
-    engine_id = req.model if req.model in state.tts else state.settings.tts_engine
+    engine_id = req.model if req.model is not None and req.model in state.tts else state.settings.tts_engine
     engine = pick_engine(state.tts, engine_id)
     check_ready(engine)
     voice = req.voice

@@ -12,10 +12,12 @@ from __future__ import annotations
 import asyncio
 import re
 from pathlib import Path
+from typing import Any
 
 from starlette.datastructures import UploadFile
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute
 
 from auth.access import RouteClass, http_route
 from engines.base import CloneRefused, EngineError
@@ -36,7 +38,8 @@ async def list_voices(request: Request) -> Response:
     wanted = request.query_params.get("engine")
     if wanted is not None and wanted not in engines:
         pick_engine(engines, wanted)  # raises the unknown-engine error
-    voices, defaults = [], {}
+    voices: list[dict[str, Any]] = []
+    defaults: dict[str, str | None] = {}
     for name, engine in engines.items():
         if wanted is not None and name != wanted:
             continue
@@ -123,13 +126,10 @@ def upload_path(voices_dir: Path, engine_id: str, voice_id: str) -> Path:
 
 
 def _unlink(path: Path) -> None:
-    try:
-        path.unlink()
-    except FileNotFoundError:
-        pass
+    path.unlink(missing_ok=True)
 
 
-def voice_routes() -> list:
+def voice_routes() -> list[BaseRoute]:
     return [
         http_route("/v1/voices", list_voices, access=RouteClass.CONSUME, methods=["GET"], name="voices"),
         http_route("/v1/voices", add_voice, access=RouteClass.ADMIN, methods=["POST"], name="add_voice"),

@@ -172,8 +172,7 @@ def test_a_10_mb_message_closes_1009_and_other_sessions_go_on(tmp_path):
         with client.websocket_connect("/v1/dictation") as ws:
             receive(ws)
             ws.send_bytes(b"\0" * (10 * 1024 * 1024))
-            assert close_code(ws) == (1009, "audio message of 10485760 bytes; the limit is 1048576, "
-                                            "send smaller chunks")
+            assert close_code(ws) == (1009, "audio message of 10485760 bytes; the limit is 1048576, send smaller chunks")
         other.send_bytes(b"\1\0" * 1600)
         other.send_json({"type": "end"})
         assert receive(other) == {"type": "closed", "utterances": 0, "audio_s": 0.1}

@@ -192,8 +192,7 @@ def test_clone_list_speak_and_delete_a_voice(tmp_path):
         r = client.delete("/v1/voices/grandpa")
         assert (r.status_code, r.json()["detail"]) == (404, "unknown voice 'grandpa'; available voices: alba, marius")
         r = client.delete("/v1/voices/alba")
-        assert (r.status_code, r.json()["detail"]) == (400, "voice 'alba' is built in; only cloned voices can be "
-                                                            "deleted")
+        assert (r.status_code, r.json()["detail"]) == (400, "voice 'alba' is built in; only cloned voices can be deleted")
 
 
 @pytest.mark.parametrize(("data", "file", "status", "detail"), [
@@ -220,8 +219,7 @@ def test_clone_bad_input(client, tmp_path, data, file, status, detail):
 
 def test_clone_refuses_non_multipart_and_oversize(client):
     r = client.post("/v1/voices", content=sine_wav(2), headers={"content-type": "audio/wav"})
-    assert (r.status_code, r.json()["detail"]) == (400, "body: send multipart/form-data with the fields id and file "
-                                                        "(a WAV)")
+    assert (r.status_code, r.json()["detail"]) == (400, "body: send multipart/form-data with the fields id and file (a WAV)")
     big = b"RIFF" + struct.pack("<I", 11 * 1024 * 1024) + b"WAVE" + b"\0" * (11 * 1024 * 1024)
     r = client.post("/v1/voices", data={"id": "big"}, files={"file": ("b.wav", big, "audio/wav")})
     assert r.status_code == 413
