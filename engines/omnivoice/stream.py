@@ -69,19 +69,19 @@ class SentenceStream:
 
     async def frames(self) -> AsyncIterator[np.ndarray]:
         try:
-            if self._cancelled:
+            if self._cancel_event.is_set():
                 return
-            self._pending = self._queue(0)
+            pending = self._pending = self._queue(0)
             for index in range(len(self.sentences)):
-                audio = await self._wait(self._pending)
+                audio = await self._wait(pending)
                 self._pending = None
                 if audio is None:
                     return
                 self.sentences_done += 1
                 if index + 1 < len(self.sentences):
-                    self._pending = self._queue(index + 1)  # generates while this one plays
+                    pending = self._pending = self._queue(index + 1)  # generates while this one plays
                 for frame in cut_frames(audio, self.frame_samples):
-                    if self._cancelled:
+                    if self._cancel_event.is_set():  # cancel() ran while the consumer held the last frame
                         return
                     self.frames_yielded += 1
                     yield frame
