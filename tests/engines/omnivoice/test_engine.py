@@ -11,13 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engines.base import EngineError, EngineState, EngineStatus, EngineUnavailable, SynthesisOptions, UnknownVoice
-from engines.omnivoice.backend import LoadSpec, WeightsMissing
+from engines.base import EngineError, SynthesisOptions, UnknownVoice
+from engines.omnivoice.backend import LoadSpec
 from engines.omnivoice.engine import OmniVoiceEngine
-from engines.omnivoice.runtime import PACKAGE_HINT, RuntimeMissing
 from engines.omnivoice.stream import SentenceStream
 from engines.omnivoice.voices import ANCHOR_TEXT
-from tests.engines.omnivoice.fakes import FRAME, FakeBackend, FakeLoader, checks, level_for, samples_for, wav_bytes
+from tests.engines.omnivoice.fakes import FRAME, FakeBackend, FakeLoader, checks, level_for, samples_for
 
 
 def split(text: str) -> list[str]:
@@ -47,7 +46,7 @@ async def collect(stream: SentenceStream) -> list[np.ndarray]:
     return [frame async for frame in stream.frames()]
 
 
-async def wait_for(predicate, timeout_s: float = 10.0) -> None:  # noqa: ANN001
+async def wait_for(predicate, timeout_s: float = 10.0) -> None:
     for _ in range(int(timeout_s / 0.01)):
         if predicate():
             return
@@ -182,10 +181,10 @@ async def test_a_sentence_that_takes_too_long_times_out(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("extra", "message"), [
-    ({"language": "xx"}, "language: 'xx' is not a language OmniVoice knows; use an ISO 639 code (en, zh, ja, de, "
-                         "...) or an English name (English, German, ...)"),
-    ({"language": 5}, "language: '5' is not a language OmniVoice knows; use an ISO 639 code (en, zh, ja, de, ...) "
-                      "or an English name (English, German, ...)"),
+    ({"language": "xx"}, ("language: 'xx' is not a language OmniVoice knows; use an ISO 639 code (en, zh, ja, de, "
+                         "...) or an English name (English, German, ...)")),
+    ({"language": 5}, ("language: '5' is not a language OmniVoice knows; use an ISO 639 code (en, zh, ja, de, ...) "
+                      "or an English name (English, German, ...)")),
     ({"instruct": "robot voice"}, "instruct: Unsupported instruct items: 'robot voice'"),
     ({"instruct": 3}, "instruct: must be a string such as \"female, low pitch, british accent\""),
 ])
