@@ -17,6 +17,7 @@ import importlib.util
 import logging
 import sys
 import types
+import warnings
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -73,9 +74,13 @@ def import_omnivoice() -> Any:
     for name in ("torch", "transformers", "omnivoice"):
         if importlib.util.find_spec(name) is None:
             raise RuntimeMissing(f"the package {name} is not installed")
-    import_torchaudio()
-    import omnivoice
-
+    # Import-time warnings of these packages (pydub's audioop deprecation, its missing
+    # ffmpeg, transformers' notices) are theirs, not this process's: keep them quiet.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import_torchaudio()
+        import omnivoice
+        import pydub  # noqa: F401  (imported by omnivoice's audio helpers; warns once)
     return omnivoice
 
 
