@@ -48,13 +48,13 @@ TEXT = ("The station was quiet when the last train pulled in. A few travellers s
 class Timed:
     """The backend with each ``generate`` timed (seconds, audio seconds) per sentence."""
 
-    def __init__(self, inner, log: list[tuple[str, float, float]]) -> None:  # noqa: ANN001
+    def __init__(self, inner, log: list[tuple[str, float, float]]) -> None:
         self._inner, self._log = inner, log
 
-    def __getattr__(self, name: str):  # noqa: ANN204
+    def __getattr__(self, name: str):
         return getattr(self._inner, name)
 
-    def generate(self, text: str, **kw):  # noqa: ANN003, ANN201
+    def generate(self, text: str, **kw):
         start = time.perf_counter()
         audio = self._inner.generate(text, **kw)
         self._log.append((text, time.perf_counter() - start, len(audio) / self._inner.sample_rate))
@@ -132,7 +132,7 @@ async def run(args: argparse.Namespace, model: str) -> None:
     await engine.close()
 
 
-def reference(backend, seed: int) -> dict:  # noqa: ANN001
+def reference(backend, seed: int) -> dict:
     import torch
 
     torch.manual_seed(seed)
