@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-extras="asr,tts"
+extras="asr,tts,client"
 want_test=0
 if [[ "${1:-}" == "--test" ]]; then
   extras="test"

@@ -45,10 +45,10 @@ async def dictation_socket(websocket: WebSocket) -> None:
         await refuse_socket(websocket, exc)
         return
     session = DictationSession(NativeDictationTransport(websocket), params, settings, state.asr)
-    entry = state.sessions.add("dictation", client_label(websocket), session.describe)
-    if entry is None:
-        await refuse_socket(websocket, OverCapacity(
-            f"too many dictation streams (limit {settings.max_dictation_streams}); try again later"))
+    try:
+        entry = state.sessions.claim("dictation", client_label(websocket), session.describe)
+    except OverCapacity as exc:
+        await refuse_socket(websocket, exc)
         return
     try:
         await session.run(entry.id)

@@ -39,7 +39,8 @@ from gateway.errors import (
     GatewayError,
     TooLarge,
 )
-from gateway.protocol.dictation import ClientMessage, Closed, DictationParams, End, Finalize, Ready
+from gateway.protocol.common import Closed
+from gateway.protocol.dictation import ClientMessage, DictationParams, End, Finalize, Ready
 
 log = logging.getLogger("voxgate.dictation")
 

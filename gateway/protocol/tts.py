@@ -327,13 +327,3 @@ class Cancelled:
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": self.type, "id": self.id, "frames_sent": self.frames_sent}
-
-
-@dataclass(frozen=True)
-class Closed:
-    utterances: int
-    audio_s: float
-    type: Literal["closed"] = "closed"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"type": self.type, "utterances": self.utterances, "audio_s": round(self.audio_s, 3)}

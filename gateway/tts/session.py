@@ -41,11 +41,11 @@ from gateway.errors import (
     GatewayError,
     TooLarge,
 )
+from gateway.protocol.common import Closed
 from gateway.protocol.tts import (
     Cancel,
     Cancelled,
     ClientMessage,
-    Closed,
     End,
     Flush,
     Flushed,
