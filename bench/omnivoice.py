@@ -34,6 +34,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+# This file is bench/omnivoice.py: with bench/ on the path, ``import omnivoice`` would find it, not the package.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 sys.path.insert(0, str(ROOT))
 
 from engines.base import SynthesisOptions  # noqa: E402
