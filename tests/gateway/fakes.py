@@ -54,6 +54,7 @@ def _frame(rng: np.random.Generator) -> np.ndarray:
 class FakeStream:
     def __init__(self, engine: FakeTtsEngine, text: str, voice: str | None, options: SynthesisOptions | None):
         self.engine, self.text, self.voice = engine, text, voice
+        self.options = options
         self.rng = np.random.default_rng(seed_for(text, options))
         self.total = engine.frames_by_text.get(text, frames_for(text))
         self.produced = 0

@@ -262,3 +262,13 @@ def test_engine_queue_full_is_503_before_any_audio(tmp_path):
                             "code": "over_capacity"}
         assert client.get("/v1/admin/sessions").json()["sessions"] == []  # the slot was given back
 
+
+
+def test_post_tts_passes_language_and_instruct_to_the_engine(tmp_path):
+    engine = FakeTtsEngine()
+    with TestClient(tts_app(tmp_path, engine), client=LOOPBACK) as client:
+        r = client.post("/v1/tts", json={"text": "Hallo.", "language": "de", "instruct": "whispering", "format": "pcm_s16le"})
+        assert r.status_code == 200
+        r = client.post("/v1/tts", json={"text": "Hallo.", "language": ""})
+        assert (r.status_code, r.json()["detail"]) == (400, "language: must be a non-empty string")
+    assert engine.streams[0].options.extra == {"language": "de", "instruct": "whispering"}
