@@ -115,12 +115,44 @@ def _origins(raw: str) -> tuple[str, ...]:
 
 
 def _engines(raw: str) -> tuple[str, ...]:
-    known = ("pocket", "asr")
+    known = ("pocket", "piper", "asr")
     values = tuple(v.lower() for v in _csv(raw))
     for value in values:
         if value not in known and value != "none":
             raise ValueError(f"has {value!r}; known engines: {', '.join(known)} (or none)")
     return tuple(v for v in values if v != "none")
+
+
+def _paths(raw: str) -> tuple[Path, ...]:
+    return tuple(Path(part).expanduser() for part in _csv(raw))
+
+
+def _wyoming_uri(raw: str) -> str | None:
+    value = raw.strip()
+    if not value:
+        return None
+    if not value.startswith("tcp://"):
+        raise ValueError("must be tcp://HOST:PORT (the only Wyoming transport served)")
+    try:
+        parse_tcp_uri(value)
+    except ValueError as exc:
+        raise ValueError(str(exc)) from None
+    return value
+
+
+def parse_tcp_uri(uri: str) -> tuple[str, int]:
+    """(host, port) of ``tcp://HOST:PORT`` (IPv6 hosts in brackets); ValueError saying why not."""
+    rest = uri.removeprefix("tcp://")
+    host, sep, port_text = rest.rpartition(":")
+    if not sep or not host or "/" in rest:
+        raise ValueError("must be tcp://HOST:PORT")
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise ValueError(f"has port {port_text!r}, which is not an integer") from None
+    if not 0 <= port <= 65535:
+        raise ValueError(f"has port {port}, out of range (0..65535)")
+    return host.strip("[]"), port
 
 
 @dataclass(frozen=True)
@@ -160,8 +192,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("data_dir", _path, _default_data_dir(), "Where voices, models and other state are kept."),
     Option("log_level", _choice("debug", "info", "warning", "error"), "info", "Log level."),
     # engines
-    Option("engines", _engines, "pocket,asr", "Engines to load at startup: pocket, asr (comma-separated, or none)."),
-    Option("tts_engine", _choice("pocket"), "pocket", "Default TTS engine for requests that name none."),
+    Option("engines", _engines, "pocket,piper,asr",
+           "Engines to load at startup: pocket, piper, asr (comma-separated, or none)."),
+    Option("tts_engine", _choice("auto", "pocket", "piper"), "auto",
+           "Default TTS engine for requests that name none; auto: pocket when its weights are on disk, else piper."),
     Option("pocket_dir", _opt_path, "", "Pocket TTS model directory (default: <data_dir>/models/pocket)."),
     Option("pocket_quantize", _choice("none", "int8"), "int8", "Pocket TTS weight quantization of the LM linears."),
     Option("tts_threads", _int_range(0, 256), "0", "Torch threads for TTS (0: all cores)."),
@@ -171,6 +205,13 @@ OPTIONS: tuple[Option, ...] = (
     Option("asr_threads", _int_range(0, 256), "0", "CPU threads for the ASR sidecar (0: all cores)."),
     Option("max_dictation_streams", _int_range(1, 10000), "8", "Concurrent /v1/dictation sockets; above it new ones close 1013."),
     Option("idle_timeout_s", _float_range(1, 3600), "30", "Close a socket (4408) after this long with no message or read."),
+    # Piper TTS engine
+    Option("piper_voices", _paths, "", "Comma-separated directories of extra Piper voices (NAME.onnx + NAME.onnx.json)."),
+    Option("piper_threads", _int_range(0, 256), "0", "Piper worker threads, one inference each (0: one per core)."),
+    # Wyoming front (Home Assistant and satellites)
+    Option("wyoming_uri", _wyoming_uri, "",
+           "Also serve the Wyoming protocol at tcp://HOST:PORT (e.g. tcp://127.0.0.1:10300); unset: off."),
+    Option("wyoming_zeroconf", _bool, "0", "Announce the Wyoming listener over mDNS (needs the zeroconf package)."),
 )
 
 _BY_NAME = {opt.name: opt for opt in OPTIONS}
@@ -191,8 +232,8 @@ class Settings:
     share_port: int = 0
     data_dir: Path = DEFAULT_DATA_DIR
     log_level: str = "info"
-    engines: tuple[str, ...] = ("pocket", "asr")
-    tts_engine: str = "pocket"
+    engines: tuple[str, ...] = ("pocket", "piper", "asr")
+    tts_engine: str = "auto"
     pocket_dir: Path | None = None
     pocket_quantize: str = "int8"
     tts_threads: int = 0
@@ -202,6 +243,10 @@ class Settings:
     asr_threads: int = 0
     max_dictation_streams: int = 8
     idle_timeout_s: float = 30.0
+    piper_voices: tuple[Path, ...] = ()
+    piper_threads: int = 0
+    wyoming_uri: str | None = None
+    wyoming_zeroconf: bool = False
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -250,6 +295,11 @@ class Settings:
     @property
     def pocket_model_dir(self) -> Path:
         return self.pocket_dir or self.data_dir / "models" / "pocket"
+
+    @property
+    def wyoming_address(self) -> tuple[str, int] | None:
+        """(host, port) of the Wyoming listener, or None when it is off."""
+        return parse_tcp_uri(self.wyoming_uri) if self.wyoming_uri else None
 
     @property
     def voices_dir(self) -> Path:

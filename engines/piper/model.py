@@ -42,7 +42,7 @@ class Synthesizer(Protocol):
 def runtime_missing() -> str | None:
     """Why the Piper runtime cannot be imported here, or None when it can."""
     try:
-        import onnxruntime  # noqa: F401
+        import onnxruntime  # type: ignore[import-untyped]  # noqa: F401
         import piper  # noqa: F401
     except ImportError as exc:
         return f"the Piper runtime is not installed ({exc})"

@@ -63,8 +63,8 @@ class PiperStream:
         self.sentences = 0  # how many sentences the text has (known after the first job)
         self.synthesized = 0  # sentences whose audio is ready
 
-    @property
-    def cancelled(self) -> bool:
+    def is_cancelled(self) -> bool:
+        # a method, not a property: the flag flips under the caller's feet (another thread may cancel)
         return self._cancelled.is_set()
 
     def cancel(self) -> None:
@@ -82,7 +82,7 @@ class PiperStream:
     async def frames(self) -> AsyncIterator[np.ndarray]:
         self._loop = asyncio.get_running_loop()
         try:
-            if self.cancelled:
+            if self.is_cancelled():
                 return
             opened = time.monotonic()
             first = await self._run(self._first_sentence, deadline=opened)
@@ -99,10 +99,10 @@ class PiperStream:
                 if following is not None:
                     self._submit(self._sentence_job(following), deadline=first_audio_at + ahead_s)
                 for frame in cut_frames(audio, self.frame_samples):
-                    if self.cancelled:
+                    if self.is_cancelled():
                         return
                     yield frame
-                if following is None or self.cancelled:
+                if following is None or self.is_cancelled():
                     return
                 audio = await self._wait()
                 if audio is _CANCELLED:
@@ -118,13 +118,13 @@ class PiperStream:
     def _first_sentence(self) -> tuple[list[list[int]], np.ndarray | None]:
         synth = self._synthesizer()
         sentences = synth.phonemize(self.text)
-        if not sentences or self.cancelled:
+        if not sentences or self.is_cancelled():
             return [], None
         return sentences[1:], self._infer(synth, sentences[0])
 
     def _sentence_job(self, phoneme_ids: Sequence[int]) -> Callable[[], np.ndarray | None]:
         def job() -> np.ndarray | None:
-            if self.cancelled:
+            if self.is_cancelled():
                 return None
             return self._infer(self._synthesizer(), phoneme_ids)
 
@@ -176,7 +176,7 @@ class PiperStream:
         except asyncio.TimeoutError:
             raise EngineError(f"Piper produced no audio for {self.job_timeout_s:g} s",
                               code="engine_timeout") from None
-        if result is None or self.cancelled:
+        if result is None or self.is_cancelled():
             return _CANCELLED
         return result
 
