@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Install voxgate into ./.venv (created if missing).
-#   scripts/setup.sh          the gateway with its ASR and Pocket TTS engines
+#   scripts/setup.sh          the gateway with its ASR, Piper TTS (bundled voice) and Pocket TTS engines
 #   scripts/setup.sh --test   the same plus everything the test suite needs (apt packages included)
 # torch: a CPU build of torch 2.13.0 is installed first when no torch is present,
 # so pip never pulls a multi-GB CUDA build as a side effect of the [tts] extra.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-extras="asr,tts"
+extras="asr,tts,piper"
 want_test=0
 if [[ "${1:-}" == "--test" ]]; then
   extras="test"
