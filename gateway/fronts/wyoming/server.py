@@ -86,6 +86,10 @@ class WyomingServer:
                 await self._refuse(writer, client, host)
                 return
             await Connection(reader, writer, client, self.settings, self.state).run()
+        except asyncio.CancelledError:
+            # Only aclose() cancels these tasks; ending quietly keeps asyncio's stream
+            # callback from logging the cancellation as an error.
+            writer.close()
         except Exception:  # one connection's bug must not reach the listener
             log.exception("wyoming connection failed")
             writer.close()
