@@ -74,7 +74,7 @@ async def test_streaming_transcript_events_come_in_order_and_add_up(tmp_path):
         ("transcript-stop", {}),
     ]
     assert ops == ["open", "audio", "end"]  # after "ended" the sidecar has dropped the stream itself
-    assert np.array_equal(sent, np.round(audio * 32768) / 32768)
+    assert np.array_equal(sent, np.frombuffer(pcm(audio), dtype="<i2") / np.float32(32768))
     assert sessions_of(server) == []
 
 
