@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import numpy as np
+import pytest
 from wyoming.ping import Ping
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop, SynthesizeVoice
 
@@ -180,3 +181,35 @@ async def test_a_client_that_selects_a_program_gets_that_engine(tmp_path):
 def test_pcm16_clips_and_rounds():
     assert pcm16(np.array([0.0, 1.5, -1.5, 0.5], dtype=np.float32)) == \
         np.array([0, 32767, -32767, 16384], dtype="<i2").tobytes()
+
+
+@pytest.mark.slow
+async def test_leaving_stops_the_real_piper_stream_between_sentences(tmp_path):
+    from engines.piper.engine import PiperEngine
+
+    engine = PiperEngine(threads=2)
+    await engine.load()
+    opened = []
+    open_stream = engine.open_stream
+
+    def spy(*args, **kwargs):
+        opened.append(open_stream(*args, **kwargs))
+        return opened[-1]
+
+    engine.open_stream = spy  # type: ignore[method-assign]
+    text = " ".join(f"This is sentence number {n} of a long answer." for n in range(1, 30))
+    try:
+        async with wyoming_server(tmp_path, tts={"piper": engine}, tts_engine="piper") as server:
+            async with connect(server) as client:
+                await client.write_event(Synthesize(text=text).event())
+                assert (await read(client)).data == {"rate": 22050, "width": 2, "channels": 1}
+                assert len((await read(client)).payload) == 1764 * 2  # one 80 ms frame
+            for _ in range(300):
+                if engine.open_streams == 0:
+                    break
+                await asyncio.sleep(0.01)
+            (stream,) = opened
+            assert engine.open_streams == 0 and stream.is_cancelled()
+            assert stream.sentences == 29 and stream.synthesized < 29
+    finally:
+        await engine.close()
