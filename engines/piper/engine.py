@@ -11,7 +11,8 @@ sentence. Frames are 80 ms.
 
 Concurrency contract: every public method is called from the event loop and
 returns quickly; phonemizing and ONNX inference run on the engine's
-``DeadlinePool`` (``threads`` workers, one inference each, in parallel).
+``DeadlinePool`` (``threads`` workers, one inference each, in parallel; an
+inference that has the pool to itself uses every core, see model.py).
 """
 
 from __future__ import annotations

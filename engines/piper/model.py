@@ -1,11 +1,15 @@
 """One loaded Piper voice: text to phoneme ids per sentence, and phoneme ids
 to audio, on the ``piper-tts`` runtime.
 
-The ONNX session is made here rather than by ``PiperVoice.load`` so its
-threading is ours: each inference runs on ONE thread (``intra_threads``) and
-the engine's pool runs several inferences at once. On a small machine that
-beats one inference spread over every core: VITS parallelises poorly inside a
-call, and spinning intra-op threads fight every other process for the cores.
+The ONNX sessions are made here rather than by ``PiperVoice.load`` so their
+threading is ours. Each voice has two sessions over the same model file:
+
+- *narrow*: one thread per inference. The engine's pool runs several of these
+  at once, which beats one inference spread over every core when streams
+  compete: VITS parallelises poorly inside a call, and spinning intra-op
+  threads fight every other inference (and process) for the cores;
+- *wide*: ONNX Runtime's defaults (every core), used when an inference has the
+  machine to itself, so a lone request is as fast as Piper's own tools make it.
 
 Thread safety: ``infer`` may run on several threads at once (an ONNX Runtime
 session is safe for concurrent ``run`` calls); ``phonemize`` too (piper keeps
@@ -34,8 +38,9 @@ class Synthesizer(Protocol):
         """Phoneme ids of each sentence of ``text``, in order (empty sentences dropped)."""
         ...
 
-    def infer(self, phoneme_ids: Sequence[int], speaker_id: int | None = None) -> np.ndarray:
-        """Float32 mono audio at ``sample_rate`` for one sentence."""
+    def infer(self, phoneme_ids: Sequence[int], speaker_id: int | None = None, wide: bool = False) -> np.ndarray:
+        """Float32 mono audio at ``sample_rate`` for one sentence; ``wide``: the
+        inference may use every core (nothing else runs)."""
         ...
 
 
@@ -52,18 +57,22 @@ def runtime_missing() -> str | None:
 class PiperModel:
     """A Piper voice loaded into an ONNX Runtime session (see module docstring)."""
 
-    def __init__(self, voice: VoiceFile, intra_threads: int = 1) -> None:
+    def __init__(self, voice: VoiceFile, wide: bool = True) -> None:
         import onnxruntime
         from piper import PiperVoice
         from piper.config import PiperConfig
 
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = intra_threads
-        options.inter_op_num_threads = 1
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        session = onnxruntime.InferenceSession(str(voice.model), sess_options=options,
+        narrow = onnxruntime.SessionOptions()
+        narrow.intra_op_num_threads = 1
+        narrow.inter_op_num_threads = 1
+        narrow.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        session = onnxruntime.InferenceSession(str(voice.model), sess_options=narrow,
                                                providers=["CPUExecutionProvider"])
+        self._wide: Any = onnxruntime.InferenceSession(
+            str(voice.model), providers=["CPUExecutionProvider"]) if wide else None
+        # PiperVoice does the phonemes and the tensors; its session is chosen per call.
         self._voice: Any = PiperVoice(session=session, config=PiperConfig.from_dict(voice.raw))
+        self._wide_voice: Any = PiperVoice(session=self._wide, config=self._voice.config) if wide else None
         self.voice = voice
         self.sample_rate = voice.sample_rate
         self.speakers = dict(self._voice.config.speaker_id_map)
@@ -73,10 +82,11 @@ class PiperModel:
         text = " ".join(text.split())
         return [self._voice.phonemes_to_ids(phonemes) for phonemes in self._voice.phonemize(text) if phonemes]
 
-    def infer(self, phoneme_ids: Sequence[int], speaker_id: int | None = None) -> np.ndarray:
+    def infer(self, phoneme_ids: Sequence[int], speaker_id: int | None = None, wide: bool = False) -> np.ndarray:
         from piper.config import SynthesisConfig
 
-        audio = self._voice.phoneme_ids_to_audio(list(phoneme_ids), SynthesisConfig(speaker_id=speaker_id))
+        voice = self._wide_voice if wide and self._wide_voice is not None else self._voice
+        audio = voice.phoneme_ids_to_audio(list(phoneme_ids), SynthesisConfig(speaker_id=speaker_id))
         return peak_normalize(np.asarray(audio, dtype=np.float32).reshape(-1))
 
 

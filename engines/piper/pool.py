@@ -78,6 +78,12 @@ class DeadlinePool:
         with self._cond:
             return self._busy
 
+    def alone(self) -> bool:
+        """True when the calling job is the only one running and none waits
+        (a job may then use every core)."""
+        with self._cond:
+            return self._busy <= 1 and not self._heap
+
     def submit(self, fn: Callable[[], T], deadline: float) -> concurrent.futures.Future[T]:
         """Queue ``fn``; its future resolves with the result or the exception."""
         future: concurrent.futures.Future[T] = concurrent.futures.Future()

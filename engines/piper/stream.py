@@ -132,7 +132,7 @@ class PiperStream:
 
     def _infer(self, synth: Synthesizer, phoneme_ids: Sequence[int]) -> np.ndarray:
         speaker_id = synth.speakers.get(self.speaker) if self.speaker else None
-        audio = synth.infer(phoneme_ids, speaker_id)
+        audio = synth.infer(phoneme_ids, speaker_id, wide=self._pool.alone())
         if synth.sample_rate != self.out_rate:
             import soxr
 

@@ -27,6 +27,7 @@ class FakeSynth:
         self.fail_on = fail_on
         self.calls: list[int] = []  # sentence index of every infer, in call order
         self.speaker_ids: list[int | None] = []
+        self.wide: list[bool] = []
         self.gates: dict[int, threading.Event] = {}
         self.started: dict[int, threading.Event] = {}
         self.running = 0
@@ -42,11 +43,12 @@ class FakeSynth:
         # the first id of a sentence encodes its index, the rest its length
         return [[1000 + i] + [1] * (len(s) - 1) for i, s in enumerate(sentences)]
 
-    def infer(self, phoneme_ids: Sequence[int], speaker_id: int | None = None) -> np.ndarray:
+    def infer(self, phoneme_ids: Sequence[int], speaker_id: int | None = None, wide: bool = False) -> np.ndarray:
         index = phoneme_ids[0] - 1000
         with self._lock:
             self.calls.append(index)
             self.speaker_ids.append(speaker_id)
+            self.wide.append(wide)
             self.running += 1
             self.max_running = max(self.max_running, self.running)
         try:

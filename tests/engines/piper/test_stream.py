@@ -171,3 +171,26 @@ async def test_an_empty_phonemization_gives_no_frames(pool):
     stream = open_stream(pool, synth, ". ")
     assert [f async for f in stream.frames()] == []
     assert stream.sentences == 0
+
+
+async def test_an_inference_alone_on_the_pool_may_use_every_core(pool):
+    synth = FakeSynth()
+    _ = [f async for f in open_stream(pool, synth).frames()]
+    assert synth.wide == [True, True, True]
+
+
+async def test_an_inference_beside_another_runs_on_one_core(pool):
+    synth = FakeSynth()
+    held = synth.gate(0)
+    busy = open_stream(pool, synth, "Held here")
+    busy_frames = asyncio.ensure_future(_drain(busy))
+    assert await asyncio.to_thread(synth.started[0].wait, 5)
+    other = FakeSynth()
+    _ = [f async for f in open_stream(pool, other, "Runs beside").frames()]
+    held.set()
+    await busy_frames
+    assert other.wide == [False]
+
+
+async def _drain(stream: PiperStream) -> list:
+    return [f async for f in stream.frames()]
