@@ -105,6 +105,16 @@ _ROWS = (
 CODES: dict[str, WireCode] = {row.code: row for row in _ROWS}
 
 
+def markdown_table() -> str:
+    """docs/protocol.md's table of machine codes, generated from ``CODES``."""
+    rows = ["| code | HTTP | closes a socket with | retryable | meaning |", "|---|---|---|---|---|"]
+    for row in _ROWS:
+        close = str(row.close_code) if row.close_code is not None else "(an `error` event; the session goes on)"
+        rows.append(f"| `{row.code}` | {row.http_status} | {close} | {'yes' if row.retryable else 'no'} "
+                    f"| {row.meaning} |")
+    return "\n".join(rows)
+
+
 class GatewayError(Exception):
     """An error with a machine code from ``CODES``. Subclasses only fix the
     default code; the table decides status, close code and retryability."""
@@ -222,3 +232,7 @@ async def refuse_socket(websocket: WebSocket, error: GatewayError, *, send_event
         except Exception:  # the client left first; the close below is a no-op then
             log.debug("refusal event not delivered")
     await close_socket(websocket, error.close_code, error.message, timeout_s)
+
+
+if __name__ == "__main__":
+    print(markdown_table())

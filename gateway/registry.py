@@ -15,6 +15,10 @@ from typing import Any
 
 from starlette.requests import HTTPConnection
 
+from gateway.errors import OverCapacity
+
+KIND_NOUNS = {"tts": "TTS sessions", "dictation": "dictation streams"}  # for the over-capacity message
+
 
 def client_label(conn: HTTPConnection) -> str:
     """How the admin listing names a session's client: ``host:port``."""
@@ -47,6 +51,14 @@ class SessionRegistry:
 
     def has_room(self, kind: str) -> bool:
         return self.count(kind) < self.limits.get(kind, 1 << 30)
+
+    def claim(self, kind: str, client: str, describe: Callable[[], dict[str, Any]]) -> SessionEntry:
+        """Register a session; ``OverCapacity`` (retryable) when ``kind`` is at its limit."""
+        entry = self.add(kind, client, describe)
+        if entry is None:
+            raise OverCapacity(f"too many {KIND_NOUNS.get(kind, kind + ' sessions')} "
+                               f"(limit {self.limits[kind]}); try again later")
+        return entry
 
     def add(self, kind: str, client: str, describe: Callable[[], dict[str, Any]]) -> SessionEntry | None:
         """Register a session, or return None if ``kind`` is at its limit."""

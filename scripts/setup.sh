@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-extras="asr,tts,piper"
+extras="asr,tts,piper,client"
 want_test=0
 if [[ "${1:-}" == "--test" ]]; then
   extras="test"

@@ -24,6 +24,7 @@ from gateway.audio import AudioFormatError, read_wav, resample
 from gateway.config import Settings
 from gateway.dictation.session import DictationSession
 from gateway.dictation.sidecar import disabled_error, unavailable_error
+from gateway.dictation.transport import NativeDictationTransport
 from gateway.errors import BadRequest, GatewayError, OverCapacity, TooLarge, refuse_socket
 from gateway.protocol.dictation import parse_dictation_params
 from gateway.registry import client_label
@@ -43,11 +44,11 @@ async def dictation_socket(websocket: WebSocket) -> None:
     except GatewayError as exc:
         await refuse_socket(websocket, exc)
         return
-    session = DictationSession(websocket, params, settings, state.asr)
-    entry = state.sessions.add("dictation", client_label(websocket), session.describe)
-    if entry is None:
-        await refuse_socket(websocket, OverCapacity(
-            f"too many dictation streams (limit {settings.max_dictation_streams}); try again later"))
+    session = DictationSession(NativeDictationTransport(websocket), params, settings, state.asr)
+    try:
+        entry = state.sessions.claim("dictation", client_label(websocket), session.describe)
+    except OverCapacity as exc:
+        await refuse_socket(websocket, exc)
         return
     try:
         await session.run(entry.id)

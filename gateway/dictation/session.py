@@ -1,4 +1,6 @@
-"""The /v1/dictation session: audio in, transcript events out, one per socket.
+"""A dictation session: audio in, transcript events out, one per socket. It
+talks to its client only through a ``DictationTransport``
+(gateway/dictation/transport.py), so /v1/dictation and every front share it.
 
 The receiving side (the task that runs ``DictationSession.run``) validates and
 decodes client messages, resamples audio to 16 kHz and hands it to its ASR
@@ -19,12 +21,13 @@ import enum
 import logging
 from typing import Any
 
-from starlette.websockets import WebSocket, WebSocketDisconnect
+from starlette.websockets import WebSocketDisconnect
 
 from engines.base import AsrService, AsrStreamHandle, EngineState
 from gateway.audio import AudioFormatError, PcmDecoder, StreamResampler
 from gateway.config import Settings
 from gateway.dictation.sidecar import disabled_error, unavailable_error
+from gateway.dictation.transport import DictationTransport
 from gateway.errors import (
     CLOSE_IDLE,
     CLOSE_NORMAL,
@@ -34,19 +37,10 @@ from gateway.errors import (
     BadMessage,
     BadRequest,
     GatewayError,
-    close_socket,
-    refuse_socket,
+    TooLarge,
 )
-from gateway.protocol.dictation import (
-    MAX_AUDIO_MESSAGE_BYTES,
-    MAX_TEXT_MESSAGE_BYTES,
-    Closed,
-    DictationParams,
-    End,
-    Finalize,
-    Ready,
-    parse_client_message,
-)
+from gateway.protocol.common import Closed
+from gateway.protocol.dictation import ClientMessage, DictationParams, End, Finalize, Ready
 
 log = logging.getLogger("voxgate.dictation")
 
@@ -82,9 +76,9 @@ def transition(phase: Phase, message_type: str) -> Phase:
 class DictationSession:
     """One /v1/dictation socket after its parameters were accepted."""
 
-    def __init__(self, websocket: WebSocket, params: DictationParams, settings: Settings,
+    def __init__(self, transport: DictationTransport, params: DictationParams, settings: Settings,
                  asr: AsrService | None) -> None:
-        self.websocket = websocket
+        self.transport = transport
         self.params = params
         self.settings = settings
         self.asr = asr
@@ -152,25 +146,27 @@ class DictationSession:
         return asr
 
     async def _refuse(self, error: GatewayError) -> None:
-        self._closed = True
-        await refuse_socket(self.websocket, error, timeout_s=self.settings.idle_timeout_s)
+        """Tell the client why (an ``error`` event) and close with the error's code."""
+        with contextlib.suppress(Exception):  # the client left first: the close is a no-op then
+            await self._send(error.to_event())
+        await self._close(error.close_code, error.message)
 
     async def _close(self, code: int, reason: str = "") -> None:
         if self._closed:
             return
         self._closed = True
-        await close_socket(self.websocket, code, reason)
+        await self.transport.close(code, reason)
 
     async def _send(self, message: dict[str, Any]) -> None:
         async with self._send_lock:
-            await asyncio.wait_for(self.websocket.send_json(message), self.settings.idle_timeout_s)
+            await self.transport.send_event(message, self.settings.idle_timeout_s)
 
     # ---- client -> server
 
     async def _receive_loop(self, stream: AsrStreamHandle, sender: asyncio.Task[None]) -> None:
         idle_s = self.settings.idle_timeout_s
         while self.phase is Phase.STREAMING:
-            receive = asyncio.ensure_future(self.websocket.receive())
+            receive = asyncio.ensure_future(self.transport.receive())
             done, _ = await asyncio.wait({receive, sender}, timeout=idle_s, return_when=asyncio.FIRST_COMPLETED)
             if receive not in done:
                 receive.cancel()
@@ -180,50 +176,43 @@ class DictationSession:
                     return  # the sender closed the socket (broken client or sidecar error)
                 await self._close(CLOSE_IDLE, f"no audio or message for {idle_s:.0f} s")
                 return
-            message = receive.result()
-            if message["type"] == "websocket.disconnect":
+            try:
+                message = receive.result()
+            except TooLarge as exc:
+                await self._close(CLOSE_TOO_BIG, exc.message)
                 return
-            if message.get("bytes") is not None:
-                going_on = await self._on_audio(stream, message["bytes"])
-            elif message.get("text") is not None:
-                going_on = await self._on_text(stream, message["text"])
+            except GatewayError as exc:
+                await self._send(exc.to_event())
+                continue
+            if message is None:
+                return
+            if isinstance(message, bytes):
+                await self._on_audio(stream, message)
             else:
-                going_on = True
-            if not going_on:
-                return
+                await self._on_message(stream, message)
         await self._wait_for_end(sender)
 
-    async def _on_audio(self, stream: AsrStreamHandle, data: bytes) -> bool:
-        if len(data) > MAX_AUDIO_MESSAGE_BYTES:
-            await self._close(CLOSE_TOO_BIG, f"audio message of {len(data)} bytes; the limit is "
-                                             f"{MAX_AUDIO_MESSAGE_BYTES}, send smaller chunks")
-            return False
+    async def _on_audio(self, stream: AsrStreamHandle, data: bytes) -> None:
         self.phase = transition(self.phase, AUDIO)
         try:
             samples = self._decoder.feed(data)
         except AudioFormatError as exc:
             await self._send(BadAudio(f"{exc}; the message was dropped").to_event())
-            return True
+            return
         await stream.send_audio(self._resampler.feed(samples))
-        return True
 
-    async def _on_text(self, stream: AsrStreamHandle, text: str) -> bool:
-        if len(text.encode("utf-8")) > MAX_TEXT_MESSAGE_BYTES:
-            await self._close(CLOSE_TOO_BIG, f"text message longer than {MAX_TEXT_MESSAGE_BYTES} bytes")
-            return False
+    async def _on_message(self, stream: AsrStreamHandle, message: ClientMessage) -> None:
         try:
-            message = parse_client_message(text)
             next_phase = transition(self.phase, message.type)
         except BadMessage as exc:
             await self._send(exc.to_event())
-            return True
+            return
         if isinstance(message, Finalize):
             await stream.finalize()
         elif isinstance(message, End):
             await stream.send_audio(self._resampler.flush())
             await stream.end()
         self.phase = next_phase
-        return True
 
     async def _wait_for_end(self, sender: asyncio.Task[None]) -> None:
         try:

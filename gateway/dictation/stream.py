@@ -21,7 +21,8 @@ import numpy as np
 from engines.asr.framing import encode_frame, pcm_to_bytes
 from gateway.dictation.retention import Retention
 from gateway.errors import GatewayError
-from gateway.protocol.dictation import Closed, Final, Partial, SpeechStarted
+from gateway.protocol.common import Closed
+from gateway.protocol.dictation import Final, Partial, SpeechStarted
 
 if TYPE_CHECKING:
     from gateway.dictation.sidecar import AsrSupervisor

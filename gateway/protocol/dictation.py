@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 from gateway.audio import Encoding, parse_encoding, parse_rate
 from gateway.errors import BadMessage, BadRequest
+from gateway.protocol.common import Closed
 from gateway.protocol.json import message_type, parse_message
 
 MIN_SILENCE_MS = 200
@@ -184,16 +185,6 @@ class Final:
         if self.words is not None:
             out["words"] = self.words
         return out
-
-
-@dataclass(frozen=True)
-class Closed:
-    utterances: int
-    audio_s: float
-    type: Literal["closed"] = "closed"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"type": self.type, "utterances": self.utterances, "audio_s": self.audio_s}
 
 
 ServerEvent = Ready | SpeechStarted | Partial | Final | Closed

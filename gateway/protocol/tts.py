@@ -6,6 +6,7 @@ Exchange grammar (one socket)::
     server: ready
     client: (speak | text | flush | cancel | keepalive)* end?
     server: per utterance: start, binary frame*, end   (or cancelled after a cancel)
+            flushed after the last audio queued before a flush that has an id
             error* at any point (the session goes on)
             closed after the client's end, then close 1000
 
@@ -62,6 +63,7 @@ class TextFragment:
 
 @dataclass(frozen=True)
 class Flush:
+    id: str | None = None  # answered by a ``flushed`` event with this id once its audio is sent
     type: Literal["flush"] = "flush"
 
 
@@ -101,7 +103,7 @@ def parse_client_message(raw: str | bytes, limits: TextLimits) -> ClientMessage:
     if kind == "text":
         return TextFragment(text=_text_field(data, "text.text", limits, allow_blank=True))
     if kind == "flush":
-        return Flush()
+        return Flush(id=_opt_str(data, "id", "flush.id", MAX_ID_CHARS))
     if kind == "cancel":
         return Cancel()
     if kind == "end":
@@ -307,6 +309,17 @@ class UtteranceEnd:
 
 
 @dataclass(frozen=True)
+class Flushed:
+    """Every utterance queued before the ``flush`` that asked for it has been sent."""
+
+    id: str
+    type: Literal["flushed"] = "flushed"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "id": self.id}
+
+
+@dataclass(frozen=True)
 class Cancelled:
     id: str | None
     frames_sent: int
@@ -314,13 +327,3 @@ class Cancelled:
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": self.type, "id": self.id, "frames_sent": self.frames_sent}
-
-
-@dataclass(frozen=True)
-class Closed:
-    utterances: int
-    audio_s: float
-    type: Literal["closed"] = "closed"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"type": self.type, "utterances": self.utterances, "audio_s": round(self.audio_s, 3)}

@@ -30,6 +30,7 @@ from gateway.registry import client_label
 from gateway.tts.frames import open_audio
 from gateway.tts.selection import check_ready, pick_engine, resolve_voice
 from gateway.tts.session import SessionConfig, TtsSession
+from gateway.tts.transport import NativeTtsTransport
 from gateway.tts.voices import voice_routes
 
 log = logging.getLogger("voxgate.tts")
@@ -59,13 +60,13 @@ async def tts_socket(websocket: WebSocket) -> None:
         await refuse_socket(websocket, exc)
         return
     info = engine.info()
-    session = TtsSession(ws=websocket, engine=engine, voice=voice, sample_rate=params.sample_rate or info.sample_rate,
-                         encoding=params.encoding,
+    session = TtsSession(transport=NativeTtsTransport(websocket, TEXT_LIMITS), engine=engine, voice=voice,
+                         sample_rate=params.sample_rate or info.sample_rate, encoding=params.encoding,
                          config=SessionConfig(limits=TEXT_LIMITS, idle_timeout_s=settings.idle_timeout_s))
-    entry = state.sessions.add("tts", client_label(websocket), session.describe)
-    if entry is None:
-        await refuse_socket(websocket, OverCapacity(
-            f"too many TTS sessions (limit {settings.max_tts_sessions}); try again later"))
+    try:
+        entry = state.sessions.claim("tts", client_label(websocket), session.describe)
+    except OverCapacity as exc:
+        await refuse_socket(websocket, exc)
         return
     try:
         ready = Ready(engine=info.id, voice=voice, sample_rate=session.sample_rate, encoding=params.encoding.value,
@@ -84,11 +85,9 @@ def _speech_response(request: Request, engine: TtsEngine, text: str, voice: str 
     """Register the request as a TTS session and stream its audio."""
     sessions = request.state.sessions
     sent = {"bytes": 0}
-    entry = sessions.add("tts", client_label(request), lambda: {
+    entry = sessions.claim("tts", client_label(request), lambda: {
         "engine": engine.info().id, "voice": voice, "route": request.url.path, "sample_rate": rate,
         "audio_s_sent": round(sent["bytes"] / encoding.sample_bytes / rate, 3)})
-    if entry is None:
-        raise OverCapacity(f"too many TTS sessions (limit {request.state.settings.max_tts_sessions}); try again later")
 
     try:
         audio = open_audio(engine, text, voice, rate, encoding, seed)

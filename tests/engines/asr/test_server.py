@@ -117,6 +117,8 @@ def test_library_prints_go_to_stderr_not_into_the_frames():
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            pipe.close()
 
 
 def test_a_stream_that_hits_a_bug_is_dropped_and_the_others_go_on():

@@ -96,6 +96,23 @@ def test_text_fragments_flush_and_event_order(tmp_path):
     assert closed["utterances"] == 2
 
 
+def test_flush_with_an_id_is_answered_after_the_audio_before_it(tmp_path):
+    with tts_client(tmp_path) as client, client.websocket_connect("/v1/tts") as ws:
+        receive(ws)
+        ws.send_json({"type": "text", "text": "One. Two"})
+        ws.send_json({"type": "flush", "id": "turn-1"})
+        ws.send_json({"type": "flush", "id": "turn-2"})  # nothing queued in between: answered at once after it
+        first = read_utterance(ws)
+        second = read_utterance(ws)
+        assert (receive(ws), receive(ws)) == ({"type": "flushed", "id": "turn-1"}, {"type": "flushed", "id": "turn-2"})
+        ws.send_json({"type": "text", "text": "Three"})  # no sentence end: it waits in the buffer
+        ws.send_json({"type": "cancel"})  # drops the buffer
+        ws.send_json({"type": "flush", "id": "turn-3"})
+        assert receive(ws) == {"type": "cancelled", "id": None, "frames_sent": 0}
+        assert receive(ws) == {"type": "flushed", "id": "turn-3"}
+    assert [first[0]["text"], second[0]["text"]] == ["One.", "Two"]
+
+
 def test_end_synthesizes_the_unflushed_rest(tmp_path):
     with tts_client(tmp_path) as client, client.websocket_connect("/v1/tts") as ws:
         receive(ws)
