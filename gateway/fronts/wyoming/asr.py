@@ -25,11 +25,12 @@ from typing import Any
 
 from engines.base import AsrService, AsrStreamHandle, EngineState
 from gateway.dictation.sidecar import disabled_error, unavailable_error
-from gateway.errors import BadRequest, GatewayError, OverCapacity
+from gateway.errors import BadRequest, GatewayError
 from gateway.fronts.wyoming import messages as msg
 from gateway.fronts.wyoming.link import Link, PcmIn
 from gateway.fronts.wyoming.messages import AudioFormat, Transcribe
-from gateway.protocol.dictation import Closed, Final, Partial, SpeechStarted
+from gateway.protocol.common import Closed
+from gateway.protocol.dictation import Final, Partial, SpeechStarted
 from gateway.registry import SessionEntry, SessionRegistry
 
 log = logging.getLogger("voxgate.wyoming")
@@ -43,13 +44,11 @@ ASR_START_WAIT_S = 30.0
 class Transcription:
     """From ``audio-start`` to the answer; ``close()`` drops it at any point."""
 
-    def __init__(self, link: Link, asr: AsrService | None, request: Transcribe, sessions: SessionRegistry,
-                 max_streams: int) -> None:
+    def __init__(self, link: Link, asr: AsrService | None, request: Transcribe, sessions: SessionRegistry) -> None:
         self.link = link
         self.asr = asr
         self.request = request
         self.sessions = sessions
-        self.max_streams = max_streams
         self.stream: AsrStreamHandle | None = None
         self.answered = False
         self._pcm = PcmIn(ASR_RATE)
@@ -66,10 +65,7 @@ class Transcription:
     async def open(self) -> None:
         """Open the ASR stream; raises ``GatewayError`` when that cannot be done now."""
         asr = await self._usable_asr()
-        entry = self.sessions.add("dictation", f"wyoming:{self.link.client}", self.describe)
-        if entry is None:
-            raise OverCapacity(f"too many dictation streams (limit {self.max_streams}); try again later")
-        self._entry = entry
+        self._entry = entry = self.sessions.claim("dictation", f"wyoming:{self.link.client}", self.describe)
         silence_ms = self.request.endpoint_silence_ms or DEFAULT_SILENCE_MS
         try:
             self.stream = await asr.open_stream({"language": self.request.language, "interim": True,

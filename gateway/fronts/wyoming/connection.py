@@ -46,7 +46,7 @@ class Connection:
         self.asr: AsrService | None = state["asr"]
         self.sessions: SessionRegistry = state["sessions"]
         self.link = Link(writer, client, settings.idle_timeout_s)
-        self.speaker = Speaker(self.link, self.engines, settings.tts_engine, self.sessions, settings.max_tts_sessions)
+        self.speaker = Speaker(self.link, self.engines, settings.tts_engine, self.sessions)
         self.request: Transcribe | None = None  # the last transcribe, for the next audio
         self.transcription: Transcription | None = None
         self._refused = False  # the current audio was refused: drop it until audio-stop
@@ -144,8 +144,7 @@ class Connection:
             await self.transcription.close()
             self.transcription = None
         self._refused = False
-        transcription = Transcription(self.link, self.asr, self.request or Transcribe(), self.sessions,
-                                      self.settings.max_dictation_streams)
+        transcription = Transcription(self.link, self.asr, self.request or Transcribe(), self.sessions)
         try:
             await transcription.open()
         except GatewayError:

@@ -55,12 +55,11 @@ class Speaker:
     """Queue and run the connection's synthesis (see module docstring)."""
 
     def __init__(self, link: Link, engines: Mapping[str, TtsEngine], engine_id: str, sessions: SessionRegistry,
-                 max_sessions: int, limits: TextLimits | None = None) -> None:
+                 limits: TextLimits | None = None) -> None:
         self.link = link
         self.engines = engines
         self.engine_id = engine_id
         self.sessions = sessions
-        self.max_sessions = max_sessions
         self.limits = limits or TextLimits()
         self.streaming: VoiceRequest | None = None  # the voice of the open streaming request
         self._buffer = SentenceBuffer(self.limits.max_chars)
@@ -205,9 +204,9 @@ class Speaker:
         except GatewayError as exc:
             await self.link.send(msg.error(exc.message, exc.code))
             return
-        entry = self.sessions.add("tts", f"wyoming:{self.link.client}", lambda: {"front": "wyoming"})
-        if entry is None:
-            full = OverCapacity(f"too many TTS sessions (limit {self.max_sessions}); try again later")
+        try:
+            entry = self.sessions.claim("tts", f"wyoming:{self.link.client}", lambda: {"front": "wyoming"})
+        except OverCapacity as full:
             await self.link.send(msg.error(full.message, full.code))
             return
         rate = engine.info().sample_rate
