@@ -122,15 +122,19 @@ class DeadlinePool:
             job = self._next_job()
             if job is None:
                 return
-            try:
-                if not job.future.set_running_or_notify_cancel():
-                    continue  # cancelled while it waited
+            running = job.future.set_running_or_notify_cancel()  # False: cancelled while it waited
+            result: Any = None
+            error: BaseException | None = None
+            if running:
                 try:
                     result = job.fn()
                 except BaseException as exc:  # handed to the waiter, never lost
-                    job.future.set_exception(exc)
-                else:
-                    job.future.set_result(result)
-            finally:
-                with self._cond:
-                    self._busy -= 1
+                    error = exc
+            with self._cond:
+                self._busy -= 1  # before the waiter wakes: its next job must see this worker free
+            if not running:
+                continue
+            if error is not None:
+                job.future.set_exception(error)
+            else:
+                job.future.set_result(result)
