@@ -170,8 +170,12 @@ class Transcription:
         if self.answered or not stable.startswith(self._utterance_sent) or len(stable) == len(self._utterance_sent):
             return
         gained = stable[len(self._utterance_sent):]
-        if not self._utterance_sent and self._sent:
-            gained = " " + gained.lstrip()
+        if not self._utterance_sent:  # an utterance's first words: one space from the one before, none at the start
+            gained = gained.lstrip()
+            if not gained:
+                return
+            if self._sent:
+                gained = " " + gained
         await self._start()
         self._utterance_sent = stable
         self._sent += gained
@@ -180,11 +184,12 @@ class Transcription:
     async def _final(self, final: Final) -> None:
         if self.answered:
             return
-        text = final.text.strip()
+        full = final.text.rstrip()
+        text = full.strip()
         if final.language:
             self._language = final.language
         if text:
-            await self._advance(final.text if final.text.startswith(self._utterance_sent) else text)
+            await self._advance(full if full.startswith(self._utterance_sent) else text)
             self._finals.append(text)
         self._utterance_sent = ""
         if text and self.request.endpoint_silence_ms is not None:

@@ -4,7 +4,8 @@ The reader takes events in order and dispatches them; transcription runs on
 its own relay task and synthesis on its own worker (both owned here and
 ended when the connection ends), so audio keeps flowing out while events come
 in. A read is never cut off half-way: the pending read survives the idle
-check, which only closes a connection that has nothing in flight.
+check, which closes a connection that sent nothing for ``idle_timeout_s``
+unless its synthesis is still going out.
 
 Errors that the client can fix (a bad field, an unknown voice, over capacity)
 are ``error`` events and the connection goes on; broken framing ends it.
@@ -87,7 +88,8 @@ class Connection:
             await self._close()
 
     def _busy(self) -> bool:
-        return self.speaker.busy or self.transcription is not None
+        # Audio that stops coming is idleness too: only synthesis (the client reads, sends nothing) is not.
+        return self.speaker.busy
 
     async def _close(self) -> None:
         await self.speaker.close()

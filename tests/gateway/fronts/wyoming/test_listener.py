@@ -140,3 +140,16 @@ def test_the_app_lifespan_starts_and_stops_the_listener(tmp_path):
         assert info.asr == []
     with pytest.raises(OSError):  # the port is closed with the app
         asyncio.run(describe(wyoming.port))
+
+
+def test_a_taken_port_stops_the_start_with_the_os_error(tmp_path):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        settings = Settings(engines=(), data_dir=tmp_path, wyoming_uri=f"tcp://127.0.0.1:{port}", tts_engine="pocket")
+        app = create_app(settings, tts_engines={}, share_listener=FakeListener())
+        with pytest.raises(OSError, match="address already in use"), TestClient(app):
+            pass

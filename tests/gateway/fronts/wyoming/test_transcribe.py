@@ -205,3 +205,36 @@ def test_pcm_in_mixes_channels_widens_and_resamples():
     out = pcm_in.feed(AudioFormat(48000, 2, 1), bytes(2 * 4800))  # a new rate: a new resampler
     total = len(out) + len(pcm_in.flush())
     assert total == 1600
+
+
+async def test_whitespace_around_finals_never_doubles_in_the_chunks(tmp_path):
+    fake = FakeSidecar()
+    async with wyoming_server(tmp_path, asr=fake) as server, connect(server) as client:
+        await client.write_event(AudioStart(rate=RATE, width=2, channels=1).event())
+        stream = await the_stream(fake)
+        deliver(stream,
+                {"ev": "speech_started", "utterance": 0, "at": 0.1, "start_sample": 0},
+                {"ev": "final", "utterance": 0, "text": " One. ", "start": 0.1, "end": 0.5, "language": "en"},
+                {"ev": "speech_started", "utterance": 1, "at": 1.0, "start_sample": 16000},
+                {"ev": "partial", "utterance": 1, "text": " Two", "stable": " Two", "start": 1.0, "end": 1.2},
+                {"ev": "final", "utterance": 1, "text": " Two. ", "start": 1.0, "end": 1.5, "language": "en"})
+        await client.write_event(AudioStop().event())
+        events = await read_until(client, "transcript-stop")
+    chunks = [e.data["text"] for e in events if e.type == "transcript-chunk"]
+    assert chunks == ["One.", " Two", "."]
+    assert "".join(chunks) == events[-2].data["text"] == "One. Two."
+
+
+async def test_a_transcription_whose_audio_stops_coming_is_closed_when_idle(tmp_path):
+    fake = FakeSidecar()
+    async with wyoming_server(tmp_path, asr=fake, idle_timeout_s=1) as server:
+        async with connect(server) as client:
+            await client.write_event(AudioStart(rate=RATE, width=2, channels=1).event())
+            stream = await the_stream(fake)
+            assert await read(client) is None  # closed after 1 s without events
+        for _ in range(200):
+            if not sessions_of(server):
+                break
+            await asyncio.sleep(0.01)
+        assert sessions_of(server) == []
+        assert fake.ops(stream.id) == ["open", "close"]
