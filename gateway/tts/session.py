@@ -31,7 +31,7 @@ from typing import Any
 from starlette.websockets import WebSocketDisconnect
 
 from engines.base import EngineError, SynthesisOptions, TtsEngine
-from gateway.audio import Encoding
+from gateway.codecs.formats import OutputFormat
 from gateway.errors import (
     CLOSE_IDLE,
     CLOSE_NORMAL,
@@ -115,7 +115,7 @@ class TtsSession:
     engine: TtsEngine
     voice: str | None
     sample_rate: int
-    encoding: Encoding
+    encoding: OutputFormat
     config: SessionConfig
     state: TtsState = TtsState.OPEN
     _pending: deque[QueueItem] = field(default_factory=deque)  # not started yet

@@ -46,7 +46,7 @@ def test_the_sidecar_is_opened_with_the_stream_options(tmp_path):
 
 
 @pytest.mark.parametrize(("query", "reason"), [
-    ("encoding=pcm_mulaw", "encoding: 'pcm_mulaw' must be one of: pcm_s16le, pcm_f32le"),
+    ("encoding=pcm_mulaw", "encoding: 'pcm_mulaw' must be one of: pcm_s16le, pcm_f32le, mulaw, alaw, opus, webm, ogg"),
     ("sample_rate=4000", "sample_rate: '4000' must be between 8000 and 48000"),
     ("sample_rate=fast", "sample_rate: 'fast' is not an integer"),
     ("silence_ms=100", "silence_ms: 100 must be between 200 and 5000"),
@@ -247,6 +247,23 @@ def test_finalize_is_passed_to_the_sidecar_in_order_with_the_audio(tmp_path):
         ws.send_json({"type": "end"})
         receive(ws)
         assert fake.ops(stream_of_id(fake)) == ["open", "audio", "finalize", "audio", "end"]
+
+
+def test_a_finalize_with_an_id_reaches_the_sidecar_and_its_answer_the_client(tmp_path):
+    fake = FakeSidecar()
+    with dictation_client(tmp_path, fake) as client, client.websocket_connect("/v1/dictation") as ws:
+        receive(ws)
+        ws.send_json({"type": "finalize", "id": "turn-3"})
+        ws.send_json({"type": "keepalive"})  # a round trip: the finalize was handled before it
+        ws.send_json({"type": "finalize", "id": 7})
+        assert receive(ws) == {"type": "error", "code": "bad_message", "retryable": False,
+                               "message": "finalize.id must be a string of 1..128 characters"}
+        assert [h for h, _ in fake.frames if h["op"] == "finalize"] == [
+            {"op": "finalize", "stream": stream_of_id(fake), "id": "turn-3"}]
+        deliver(client, fake, {"ev": "finalized", "id": "turn-3", "utterance": None})
+        ws.send_json({"type": "end"})
+        assert receive(ws) == {"type": "finalized", "id": "turn-3", "utterance": None}
+        assert receive(ws)["type"] == "closed"
 
 
 def test_admin_sessions_lists_the_stream_with_its_lag(tmp_path):

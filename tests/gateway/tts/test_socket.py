@@ -263,8 +263,9 @@ def test_engine_error_mid_utterance_is_reported_with_the_id(tmp_path):
 @pytest.mark.parametrize(("query", "event", "close"), [
     ("?sample_rate=4000", {"code": "bad_request", "message": "sample_rate: '4000' must be between 8000 and 48000"},
      (4400, "sample_rate: '4000' must be between 8000 and 48000")),
-    ("?encoding=ulaw", {"code": "bad_request", "message": "encoding: 'ulaw' must be one of: pcm_s16le, pcm_f32le"},
-     (4400, "encoding: 'ulaw' must be one of: pcm_s16le, pcm_f32le")),
+    ("?encoding=ulaw", {"code": "bad_request",
+                        "message": "encoding: 'ulaw' must be one of: pcm_s16le, pcm_f32le, opus, mulaw, alaw"},
+     (4400, "encoding: 'ulaw' must be one of: pcm_s16le, pcm_f32le, opus, mulaw, alaw")),
     ("?engine=nope", {"code": "unknown_engine", "message": "engine: unknown engine 'nope'; available: pocket"},
      (4400, "engine: unknown engine 'nope'; available: pocket")),
     ("?voice=ghost", {"code": "unknown_voice", "message": "unknown voice 'ghost'; available voices: alba, marius",
