@@ -1,17 +1,24 @@
 """LiveKit Agents' Deepgram plugin (STT and TTS streams, which need no LiveKit
 server) against the Deepgram front of a real `voxgate serve`: the ASR sidecar
-with tiny.en hears Piper speech, Pocket with random weights speaks."""
+with tiny.en hears Piper speech, Piper speaks and what LiveKit got is transcribed back."""
 
 from __future__ import annotations
 
 import asyncio
 import time
 
-import numpy as np
 import pytest
 
-from tests.e2e.gateway_process import running_gateway
-from tests.support.speech import pcm16, piper_say, resample, silence, wer
+from tests.e2e.deepgram_agents_support import (
+    FIRST,
+    KEY,
+    MAX_WORD_ERRORS,
+    SECOND,
+    gateway_server,  # noqa: F401  (the `server` fixture)
+    speech,
+    transcribe,
+    word_errors,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 deepgram = pytest.importorskip("livekit.plugins.deepgram",
@@ -20,27 +27,7 @@ deepgram = pytest.importorskip("livekit.plugins.deepgram",
 from livekit import rtc  # noqa: E402  (after the importorskip above)
 from livekit.agents import stt as lk_stt  # noqa: E402
 
-FIRST = "It's easy to tell the depth of a well."
-SECOND = "Glue the sheet to the dark blue background."
-MAX_WORD_ERRORS = 2  # per sentence of 8-9 words; tiny.en on Piper: ~10% WER on average
-KEY = "unused-on-loopback"
 CHUNK = 640  # 20 ms of 16-bit mono at 16 kHz, as a LiveKit room delivers it
-
-
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    from engines.pocket.random_checkpoint import make_random_model_dir
-
-    dest = tmp_path_factory.mktemp("pocket") / "tiny"
-    make_random_model_dir(dest, geometry="tiny", seed=0)
-    return dest
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory, model_dir):
-    env = {"VOXGATE_ASR_THREADS": "2", "VOXGATE_POCKET_DIR": str(model_dir)}
-    with running_gateway(tmp_path_factory.mktemp("data"), "asr,pocket", env=env) as gw:
-        yield gw.url
 
 
 @pytest.fixture
@@ -49,19 +36,6 @@ async def http():
 
     async with aiohttp.ClientSession() as session:
         yield session
-
-
-def word_errors(want: str, got: str) -> float:
-    return round(wer(want, got) * len(want.split()), 6)
-
-
-def speech(*texts: str, tail_s: float = 1.5) -> bytes:
-    parts = [silence(0.5)]
-    for text in texts:
-        samples, rate = piper_say(text)
-        parts += [resample(samples, rate), silence(tail_s)]
-    pcm = pcm16(np.concatenate(parts))
-    return pcm[:len(pcm) // CHUNK * CHUNK]
 
 
 async def push_realtime(stream, pcm: bytes) -> None:
@@ -86,7 +60,7 @@ async def test_stt_stream_gives_a_final_and_end_of_speech_per_utterance(server, 
     stt = deepgram.STT(api_key=KEY, base_url=server + "/v1/listen", http_session=http)
     stream = stt.stream()
     reader = asyncio.create_task(read_all(stream))
-    await push_realtime(stream, speech(FIRST, SECOND))
+    await push_realtime(stream, speech(FIRST, SECOND, multiple_of=CHUNK))
     stream.end_input()  # Finalize, then CloseStream; the stream ends when the socket does
     events = await asyncio.wait_for(reader, 60)
     await stt.aclose()
@@ -106,7 +80,7 @@ async def test_stt_stream_flush_finalizes_the_open_utterance(server, http):
     stt = deepgram.STT(api_key=KEY, base_url=server + "/v1/listen", http_session=http, endpointing_ms=3000)
     stream = stt.stream()
     reader = asyncio.create_task(read_all(stream))
-    await push_realtime(stream, speech(FIRST, tail_s=0.1))
+    await push_realtime(stream, speech(FIRST, tail_s=0.1, multiple_of=CHUNK))
     stream.flush()
     stream.end_input()
     events = await asyncio.wait_for(reader, 60)
@@ -127,23 +101,30 @@ async def speak(tts, text: str) -> tuple[list, bool]:
     return events, stream._connection_reused
 
 
+def pcm_of(events: list) -> bytes:
+    return b"".join(e.frame.data.tobytes() for e in events)
+
+
 async def test_tts_streams_one_after_another_reuse_the_socket(server, http):
+    texts = ("Hello there, this is a test.", "And here is a second answer.")
     tts = deepgram.TTS(api_key=KEY, base_url=server + "/v1/speak", http_session=http, sample_rate=24000)
-    first, first_reused = await speak(tts, "Hello there, this is a test.")
-    second, second_reused = await speak(tts, "And here is a second answer.")
+    first, first_reused = await speak(tts, texts[0])
+    second, second_reused = await speak(tts, texts[1])
     await tts.aclose()  # Flush and Close on the pooled socket
     # the pooled socket stays open after Flushed and speaks the next answer to its own Flushed
     assert (first_reused, second_reused) == (False, True)
-    for events in (first, second):
+    for text, events in zip(texts, (first, second), strict=True):
         assert [e.is_final for e in events][-1] is True  # ended by its Flushed
         assert len({e.segment_id for e in events}) == 1
         assert {(e.frame.sample_rate, e.frame.num_channels) for e in events} == {(24000, 1)}
-        assert sum(e.frame.samples_per_channel for e in events) > 24000 * 0.2  # at least 0.2 s each
+        assert word_errors(text, await transcribe(server, pcm_of(events), 24000)) <= MAX_WORD_ERRORS
 
 
 async def test_tts_stream_at_16_khz(server, http):
+    text = "Sixteen kilohertz, please."
     tts = deepgram.TTS(api_key=KEY, base_url=server + "/v1/speak", http_session=http, sample_rate=16000)
-    events, _ = await speak(tts, "Sixteen kilohertz, please.")
+    events, _ = await speak(tts, text)
     await tts.aclose()
     assert {(e.frame.sample_rate, e.frame.num_channels) for e in events} == {(16000, 1)}
-    assert events[-1].is_final and sum(e.frame.samples_per_channel for e in events) > 16000 * 0.2
+    assert events[-1].is_final
+    assert word_errors(text, await transcribe(server, pcm_of(events), 16000)) <= 1

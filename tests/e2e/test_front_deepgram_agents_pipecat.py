@@ -1,17 +1,25 @@
 """Pipecat's Deepgram services against the Deepgram front of a real `voxgate serve`
-(the ASR sidecar with tiny.en, Pocket with random weights), each in a minimal
-Pipecat pipeline: ``DeepgramSTTService(base_url=...)`` behind Pipecat's Silero VAD
-hears Piper speech, ``DeepgramTTSService(base_url=...)`` speaks."""
+(the ASR sidecar with tiny.en, Piper), each in a minimal Pipecat pipeline:
+``DeepgramSTTService(base_url=...)`` behind Pipecat's Silero VAD hears Piper speech,
+``DeepgramTTSService(base_url=...)`` speaks, and what it got is transcribed back."""
 
 from __future__ import annotations
 
 import warnings
 
-import numpy as np
 import pytest
 
-from tests.e2e.gateway_process import running_gateway
-from tests.support.speech import pcm16, piper_say, resample, silence, wer
+from tests.e2e.deepgram_agents_support import (
+    FIRST,
+    KEY,
+    MAX_WORD_ERRORS,
+    SECOND,
+    gateway_server,  # noqa: F401  (the `server` fixture)
+    piper_seconds,
+    speech,
+    transcribe,
+    word_errors,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300),
               # deepgram-sdk imports websockets' legacy client API, which warns on import
@@ -34,42 +42,16 @@ with warnings.catch_warnings():
 
     from tests.support.pipecat_driver import Heard, Run, vad
 
-FIRST = "It's easy to tell the depth of a well."
-SECOND = "Glue the sheet to the dark blue background."
-MAX_WORD_ERRORS = 2  # per sentence of 8-9 words; tiny.en on Piper: ~10% WER on average
-KEY = "unused-on-loopback"
+RATE = 24000
+LONG = "This is a long answer that goes on. " * 20
 
 
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    from engines.pocket.random_checkpoint import make_random_model_dir
-
-    dest = tmp_path_factory.mktemp("pocket") / "tiny"
-    make_random_model_dir(dest, geometry="tiny", seed=0)
-    return dest
+def ws(server: str) -> str:
+    return server.replace("http://", "ws://")
 
 
-@pytest.fixture(scope="module")
-def ws_url(tmp_path_factory, model_dir):
-    env = {"VOXGATE_ASR_THREADS": "2", "VOXGATE_POCKET_DIR": str(model_dir)}
-    with running_gateway(tmp_path_factory.mktemp("data"), "asr,pocket", env=env) as gw:
-        yield gw.url.replace("http://", "ws://")
-
-
-def word_errors(want: str, got: str) -> float:
-    return round(wer(want, got) * len(want.split()), 6)
-
-
-def speech(*texts: str) -> bytes:
-    parts = [silence(0.5)]
-    for text in texts:
-        samples, rate = piper_say(text)
-        parts += [resample(samples, rate), silence(1.5)]
-    return pcm16(np.concatenate(parts))
-
-
-async def test_stt_service_finals_come_from_finalize_at_each_vad_stop(ws_url):
-    stt = DeepgramSTTService(api_key=KEY, base_url=ws_url)
+async def test_stt_service_finals_come_from_finalize_at_each_vad_stop(server):
+    stt = DeepgramSTTService(api_key=KEY, base_url=ws(server))
     async with Run(vad(), stt) as run:
         await run.send_audio(speech(FIRST, SECOND))
         await run.wait_for(lambda heard: len(heard.finals()) >= 2)
@@ -85,34 +67,44 @@ async def test_stt_service_finals_come_from_finalize_at_each_vad_stop(ws_url):
     assert len(run.heard.ttfb(stt.name)) == 2
 
 
-def stopped(heard: Heard, count: int) -> bool:
-    return len(heard.of(TTSStoppedFrame)) >= count
+def audio_of(heard: Heard, context_id: str | None = None) -> bytes:
+    return b"".join(f.audio for f in heard.of(TTSAudioRawFrame) if context_id in (None, f.context_id))
 
 
-async def test_tts_service_speaks_and_stops_at_flushed(ws_url):
-    tts = DeepgramTTSService(api_key=KEY, base_url=ws_url, sample_rate=24000)
+async def test_tts_service_speaks_the_text_and_stops_at_flushed(server):
+    text = "Hello there, this is a test. And here is a second sentence."
+    tts = DeepgramTTSService(api_key=KEY, base_url=ws(server), sample_rate=RATE)
     async with Run(tts) as run:
-        await run.worker.queue_frame(TTSSpeakFrame("Hello there, this is a test. And here is a second sentence."))
-        await run.wait_for(lambda heard: stopped(heard, 1))
+        await run.worker.queue_frame(TTSSpeakFrame(text))
+        await run.wait_for(lambda heard: bool(heard.of(TTSStoppedFrame)))
     kinds = [type(f) for _, f in run.heard.frames if isinstance(f, (TTSStartedFrame, TTSAudioRawFrame, TTSStoppedFrame))]
-    assert kinds[0] is TTSStartedFrame and kinds[-1] is TTSStoppedFrame
-    audio = run.heard.of(TTSAudioRawFrame)
-    assert {(f.sample_rate, f.num_channels) for f in audio} == {(24000, 1)}
-    assert sum(len(f.audio) for f in audio) > 24000 * 2 * 0.2  # at least 0.2 s of 24 kHz 16-bit audio
+    assert kinds[0] is TTSStartedFrame and kinds[-1] is TTSStoppedFrame and kinds.count(TTSStoppedFrame) == 1
+    assert {(f.sample_rate, f.num_channels) for f in run.heard.of(TTSAudioRawFrame)} == {(RATE, 1)}
+    assert word_errors(text, await transcribe(server, audio_of(run.heard), RATE)) <= MAX_WORD_ERRORS
     assert len(run.heard.ttfb(tts.name)) == 1
     assert not run.heard.of(ErrorFrame)
 
 
-async def test_tts_service_speaks_the_next_answer_after_an_interruption(ws_url):
-    """Barge-in: Pipecat sends Clear on interruption; the same socket then speaks the next answer to its end."""
-    tts = DeepgramTTSService(api_key=KEY, base_url=ws_url, sample_rate=24000)
+async def test_tts_service_stops_at_an_interruption_and_speaks_the_next_answer(server):
+    """Barge-in: Pipecat sends Clear; synthesis of the long answer stops and the same socket speaks the next one."""
+    text = "And this is the next answer."
+    tts = DeepgramTTSService(api_key=KEY, base_url=ws(server), sample_rate=RATE)
     async with Run(tts) as run:
-        await run.worker.queue_frame(TTSSpeakFrame("This is a long answer. " * 20))
+        await run.worker.queue_frame(TTSSpeakFrame(LONG))
         await run.wait_for(lambda heard: bool(heard.of(TTSAudioRawFrame)))
         await run.worker.queue_frame(InterruptionFrame())
-        await run.worker.queue_frame(TTSSpeakFrame("And this is the next answer."))
-        await run.wait_for(lambda heard: len(heard.of(TTSStartedFrame)) == 2 and any(
-            f.context_id == heard.of(TTSStartedFrame)[1].context_id for f in heard.of(TTSStoppedFrame)))
-    second = run.heard.of(TTSStartedFrame)[1].context_id
-    assert any(f.context_id == second for f in run.heard.of(TTSAudioRawFrame))
-    assert not run.heard.of(ErrorFrame)
+        await run.worker.queue_frame(TTSSpeakFrame(text))
+
+        def next_answer_stopped(heard: Heard) -> bool:
+            started = heard.of(TTSStartedFrame)
+            return len(started) == 2 and any(f.context_id == started[1].context_id for f in heard.of(TTSStoppedFrame))
+
+        await run.wait_for(next_answer_stopped)
+    first, second = (f.context_id for f in run.heard.of(TTSStartedFrame))
+    # the long answer stopped: far less of it came than it takes to say
+    assert len(audio_of(run.heard)) / (2 * RATE) < piper_seconds(LONG) / 2
+    # Pipecat files audio under the context active when it arrives, so a frame already on its way when
+    # Clear went out may land at the head of the next answer's: the next answer is the tail of what it got
+    heard = (await transcribe(server, audio_of(run.heard, second), RATE)).split()
+    assert word_errors(text, " ".join(heard[-len(text.split()):])) <= 1, heard
+    assert first != second and not run.heard.of(ErrorFrame)
