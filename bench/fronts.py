@@ -1,10 +1,11 @@
 """Fronts benchmark: every foreign wire protocol against the native socket, side by side.
 
-    flock /tmp/voxgate-bench.lock python bench/fronts.py [--rounds 3] [--pocket-dir DIR]
+    flock /tmp/voxgate-bench.lock python bench/fronts.py [--rounds 3] [--tts piper|pocket] [--pocket-dir DIR]
 
-Starts one `voxgate serve --engines asr,pocket` (Pocket on the given weights, else a
-random-weight checkpoint of the released English geometry made for the run: the
-compute of the real model, not its voice), then runs every probe module of
+Starts one `voxgate serve --engines asr,TTS` with TTS as the default engine: Piper
+with its bundled voice (the default), or Pocket on the given weights, else on a
+random-weight checkpoint of the released English geometry made for the run (the
+compute of the real model, not its voice). Then it runs every probe module of
 bench/front_probes (contract in its __init__) against it, alternating probes round by
 round so load drifts hit all alike:
 
@@ -71,13 +72,15 @@ def machine() -> str:
     return f"{cpu}, {os.cpu_count()} cores, load average {load}"
 
 
-def start_gateway(pocket_dir: Path, data_dir: Path) -> tuple[subprocess.Popen, str]:
+def start_gateway(tts: str, pocket_dir: Path | None, data_dir: Path) -> tuple[subprocess.Popen, str]:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("VOXGATE_")}
-    env.update({"VOXGATE_DATA_DIR": str(data_dir), "VOXGATE_POCKET_DIR": str(pocket_dir),
+    env.update({"VOXGATE_DATA_DIR": str(data_dir), "VOXGATE_TTS_ENGINE": tts,
                 "VOXGATE_ASR_THREADS": "2", "PYTHONPATH": str(ROOT)})
+    if pocket_dir is not None:
+        env["VOXGATE_POCKET_DIR"] = str(pocket_dir)
     proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "serve", "--host", "127.0.0.1", "--port",
-                             str(port), "--engines", "asr,pocket"], cwd=ROOT, env=env,
+                             str(port), "--engines", f"asr,{tts}"], cwd=ROOT, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 180
@@ -148,17 +151,20 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--sentences", type=int, default=4)
+    parser.add_argument("--tts", choices=("piper", "pocket"), default="piper", help="the TTS engine")
     parser.add_argument("--pocket-dir", type=Path, default=None, help="real Pocket weights (default: random)")
     parser.add_argument("--geometry", default="english", help="geometry of the random weights (english, tiny)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         pocket_dir = args.pocket_dir
-        if pocket_dir is None:
+        if pocket_dir is None and args.tts == "pocket":
             from engines.pocket.random_checkpoint import make_random_model_dir
 
             pocket_dir = Path(tmp) / "pocket"
             make_random_model_dir(pocket_dir, geometry=args.geometry, seed=0)
-        proc, url = start_gateway(pocket_dir, Path(tmp) / "data")
+        weights = args.pocket_dir or f"random {args.geometry}-geometry weights"
+        print("TTS engine: " + ("Piper, bundled en_US-joe-medium" if args.tts == "piper" else f"Pocket, {weights}"))
+        proc, url = start_gateway(args.tts, pocket_dir, Path(tmp) / "data")
         try:
             asyncio.run(run(url, args.rounds, args.sentences))
         finally:
