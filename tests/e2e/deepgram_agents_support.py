@@ -17,12 +17,13 @@ FIRST = "It's easy to tell the depth of a well."
 SECOND = "Glue the sheet to the dark blue background."
 MAX_WORD_ERRORS = 2  # per sentence of 8-9 words; tiny.en on Piper: ~10% WER on average
 KEY = "unused-on-loopback"
+IDLE_TIMEOUT_S = 2  # VOXGATE_IDLE_TIMEOUT_S: short, so a test can wait out a quiet socket
 
 
 @pytest.fixture(scope="module", name="server")
 def gateway_server(tmp_path_factory):
     """The gateway's base URL (http://127.0.0.1:port)."""
-    env = {"VOXGATE_ASR_THREADS": "2", "VOXGATE_TTS_ENGINE": "piper"}
+    env = {"VOXGATE_ASR_THREADS": "2", "VOXGATE_TTS_ENGINE": "piper", "VOXGATE_IDLE_TIMEOUT_S": str(IDLE_TIMEOUT_S)}
     with running_gateway(tmp_path_factory.mktemp("data"), "asr,piper", env=env) as gw:
         yield gw.url
 

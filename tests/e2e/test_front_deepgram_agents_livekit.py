@@ -11,6 +11,7 @@ import pytest
 
 from tests.e2e.deepgram_agents_support import (
     FIRST,
+    IDLE_TIMEOUT_S,
     KEY,
     MAX_WORD_ERRORS,
     SECOND,
@@ -120,8 +121,19 @@ async def test_tts_streams_one_after_another_reuse_the_socket(server, http):
         assert word_errors(text, await transcribe(server, pcm_of(events), 24000)) <= MAX_WORD_ERRORS
 
 
+async def test_tts_pooled_socket_outlasts_a_pause_longer_than_the_idle_timeout(server, http):
+    """LiveKit keeps its pooled /v1/speak socket between answers without a keepalive, as Deepgram allows."""
+    tts = deepgram.TTS(api_key=KEY, base_url=server + "/v1/speak", http_session=http, sample_rate=24000)
+    await speak(tts, "First answer.")
+    await asyncio.sleep(2.5 * IDLE_TIMEOUT_S)
+    events, reused = await speak(tts, "Second answer after a pause.")
+    await tts.aclose()
+    assert reused and events[-1].is_final
+    assert word_errors("Second answer after a pause.", await transcribe(server, pcm_of(events), 24000)) <= 1
+
+
 async def test_tts_stream_at_16_khz(server, http):
-    text = "Sixteen kilohertz, please."
+    text = "Here is the answer at a lower rate."
     tts = deepgram.TTS(api_key=KEY, base_url=server + "/v1/speak", http_session=http, sample_rate=16000)
     events, _ = await speak(tts, text)
     await tts.aclose()

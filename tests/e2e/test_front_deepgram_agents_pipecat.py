@@ -5,12 +5,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import warnings
 
 import pytest
 
 from tests.e2e.deepgram_agents_support import (
     FIRST,
+    IDLE_TIMEOUT_S,
     KEY,
     MAX_WORD_ERRORS,
     SECOND,
@@ -108,3 +110,24 @@ async def test_tts_service_stops_at_an_interruption_and_speaks_the_next_answer(s
     heard = (await transcribe(server, audio_of(run.heard, second), RATE)).split()
     assert word_errors(text, " ".join(heard[-len(text.split()):])) <= 1, heard
     assert first != second and not run.heard.of(ErrorFrame)
+
+
+async def test_tts_service_keeps_its_socket_through_a_pause_longer_than_the_idle_timeout(server):
+    """Pipecat holds /v1/speak open between answers and sends nothing meanwhile, as Deepgram allows."""
+    tts = DeepgramTTSService(api_key=KEY, base_url=ws(server), sample_rate=RATE)
+    connects: list[object] = []
+
+    @tts.event_handler("on_connected")
+    async def connected(_service: object) -> None:
+        connects.append(_service)
+
+    async with Run(tts) as run:
+        await run.worker.queue_frame(TTSSpeakFrame("First answer."))
+        await run.wait_for(lambda heard: len(heard.of(TTSStoppedFrame)) == 1)
+        await asyncio.sleep(2.5 * IDLE_TIMEOUT_S)
+        await run.worker.queue_frame(TTSSpeakFrame("Second answer after a pause."))
+        await run.wait_for(lambda heard: len(heard.of(TTSStoppedFrame)) == 2)
+    second = run.heard.of(TTSStartedFrame)[1].context_id
+    assert len(connects) == 1  # no reconnect
+    heard = await transcribe(server, audio_of(run.heard, second), RATE)
+    assert word_errors("Second answer after a pause.", heard) <= 1
