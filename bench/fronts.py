@@ -124,9 +124,9 @@ async def run(url: str, rounds: int, sentences: int) -> None:
                     stt[p.NAME] += await p.stt_final_latency(url, samples, speech_end_s=end_s, rounds=1)
                 if p.NAME in frameworks:
                     frameworks[p.NAME] += await p.framework_stt_latency(url, samples, speech_end_s=end_s, rounds=1)
-        for p in probes:
-            if p.NAME in tts:
-                tts[p.NAME] += await p.tts_first_audio(url, TTS_TEXT, rounds=1)
+            for p in probes:  # as many TTS samples as STT ones
+                if p.NAME in tts:
+                    tts[p.NAME] += await p.tts_first_audio(url, TTS_TEXT, rounds=1)
     header = "| front | n | p50 ms | p95 ms | vs native (p50) |\n|---|---|---|---|---|"
     print("\nEnd of speech -> final transcript\n" + header)
     for name, values in stt.items():
