@@ -10,7 +10,9 @@ the ``vg_session`` cookie, the ``vg_pin`` cookie.
 on a WebSocket, so Deepgram's browser clients offer the subprotocols
 ``token`` and ``<key>``; that pair is a bearer credential too, and the server
 must then accept the socket with the ``token`` subprotocol
-(``answer_subprotocol``). Explicit credentials come before cookies, so a client that presents one
+(``answer_subprotocol``). OpenAI's browser clients offer ``realtime`` and
+``openai-insecure-api-key.<key>``: a bearer credential as well, answered with
+``realtime``. Explicit credentials come before cookies, so a client that presents one
 is judged by it alone, and a stale cookie riding along cannot change the answer.
 Empty values count as absent.
 """
@@ -32,6 +34,8 @@ PIN_HEADER = "x-voxgate-pin"
 KEY_HEADER = "x-api-key"
 BEARER_SCHEMES = ("bearer", "token")
 TOKEN_SUBPROTOCOL = "token"
+REALTIME_SUBPROTOCOL = "realtime"
+OPENAI_KEY_SUBPROTOCOL = "openai-insecure-api-key."  # followed by the key
 
 
 class CredentialKind(str, enum.Enum):
@@ -78,21 +82,37 @@ def cookies(scope: Scope) -> dict[str, str]:
     return cookie_parser("; ".join(header_values(scope, "cookie")))
 
 
-def subprotocol_credential(scope: Scope) -> str | None:
-    """The key or token of a WebSocket that offers the subprotocols ``token``, ``<value>``."""
+def _offered(scope: Scope) -> list[str]:
     if scope.get("type") != "websocket":
-        return None
-    offered = [str(p).strip() for p in scope.get("subprotocols") or ()]
+        return []
+    return [str(p).strip() for p in scope.get("subprotocols") or ()]
+
+
+def subprotocol_credential(scope: Scope) -> str | None:
+    """The key or token of a WebSocket that offers the subprotocols ``token``, ``<value>``,
+    or ``realtime`` with ``openai-insecure-api-key.<value>``."""
+    offered = _offered(scope)
     if len(offered) >= 2 and offered[0].lower() == TOKEN_SUBPROTOCOL:
         return offered[1]
+    return _openai_key(offered)
+
+
+def _openai_key(offered: list[str]) -> str | None:
+    if REALTIME_SUBPROTOCOL not in offered:
+        return None
+    for protocol in offered:
+        if protocol.startswith(OPENAI_KEY_SUBPROTOCOL):
+            return protocol[len(OPENAI_KEY_SUBPROTOCOL):]
     return None
 
 
 def answer_subprotocol(scope: Scope) -> str | None:
-    """The subprotocol the server must accept the socket with: ``token`` when the
-    client presented its credential that way (a browser fails the handshake
-    unless one of its offered subprotocols is echoed)."""
-    return TOKEN_SUBPROTOCOL if subprotocol_credential(scope) else None
+    """The subprotocol the server must accept the socket with: ``token`` or
+    ``realtime`` when the client presented its credential that way (a browser
+    fails the handshake unless one of its offered subprotocols is echoed)."""
+    if not subprotocol_credential(scope):
+        return None
+    return REALTIME_SUBPROTOCOL if _openai_key(_offered(scope)) else TOKEN_SUBPROTOCOL
 
 
 def presented_credential(scope: Scope) -> Credential | None:
