@@ -2,8 +2,13 @@
 
 One credential is used per request, the first found in this order:
 ``Authorization`` (scheme case-insensitive), the WebSocket subprotocol pair
-``token, <key>``, ``X-API-Key``, ``?api_key=``, ``?ticket=``, ``X-Voxgate-Pin``,
-the ``vg_session`` cookie, the ``vg_pin`` cookie.
+``token, <key>`` (or ``realtime``, ``openai-insecure-api-key.<key>``),
+``X-API-Key``, ``xi-api-key``, ``?api_key=``, ``?authorization=``, ``?ticket=``,
+``X-Voxgate-Pin``, the ``vg_session`` cookie, the ``vg_pin`` cookie.
+
+``xi-api-key`` (ElevenLabs' header) is the API key, like ``X-API-Key``;
+``?authorization=`` (ElevenLabs' query form) a bearer token: the key or a session
+token, with or without a ``Bearer `` prefix.
 
 ``Authorization: Token <key>`` (Deepgram's scheme) means the same as
 ``Bearer <key>``: the API key or a session token. Browsers cannot set headers
@@ -32,6 +37,7 @@ SESSION_COOKIE = "vg_session"
 PIN_COOKIE = "vg_pin"
 PIN_HEADER = "x-voxgate-pin"
 KEY_HEADER = "x-api-key"
+XI_KEY_HEADER = "xi-api-key"
 BEARER_SCHEMES = ("bearer", "token")
 TOKEN_SUBPROTOCOL = "token"
 REALTIME_SUBPROTOCOL = "realtime"
@@ -39,8 +45,8 @@ OPENAI_KEY_SUBPROTOCOL = "openai-insecure-api-key."  # followed by the key
 
 
 class CredentialKind(str, enum.Enum):
-    BEARER = "bearer"  # Authorization: Bearer / Token, or the token subprotocol: the API key or a session token
-    API_KEY = "api_key"  # X-API-Key or ?api_key=: the API key only
+    BEARER = "bearer"  # Authorization: Bearer / Token, a subprotocol, ?authorization=: the API key or a session token
+    API_KEY = "api_key"  # X-API-Key, xi-api-key or ?api_key=: the API key only
     TICKET = "ticket"  # ?ticket=: a WebSocket ticket
     PIN = "pin"  # X-Voxgate-Pin or the vg_pin cookie
     SESSION_COOKIE = "session_cookie"  # vg_session: a session token
@@ -115,6 +121,12 @@ def answer_subprotocol(scope: Scope) -> str | None:
     return REALTIME_SUBPROTOCOL if _openai_key(_offered(scope)) else TOKEN_SUBPROTOCOL
 
 
+def bearer_value(value: str) -> Credential:
+    """A bearer credential written with or without its ``Bearer `` scheme."""
+    scheme, _, token = value.strip().partition(" ")
+    return Credential(CredentialKind.BEARER, token.strip() if scheme.lower() in BEARER_SCHEMES else value.strip())
+
+
 def presented_credential(scope: Scope) -> Credential | None:
     """The one credential this request presents, or None."""
     for credential in _candidates(scope):
@@ -133,8 +145,10 @@ def _candidates(scope: Scope) -> Iterable[Credential]:
             yield Credential(CredentialKind.UNSUPPORTED, authorization)
     yield Credential(CredentialKind.BEARER, subprotocol_credential(scope) or "")
     yield Credential(CredentialKind.API_KEY, (first_header(scope, KEY_HEADER) or "").strip())
+    yield Credential(CredentialKind.API_KEY, (first_header(scope, XI_KEY_HEADER) or "").strip())
     query = query_params(scope)
     yield Credential(CredentialKind.API_KEY, query.get("api_key", ""))
+    yield bearer_value(query.get("authorization", ""))
     yield Credential(CredentialKind.TICKET, query.get("ticket", ""))
     yield Credential(CredentialKind.PIN, (first_header(scope, PIN_HEADER) or "").strip())
     jar = cookies(scope)
