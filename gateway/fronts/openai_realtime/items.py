@@ -150,7 +150,7 @@ class ItemTracker:
         if item.discarded:
             self._owner.pop(utterance, None)
             return []
-        if not self.server_vad or item.committed and item in self._marks.values():
+        if not self.server_vad or (item.committed and item in self._marks.values()):
             return self._deltas(item)  # it completes at the client's commit
         out = [self.events.speech_stopped(item.id, round(end * 1000)), self._commit(item)]
         return out + self._complete(item)
