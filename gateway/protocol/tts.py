@@ -29,6 +29,14 @@ from gateway.protocol.json import message_type, parse_message
 MAX_ID_CHARS = 128
 MAX_VOICE_CHARS = 128
 MAX_SEED = 2**32 - 1
+MAX_LANGUAGE_CHARS = 32
+MAX_INSTRUCT_CHARS = 500
+
+
+def engine_options(language: str | None, instruct: str | None) -> dict[str, str]:
+    """``SynthesisOptions.extra`` for the per-utterance options a request named;
+    an engine with no use for them ignores them."""
+    return {k: v for k, v in (("language", language), ("instruct", instruct)) if v is not None}
 
 
 @dataclass(frozen=True)
@@ -53,7 +61,12 @@ class Speak:
     id: str | None = None
     voice: str | None = None
     seed: int | None = None
+    language: str | None = None  # engines that speak several languages (OmniVoice)
+    instruct: str | None = None  # a voice description, for engines that design voices (OmniVoice)
     type: Literal["speak"] = "speak"
+
+    def engine_options(self) -> dict[str, str]:
+        return engine_options(self.language, self.instruct)
 
 
 @dataclass(frozen=True)
@@ -100,7 +113,9 @@ def parse_client_message(raw: str | bytes, limits: TextLimits) -> ClientMessage:
     if kind == "speak":
         text = _text_field(data, "speak.text", limits, allow_blank=False)
         return Speak(text=text, id=_opt_str(data, "id", "speak.id", MAX_ID_CHARS),
-                     voice=_opt_str(data, "voice", "speak.voice", MAX_VOICE_CHARS), seed=_opt_seed(data))
+                     voice=_opt_str(data, "voice", "speak.voice", MAX_VOICE_CHARS), seed=_opt_seed(data),
+                     language=_opt_str(data, "language", "speak.language", MAX_LANGUAGE_CHARS),
+                     instruct=_opt_str(data, "instruct", "speak.instruct", MAX_INSTRUCT_CHARS))
     if kind == "text":
         return TextFragment(text=_text_field(data, "text.text", limits, allow_blank=True))
     if kind == "flush":
@@ -188,6 +203,11 @@ class SynthesisRequest:
     format: OutputFormat = OutputFormat.WAV
     sample_rate: int | None = None  # None: the format's default (G.711: 8 kHz; others: the engine's rate)
     seed: int | None = None
+    language: str | None = None
+    instruct: str | None = None
+
+    def engine_options(self) -> dict[str, str]:
+        return engine_options(self.language, self.instruct)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], limits: TextLimits) -> SynthesisRequest:
@@ -210,7 +230,9 @@ class SynthesisRequest:
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED):
             raise BadRequest(f"seed: must be an integer between 0 and {MAX_SEED}")
         return cls(text=body_text(data, "text", limits), engine=body_str(data, "engine"),
-                   voice=body_str(data, "voice"), format=fmt, sample_rate=rate, seed=seed)
+                   voice=body_str(data, "voice"), format=fmt, sample_rate=rate, seed=seed,
+                   language=body_str(data, "language", MAX_LANGUAGE_CHARS),
+                   instruct=body_str(data, "instruct", MAX_INSTRUCT_CHARS))
 
 
 @dataclass(frozen=True)
@@ -257,12 +279,14 @@ def body_text(data: Mapping[str, Any], field: str, limits: TextLimits) -> str:
     return text
 
 
-def body_str(data: Mapping[str, Any], field: str) -> str | None:
+def body_str(data: Mapping[str, Any], field: str, max_chars: int | None = None) -> str | None:
     value = data.get(field)
     if value is None:
         return None
     if not isinstance(value, str) or not value.strip():
         raise BadRequest(f"{field}: must be a non-empty string")
+    if max_chars is not None and len(value) > max_chars:
+        raise BadRequest(f"{field}: longer than {max_chars} characters")
     return value
 
 

@@ -105,12 +105,12 @@ class AudioBytes:
 
 
 def open_audio(engine: TtsEngine, text: str, voice: str | None, out_rate: int, fmt: OutputFormat,
-               seed: int | None = None) -> AudioBytes:
+               seed: int | None = None, options: dict[str, str] | None = None) -> AudioBytes:
     """Start synthesizing ``text`` now, so engine and codec errors raise here,
     before any response is sent."""
     encoder = FrameEncoder(engine.info().sample_rate, out_rate, fmt)
     try:
-        stream = engine.open_stream(text, voice, SynthesisOptions(seed=seed))
+        stream = engine.open_stream(text, voice, SynthesisOptions(seed=seed, extra=dict(options or {})))
     except EngineError as exc:
         raise gateway_error(exc) from None
     return AudioBytes(stream, encoder)

@@ -90,7 +90,7 @@ async def tts_socket(websocket: WebSocket) -> None:
 
 
 def speech_response(request: Request, engine: TtsEngine, text: str, voice: str | None, rate: int,
-                    fmt: OutputFormat, seed: int | None) -> Response:
+                    fmt: OutputFormat, seed: int | None, options: dict[str, str] | None = None) -> Response:
     """Register the request as a TTS session and stream its audio, each piece as it is encoded
     (the speech routes of the fronts answer with it too)."""
     sessions = request.state.sessions
@@ -100,7 +100,7 @@ def speech_response(request: Request, engine: TtsEngine, text: str, voice: str |
         "format": fmt.value, "audio_s_sent": round((audio.samples if audio else 0) / rate, 3)})
 
     try:
-        audio = open_audio(engine, text, voice, rate, fmt, seed)
+        audio = open_audio(engine, text, voice, rate, fmt, seed, options)
     except GatewayError:
         sessions.remove(entry.id)
         raise
@@ -133,7 +133,8 @@ async def tts_http(request: Request) -> Response:
     check_ready(engine)
     voice = resolve_voice(engine, req.voice)
     rate = req.sample_rate or req.format.default_rate(engine.info().sample_rate)
-    return speech_response(request, engine, req.text, voice, rate, req.format, seed=req.seed)
+    return speech_response(request, engine, req.text, voice, rate, req.format, seed=req.seed,
+                           options=req.engine_options())
 
 
 async def openai_speech(request: Request) -> Response:

@@ -204,7 +204,7 @@ class TtsSession:
         if isinstance(msg, Speak):
             voice = resolve_voice(self.engine, msg.voice) if msg.voice is not None else self.voice
             self._check_queue_room()
-            self._enqueue(msg.text, voice, msg.seed, msg.id)
+            self._enqueue(msg.text, voice, msg.seed, msg.id, msg.engine_options())
         elif isinstance(msg, TextFragment):
             self._check_queue_room()
             for sentence in self._buffer.append(msg.text):
@@ -236,9 +236,11 @@ class TtsSession:
         if rest:
             self._enqueue(rest, self.voice, None, None)
 
-    def _enqueue(self, text: str, voice: str | None, seed: int | None, utt_id: str | None) -> None:
+    def _enqueue(self, text: str, voice: str | None, seed: int | None, utt_id: str | None,
+                 options: dict[str, str] | None = None) -> None:
         self._next_id += 1
-        utt = Utterance(id=utt_id or f"u{self._next_id}", text=text, voice=voice, seed=seed)
+        utt = Utterance(id=utt_id or f"u{self._next_id}", text=text, voice=voice, seed=seed,
+                        options=dict(options or {}))
         self._pending.append(utt)
         self._live.append(utt)
         self._work.set()
@@ -290,7 +292,7 @@ class TtsSession:
 
     async def _synthesize(self, utt: Utterance) -> None:
         try:
-            stream = self.engine.open_stream(utt.text, utt.voice, SynthesisOptions(seed=utt.seed))
+            stream = self.engine.open_stream(utt.text, utt.voice, SynthesisOptions(seed=utt.seed, extra=utt.options))
         except EngineError as exc:
             self._fail(utt, gateway_error(exc))
             return

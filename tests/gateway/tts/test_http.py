@@ -200,6 +200,19 @@ def test_clone_list_speak_and_delete_a_voice(tmp_path):
         assert (r.status_code, r.json()["detail"]) == (400, "voice 'alba' is built in; only cloned voices can be deleted")
 
 
+def test_ref_text_reaches_the_engine_only_when_given(tmp_path):
+    engine = FakeTtsEngine()
+    with TestClient(tts_app(tmp_path, engine), client=LOOPBACK) as client:
+        files = {"file": ("g.wav", sine_wav(2.0), "audio/wav")}
+        assert client.post("/v1/voices", data={"id": "a", "ref_text": "  It was a cold day.  "},
+                           files=files).status_code == 201
+        assert client.post("/v1/voices", data={"id": "b"}, files=files).status_code == 201
+        assert client.post("/v1/voices", data={"id": "c", "ref_text": "   "}, files=files).status_code == 201
+        r = client.post("/v1/voices", data={"id": "d", "ref_text": "x" * 1001}, files=files)
+        assert (r.status_code, r.json()["detail"]) == (400, "ref_text: 1001 characters; the limit is 1000")
+    assert engine.transcripts == {"a": "It was a cold day.", "b": None, "c": None}
+
+
 @pytest.mark.parametrize(("data", "file", "status", "detail"), [
     ({}, ("a.wav", sine_wav(2), "audio/wav"), 400,
      "id: required, 1-64 characters of letters, digits, '_' or '-', starting with a letter or digit"),
@@ -249,3 +262,13 @@ def test_engine_queue_full_is_503_before_any_audio(tmp_path):
                             "code": "over_capacity"}
         assert client.get("/v1/admin/sessions").json()["sessions"] == []  # the slot was given back
 
+
+
+def test_post_tts_passes_language_and_instruct_to_the_engine(tmp_path):
+    engine = FakeTtsEngine()
+    with TestClient(tts_app(tmp_path, engine), client=LOOPBACK) as client:
+        r = client.post("/v1/tts", json={"text": "Hallo.", "language": "de", "instruct": "whispering", "format": "pcm_s16le"})
+        assert r.status_code == 200
+        r = client.post("/v1/tts", json={"text": "Hallo.", "language": ""})
+        assert (r.status_code, r.json()["detail"]) == (400, "language: must be a non-empty string")
+    assert engine.streams[0].options.extra == {"language": "de", "instruct": "whispering"}
