@@ -1,8 +1,9 @@
 """One ElevenLabs text-to-speech socket: its reader, its contexts, its close.
 
-The reader takes every client message, settles the in-band credential of the
-first one (auth/inband.py) before anything else, and hands each message to
-the context it names, opening the context (a ``TtsSession``, registered with
+The reader takes every client message (the first one already read by the
+route when its in-band credential had to be settled first, sockets.py), judges
+any credential a later message carries (auth/inband.py), and hands each
+message to the context it names, opening the context (a ``TtsSession``, registered with
 the session registry like every TTS session, so contexts count against the
 same limit) on its first message. ``stream-input`` has one context, ended by
 ``{"text": ""}``; the socket closes 1000 after its ``isFinal``.
@@ -12,8 +13,7 @@ then the socket.
 
 Idle rules: a context's session closes it after ``inactivity_timeout`` with no
 message and nothing to say (its ``isFinal`` is sent); a socket with no context
-closes 4408 after the same time; a socket still waiting for its in-band
-credential closes 1008 after ``AUTH_WAIT_S``.
+closes 4408 after the same time.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import Any
 from starlette.websockets import WebSocket
 
 from auth import AuthState
-from auth.inband import is_pending, settle
+from auth.inband import settle
 from auth.policy import Refusal
 from engines.base import TtsEngine
 from gateway.errors import (
@@ -53,14 +53,13 @@ log = logging.getLogger("voxgate.fronts.elevenlabs")
 
 TEXT_LIMITS = TextLimits()
 MAX_CONTEXTS = 5  # ElevenLabs' own limit per multi-context socket
-AUTH_WAIT_S = 10.0
 DEFAULT_CONTEXT = "default"  # multi-stream-input messages that name no context
 IDLE_TICK_S = 0.5  # how often a quiet socket checks its idle rules
 
 
 class Connection:
     def __init__(self, websocket: WebSocket, *, auth: AuthState, sessions: SessionRegistry, engine: TtsEngine,
-                 voice: str | None, params: SocketParams, multi: bool) -> None:
+                 voice: str | None, params: SocketParams, multi: bool, first: str | None = None) -> None:
         self.websocket = websocket
         self.auth = auth
         self.sessions = sessions
@@ -70,7 +69,7 @@ class Connection:
         self.multi = multi
         self.sender = Sender(websocket)
         self.contexts: dict[str | None, Context] = {}
-        self._pending_auth = is_pending(websocket.scope)
+        self._first = first  # the first message, read (and its credential settled) by the route
         self._close: tuple[int, str] | None = None
         self._closing_socket = False
         self._done = asyncio.Event()
@@ -101,11 +100,8 @@ class Connection:
     # ---- reading
 
     def _idle_close(self, quiet_s: float) -> tuple[int, str] | None:
-        """The close a quiet socket is due: waiting too long for its credential, or
-        with no context for ``inactivity_timeout``. Contexts keep their own time."""
-        if self._pending_auth and quiet_s >= AUTH_WAIT_S:
-            refusal = settle(self.websocket.scope, self.auth, None)
-            return CLOSE_POLICY, refusal.detail if isinstance(refusal, Refusal) else ""
+        """The close a socket with no context is due after ``inactivity_timeout``
+        without a message. Contexts keep their own time."""
         if not self.contexts and quiet_s >= self.params.inactivity_timeout_s:
             return CLOSE_IDLE, f"no text received for {self.params.inactivity_timeout_s} s (inactivity_timeout)"
         return None
@@ -113,6 +109,8 @@ class Connection:
     async def _read_loop(self) -> None:
         receive: asyncio.Task[Any] | None = None
         last = time.monotonic()
+        if self._first is not None:
+            await self._on_message({"type": "websocket.receive", "text": self._first}, settled=True)
         try:
             while not self._done.is_set():
                 receive = receive or asyncio.ensure_future(self.websocket.receive())
@@ -129,7 +127,7 @@ class Connection:
             if receive is not None:
                 receive.cancel()
 
-    async def _on_message(self, message: Any) -> None:
+    async def _on_message(self, message: Any, settled: bool = False) -> None:
         if message["type"] == "websocket.disconnect":
             self._close = None  # the client left: nothing to close
             self._done.set()
@@ -148,18 +146,18 @@ class Connection:
         except GatewayError as exc:
             await self._error(exc)
             return
-        if self._settle(parsed):
+        if settled or self._settle(parsed):
             await self._dispatch(parsed)
 
     def _settle(self, message: ElevenLabsMessage) -> bool:
-        """Judge the message's credential (always the first message's, while pending)."""
-        if not self._pending_auth and message.credential is None:
+        """Judge a credential a message carries (a context's first message may):
+        an invalid one closes the socket 1008, as at the handshake."""
+        if message.credential is None:
             return True
         decision = settle(self.websocket.scope, self.auth, message.credential)
         if isinstance(decision, Refusal):
             self._finish(CLOSE_POLICY, decision.detail)
             return False
-        self._pending_auth = False
         return True
 
     # ---- dispatching

@@ -62,6 +62,16 @@ def parse_client_message(raw: str, limits: TextLimits) -> ClientMessage:
                          credential=_credential(data))
 
 
+def credential_of(raw: str) -> Credential | None:
+    """The credential a message carries, read before anything else is parsed (a
+    message that is no JSON object carries none)."""
+    try:
+        data = parse_message(raw)
+    except BadMessage:
+        return None
+    return _credential(data)
+
+
 def _flag(data: dict[str, Any], name: str) -> bool:
     value = data.get(name)
     if value is None:
