@@ -55,8 +55,9 @@ async def _refuse(transport: RealtimeTransport, error: GatewayError) -> None:
 def _check_query(query: Any) -> None:
     intent = query.get("intent")
     if intent != "transcription":
-        raise BadRequest(f"intent: {str(intent)[:40]!r} is not supported; this server runs transcription "
-                         "sessions only: connect to /v1/realtime?intent=transcription")
+        what = "missing" if intent is None else f"{intent[:40]!r} is not supported"
+        raise BadRequest(f"intent: {what}; this server runs transcription sessions only: connect to "
+                         "/v1/realtime?intent=transcription")
 
 
 async def realtime_socket(websocket: WebSocket) -> None:
