@@ -97,8 +97,8 @@ def test_a_language_the_recognizer_lacks_is_refused_with_the_ones_it_has():
 
 @pytest.mark.parametrize(("session", "param", "message"), [
     ({"type": "realtime"}, "session.type",
-     "session.type 'realtime' is not supported: this server runs transcription sessions only "
-     "(connect with ?intent=transcription)"),
+     ("session.type 'realtime' is not supported: this server runs transcription sessions only "
+     "(connect with ?intent=transcription)")),
     ([], "session", "session must be an object"),
     ({"audio": 3}, "session.audio", "session.audio must be an object"),
     ({"include": "logprobs"}, "session.include", "session.include must be a list of strings"),

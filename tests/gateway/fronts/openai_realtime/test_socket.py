@@ -226,8 +226,8 @@ def test_a_conversation_session_is_refused_with_4400(tmp_path):
     with dictation_client(tmp_path) as client, client.websocket_connect("/v1/realtime?model=gpt-realtime") as ws:
         error = receive(ws)
         assert error["error"]["code"] == "bad_request"
-        assert close_code(ws) == (4400, "intent: missing; this server runs transcription sessions only: connect "
-                                         "to /v1/realtime?intent=transcription")
+        assert close_code(ws) == (4400, ("intent: missing; this server runs transcription sessions only: connect "
+                                         "to /v1/realtime?intent=transcription"))
 
 
 def test_over_capacity_closes_1013_which_openai_python_retries(tmp_path):
