@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install voxgate into ./.venv (created if missing).
-#   scripts/setup.sh          the gateway with its ASR and Pocket TTS engines
+#   scripts/setup.sh          the gateway with its ASR, Piper TTS (bundled voice) and Pocket TTS engines
 #   scripts/setup.sh --test   the same plus everything the test suite needs (apt packages included)
 #   scripts/setup.sh --omnivoice   the gateway with the OmniVoice engine too (docs/engines/omnivoice.md)
 # torch: a CPU build of torch 2.13.0 is installed first when no torch is present,
@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-extras="asr,tts,client"
+extras="asr,tts,piper,client"
 want_test=0
 if [[ "${1:-}" == "--test" ]]; then
   extras="test"
