@@ -24,7 +24,7 @@ from typing import Any
 
 from starlette.websockets import WebSocket
 
-from gateway.errors import BadMessage, GatewayError, TooLarge, close_socket
+from gateway.errors import CLOSE_TOO_BIG, BadMessage, GatewayError, TooLarge, close_socket
 from gateway.fronts.openai_realtime.config import TranscriptionConfig, UpdateError, apply_update
 from gateway.fronts.openai_realtime.events import ClientEvent, Events, parse_client_event
 from gateway.fronts.openai_realtime.items import ItemTracker
@@ -63,6 +63,9 @@ class RealtimeTransport:
         while True:
             try:
                 message = await self._next()
+            except TooLarge as exc:
+                await self.close(CLOSE_TOO_BIG, exc.message)
+                return False
             except GatewayError as exc:
                 await self.send_error(exc)
                 continue

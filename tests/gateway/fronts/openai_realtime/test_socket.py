@@ -214,6 +214,18 @@ def test_bad_audio_events_are_errors_and_the_session_goes_on(tmp_path):
     assert [h["op"] for h, _ in fake.frames] == ["open", "audio", "close"]
 
 
+@pytest.mark.parametrize("audio_first", [False, True], ids=["before-audio", "after-audio"])
+def test_an_event_over_the_size_limit_closes_1009(tmp_path, audio_first):
+    with dictation_client(tmp_path) as client, client.websocket_connect(URL) as ws:
+        opened(ws)
+        if audio_first:
+            append(ws, b"\0\0" * 2400)
+            sync(ws)
+        ws.send_json({"type": "input_audio_buffer.append", "audio": "A" * 1402200})
+        assert close_code(ws) == (1009, ("event of 1402247 bytes; the limit is 1402197 (1048576 bytes of audio "
+                                        "an append)"))
+
+
 def test_a_language_the_recognizer_lacks_is_refused_at_the_update(tmp_path):
     with dictation_client(tmp_path) as client, client.websocket_connect(URL) as ws:
         opened(ws)
