@@ -149,3 +149,72 @@ def test_a_later_context_with_a_wrong_key_closes_the_socket(real_harness) -> Non
         ws.send_json({"text": " ", "context_id": "b", "xi_api_key": _bad(h, "not-the-key-7")})
         message = ws.receive()
         assert (message["type"], message["code"], message["reason"]) == ("websocket.close", 1008, KEY_REQUIRED)
+
+
+# ---- units: the credential forms, the pending decision, settle
+
+
+def scope(client=("198.51.100.9", 1), headers=(), query=b"", subprotocols=(), type_="websocket") -> dict:
+    return {"type": type_, "client": client, "query_string": query, "path": PATHS[0],
+            "headers": [(k.lower().encode(), v.encode()) for k, v in headers], "subprotocols": list(subprotocols)}
+
+
+@pytest.mark.parametrize(("s", "kind", "value", "answer"), [
+    (scope(headers=[("xi-api-key", " k1 ")]), "api_key", "k1", None),
+    (scope(query=b"authorization=Bearer%20t1"), "bearer", "t1", None),
+    (scope(query=b"authorization=k2"), "bearer", "k2", None),
+    (scope(subprotocols=["realtime", "openai-insecure-api-key.k3", "openai-beta.realtime-v1"]), "bearer", "k3",
+     "realtime"),
+    (scope(subprotocols=["token", "k4"]), "bearer", "k4", "token"),
+])
+def test_the_vendor_credential_forms(s, kind, value, answer) -> None:
+    from auth.credentials import answer_subprotocol, presented_credential
+
+    credential = presented_credential(s)
+    assert (credential.kind.value, credential.value, answer_subprotocol(s)) == (kind, value, answer)
+
+
+def test_an_insecure_key_subprotocol_without_realtime_is_no_credential() -> None:
+    from auth.credentials import answer_subprotocol, presented_credential
+
+    s = scope(subprotocols=["openai-insecure-api-key.k5"])
+    assert (presented_credential(s), answer_subprotocol(s)) == (None, None)
+
+
+@pytest.mark.parametrize(("config", "client", "kind", "detail"), [
+    ({"api_key": KEY}, ("198.51.100.9", 1), "pending", KEY_REQUIRED),
+    ({}, ("198.51.100.9", 1), None, "loopback origin required"),  # no credential can help: refused at once
+    ({"api_key": KEY}, ("127.0.0.1", 1), "loopback", ""),
+])
+def test_an_inband_route_lets_in_pending_only_whom_a_credential_could_help(config, client, kind, detail) -> None:
+    from auth import AuthConfig, AuthState
+    from auth.access import RouteClass
+    from auth.policy import Refusal, decide
+
+    state = AuthState(AuthConfig(**config))
+    inband = decide(scope(client=client), RouteClass.CONSUME_INBAND, state)
+    plain = decide(scope(client=client), RouteClass.CONSUME, state)
+    if kind is None:
+        assert isinstance(inband, Refusal) and inband == plain and inband.detail == detail
+    else:
+        assert (inband.kind.value, inband.pending_detail) == (kind, detail)
+        assert kind == "loopback" or (isinstance(plain, Refusal) and plain.detail == detail)
+
+
+def test_settle_judges_and_counts_failures_towards_the_lockout() -> None:
+    from auth import AuthConfig, AuthState
+    from auth.access import RouteClass
+    from auth.credentials import Credential, CredentialKind
+    from auth.inband import settle
+    from auth.policy import Refusal, decide
+    from auth.principal import SCOPE_KEY
+
+    state = AuthState(AuthConfig(api_key=KEY))
+    s = scope()
+    s[SCOPE_KEY] = decide(s, RouteClass.CONSUME_INBAND, state)
+    assert settle(s, state, None) == Refusal(401, KEY_REQUIRED)  # nothing presented: not a failure
+    assert settle(s, state, Credential(CredentialKind.API_KEY, KEY)).kind.value == "api_key"
+    for _ in range(10):
+        assert settle(s, state, Credential(CredentialKind.API_KEY, "wrong")) == Refusal(401, KEY_REQUIRED)
+    refusal = settle(s, state, Credential(CredentialKind.API_KEY, KEY))  # locked out: not even checked
+    assert isinstance(refusal, Refusal) and (refusal.status, refusal.detail) == (429, TOO_MANY)
