@@ -13,7 +13,8 @@ then the socket.
 
 Idle rules: a context's session closes it after ``inactivity_timeout`` with no
 message and nothing to say (its ``isFinal`` is sent); a socket with no context
-closes 4408 after the same time.
+closes 4408 after the same time (counted from its last message, or from the end
+of its last context, whichever came later).
 """
 
 from __future__ import annotations
@@ -73,6 +74,7 @@ class Connection:
         self._close: tuple[int, str] | None = None
         self._closing_socket = False
         self._done = asyncio.Event()
+        self._quiet_since = time.monotonic()  # the last message, or the end of the last context
 
     # ---- lifecycle
 
@@ -99,16 +101,15 @@ class Connection:
 
     # ---- reading
 
-    def _idle_close(self, quiet_s: float) -> tuple[int, str] | None:
+    def _idle_close(self) -> tuple[int, str] | None:
         """The close a socket with no context is due after ``inactivity_timeout``
         without a message. Contexts keep their own time."""
-        if not self.contexts and quiet_s >= self.params.inactivity_timeout_s:
+        if not self.contexts and time.monotonic() - self._quiet_since >= self.params.inactivity_timeout_s:
             return CLOSE_IDLE, f"no text received for {self.params.inactivity_timeout_s} s (inactivity_timeout)"
         return None
 
     async def _read_loop(self) -> None:
         receive: asyncio.Task[Any] | None = None
-        last = time.monotonic()
         if self._first is not None:
             await self._on_message({"type": "websocket.receive", "text": self._first}, settled=True)
         try:
@@ -116,12 +117,12 @@ class Connection:
                 receive = receive or asyncio.ensure_future(self.websocket.receive())
                 done, _ = await asyncio.wait({receive}, timeout=IDLE_TICK_S)
                 if not done:
-                    due = self._idle_close(time.monotonic() - last)
+                    due = self._idle_close()
                     if due is not None:
                         self._finish(*due)
                         return
                     continue
-                message, receive, last = receive.result(), None, time.monotonic()
+                message, receive, self._quiet_since = receive.result(), None, time.monotonic()
                 await self._on_message(message)
         finally:
             if receive is not None:
@@ -250,6 +251,7 @@ class Connection:
             self.sessions.remove(context.entry.id)
             if self.contexts.get(context.key) is context:
                 del self.contexts[context.key]
+            self._quiet_since = time.monotonic()
         code, reason = context.transport.close_code or (CLOSE_NORMAL, "")
         if not self.multi:
             self._finish(code, reason)

@@ -184,3 +184,15 @@ def test_a_socket_with_no_context_closes_4408_after_inactivity_timeout(tmp_path)
         ws.send_json({"text": " ", "context_id": "a"})
         assert receive(ws) == {"isFinal": True, "contextId": "a"}  # the context idles out first
         assert close_code(ws) == (4408, "no text received for 1 s (inactivity_timeout)")
+
+
+def test_the_socket_idle_time_counts_from_the_end_of_its_last_context(tmp_path):
+    engine = FakeTtsEngine(frame_delay_s=0.05, frames_by_text={"Longer than the timeout.": 30})
+    with tts_client(tmp_path, engine) as client, client.websocket_connect(URL + "&inactivity_timeout=1") as ws:
+        ws.send_json({"text": "Longer than the timeout. ", "context_id": "a", "flush": True})
+        ws.send_json({"context_id": "a", "close_context": True})
+        assert len(read_until_final(ws, context="a").audio) == 30 * 1920 * 2  # 1.5 s of speaking
+        time.sleep(0.7)  # quiet past an idle check, but less than the timeout since the context ended
+        ws.send_json({"text": "Still served. ", "context_id": "b", "flush": True})
+        ws.send_json({"context_id": "b", "close_context": True})
+        assert read_until_final(ws, context="b").audio == pcm_of("Still served.")
