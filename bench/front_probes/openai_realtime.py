@@ -1,7 +1,10 @@
 """OpenAI Realtime's transcription socket, with the same 500 ms end-of-speech window
 (server VAD ``silence_duration_ms``) as the native probe. OpenAI's PCM is 24 kHz: the
-16 kHz clip is resampled chunk by chunk as it is sent (off the clock's path: the
-chunk that holds the end of speech is timed from when it went out)."""
+clip is resampled whole before the run (as if recorded at 24 kHz, so the client adds
+no resampler delay), and its 20 ms chunks (480 samples) go out in step with the
+native probe's 320-sample ones. The gateway's own 24 -> 16 kHz resampling for the
+recognizer (about 21 ms of filter delay) is part of what this front costs, as it is
+for any client that sends 24 kHz to /v1/dictation."""
 
 from __future__ import annotations
 
@@ -13,8 +16,8 @@ import time
 import numpy as np
 import websockets
 
-from bench.front_probes.common import pcm16, send_realtime
-from gateway.audio import StreamResampler
+from bench.front_probes.common import CHUNK, pcm16, send_realtime
+from gateway.audio import resample
 
 NAME = "openai-realtime"
 
@@ -40,12 +43,13 @@ async def stt_final_latency(base_url: str, audio16k: np.ndarray, *, speech_end_s
                             and event["transcript"] and not final_at.done():
                         final_at.set_result(time.monotonic())
 
-            resampler = StreamResampler(16000, 24000)
+            audio24k = pcm16(resample(audio16k, 16000, 24000))
+            chunks = iter(range(0, len(audio24k), CHUNK * 3))  # 2 bytes a sample, 3/2 the samples
 
-            async def send(chunk16k: bytes, resampler: StreamResampler = resampler) -> None:
-                samples = np.frombuffer(chunk16k, dtype="<i2").astype(np.float32) / 32768
+            async def send(_chunk16k: bytes, audio24k: bytes = audio24k, chunks=chunks) -> None:
+                at = next(chunks)
                 await ws.send(json.dumps({"type": "input_audio_buffer.append",
-                                          "audio": base64.b64encode(pcm16(resampler.feed(samples))).decode()}))
+                                          "audio": base64.b64encode(audio24k[at:at + CHUNK * 3]).decode()}))
 
             reader = asyncio.create_task(read())
             sent_at = await send_realtime(send, audio16k, speech_end_s)
