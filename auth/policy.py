@@ -8,7 +8,9 @@ Order of checks:
 2. loopback clients may everything (they present nothing, so lockout is moot);
 3. a locked-out client is refused before any credential is looked at;
 4. a credential, if presented, decides alone (an invalid one is final);
-5. with none: the trusted network, then whatever credential could help.
+5. with none: the trusted network, then whatever credential could help; on a
+   ``consume_inband`` route a client whose refusal would ask for a key or PIN is
+   let in *pending* instead, and the route settles it (auth/inband.py).
 Ambient authority (a cookie, or the loopback / trusted-network address) also
 needs an acceptable Origin on mutations and WebSocket upgrades (see origin.py).
 """
@@ -89,7 +91,13 @@ def decide(scope: Scope, route_class: RouteClass, state: AuthState) -> Principal
         return _decide_admin(scope, credential, client, state)
     if credential is not None:
         return judge_credential(scope, credential, client, state)
-    return _no_credential(client, state, ambient_ok)
+    decision = _no_credential(client, state, ambient_ok)
+    if route_class is RouteClass.CONSUME_INBAND and isinstance(decision, Refusal) \
+            and decision.detail in (PIN_REQUIRED, KEY_REQUIRED):
+        # a credential could still help and may come in the first message: nothing is
+        # served before auth/inband.py accepts it
+        return Principal(PrincipalKind.PENDING, client.host, pending_detail=decision.detail)
+    return decision
 
 
 def missing_credential_refusal(state: AuthState) -> Refusal:

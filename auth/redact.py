@@ -2,7 +2,8 @@
 
 ``?api_key=``, ``?ticket=`` and ``?pin=`` travel in URLs (a browser cannot set
 headers on a WebSocket), and access logs print URLs; a header dump can carry
-``Authorization`` or ``X-Voxgate-Pin``. ``SecretFilter`` masks those values in
+``Authorization``, ``X-Voxgate-Pin``, ElevenLabs' ``xi-api-key`` or a key offered
+as a WebSocket subprotocol (``Sec-WebSocket-Protocol``). ``SecretFilter`` masks those values in
 the formatted message of every record. The server installs it on its one root
 log handler (gateway/logging_setup.py), so uvicorn's loggers are covered too.
 """
@@ -12,8 +13,8 @@ from __future__ import annotations
 import logging
 import re
 
-SECRET_PARAMS = ("api_key", "ticket", "pin", "token")
-SECRET_HEADERS = ("authorization", "x-api-key", "x-voxgate-pin", "cookie")
+SECRET_PARAMS = ("api_key", "ticket", "pin", "token", "authorization", "xi_api_key")
+SECRET_HEADERS = ("authorization", "x-api-key", "xi-api-key", "x-voxgate-pin", "cookie", "sec-websocket-protocol")
 MASK = "***"
 _QUERY = re.compile(r"(?i)([?&](?:" + "|".join(SECRET_PARAMS) + r")=)[^&\s\"']*")
 _HEADER = re.compile(r"(?i)\b((?:" + "|".join(SECRET_HEADERS) + r")['\"]?\s*[:=,]\s*['\"]?)[^'\"\r\n]+")

@@ -123,5 +123,5 @@ class Retention:
                 self._open_starts.pop(index)
                 self._stable.pop(index, None)
             self.trim()
-            return bool(kind == "final")
+            return True
         return True

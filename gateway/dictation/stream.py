@@ -22,7 +22,7 @@ from engines.asr.framing import encode_frame, pcm_to_bytes
 from gateway.dictation.retention import FinalizeEntry, Retention
 from gateway.errors import GatewayError
 from gateway.protocol.common import Closed
-from gateway.protocol.dictation import Final, Finalized, Partial, SpeechStarted
+from gateway.protocol.dictation import Discarded, Final, Finalized, Partial, SpeechStarted
 
 if TYPE_CHECKING:
     from gateway.dictation.sidecar import AsrSupervisor
@@ -122,6 +122,8 @@ class AsrStream:
             self.lag_s = float(event.get("lag_s", self.lag_s))
             self._put(Final(event["utterance"], event["text"], event["start"], event["end"],
                             event.get("language", ""), event.get("words")), essential=True)
+        elif kind == "discarded":
+            self._put(Discarded(int(event["utterance"])))
         elif kind == "finalized":
             utterance = event.get("utterance")
             self._put(Finalized(str(event.get("id")), int(utterance) if utterance is not None else None),

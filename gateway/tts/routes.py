@@ -89,9 +89,10 @@ async def tts_socket(websocket: WebSocket) -> None:
 # ---- HTTP speech
 
 
-def _speech_response(request: Request, engine: TtsEngine, text: str, voice: str | None, rate: int,
-                     fmt: OutputFormat, seed: int | None, options: dict[str, str] | None = None) -> Response:
-    """Register the request as a TTS session and stream its audio, each piece as it is encoded."""
+def speech_response(request: Request, engine: TtsEngine, text: str, voice: str | None, rate: int,
+                    fmt: OutputFormat, seed: int | None, options: dict[str, str] | None = None) -> Response:
+    """Register the request as a TTS session and stream its audio, each piece as it is encoded
+    (the speech routes of the fronts answer with it too)."""
     sessions = request.state.sessions
     audio: AudioBytes | None = None
     entry = sessions.claim("tts", client_label(request), lambda: {
@@ -132,8 +133,8 @@ async def tts_http(request: Request) -> Response:
     check_ready(engine)
     voice = resolve_voice(engine, req.voice)
     rate = req.sample_rate or req.format.default_rate(engine.info().sample_rate)
-    return _speech_response(request, engine, req.text, voice, rate, req.format, seed=req.seed,
-                            options=req.engine_options())
+    return speech_response(request, engine, req.text, voice, rate, req.format, seed=req.seed,
+                           options=req.engine_options())
 
 
 async def openai_speech(request: Request) -> Response:
@@ -148,7 +149,7 @@ async def openai_speech(request: Request) -> Response:
     if voice in OPENAI_VOICES and voice not in {v.id for v in engine.voices()}:
         voice = None
     voice = resolve_voice(engine, voice)
-    return _speech_response(request, engine, req.input, voice, OPENAI_RATE, req.output, seed=None)
+    return speech_response(request, engine, req.input, voice, OPENAI_RATE, req.output, seed=None)
 
 
 def tts_routes() -> list[BaseRoute]:

@@ -159,7 +159,8 @@ def harness(leak_guard: list[str]):
 
 @pytest.fixture
 def real_harness(leak_guard: list[str]):
-    """``real_harness(config)`` -> a Harness over the real app (``gateway.app.create_app``).
+    """``real_harness(config)`` -> a Harness over the real app (``gateway.app.create_app``),
+    with no engine unless ``tts`` names some.
 
     One lifespan runs (through the loopback client); the other clients share its
     state, as clients of one server do.
@@ -169,12 +170,12 @@ def real_harness(leak_guard: list[str]):
 
     stack = contextlib.ExitStack()
 
-    def make(config: AuthConfig) -> Harness:
+    def make(config: AuthConfig, tts: dict | None = None) -> Harness:
         settings = Settings(engines=(), server_mode=config.server_mode, api_key=config.api_key,
                             trusted_networks=config.trusted_networks, allowed_origins=config.allowed_origins,
                             forwarded_allow_ips=config.forwarded_allow_ips, allow_anonymous=config.allow_anonymous)
         listener = FakeListener()
-        app = create_app(settings, share_listener=listener)
+        app = create_app(settings, tts_engines=tts, share_listener=listener)
         local = stack.enter_context(TestClient(app, client=LOOPBACK))
         others = []
         for addr in (REMOTE, TRUSTED):
