@@ -5,6 +5,8 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass, field
 
+from .hosts import normalize_pattern
+
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 DEFAULT_TICKET_PATHS = ("/v1/tts", "/v1/dictation")
@@ -14,7 +16,9 @@ DEFAULT_TICKET_PATHS = ("/v1/tts", "/v1/dictation")
 class AuthConfig:
     """What the middleware enforces.
 
-    ``allowed_origins`` are lower-case ``scheme://host[:port]``. The tunables
+    ``allowed_origins`` are lower-case ``scheme://host[:port]``; ``allowed_hosts``
+    are patterns of auth/hosts.py, allowed next to the loopback names, the bind
+    address ``bind_host`` and the LAN-share address. The tunables
     after ``allow_anonymous`` have the defaults of AUTH.md; tests shorten none of
     them, they move the clock instead.
     """
@@ -25,6 +29,8 @@ class AuthConfig:
     allowed_origins: tuple[str, ...] = ()
     forwarded_allow_ips: tuple[IPNetwork, ...] = ()
     allow_anonymous: bool = False
+    bind_host: str = "127.0.0.1"
+    allowed_hosts: tuple[str, ...] = ()
     session_ttl_s: float = 8 * 3600
     ticket_ttl_s: float = 30
     lockout_failures: int = 10  # this many failures in the window lock a client out
@@ -36,6 +42,9 @@ class AuthConfig:
     ticket_paths: tuple[str, ...] = DEFAULT_TICKET_PATHS
 
     def __post_init__(self) -> None:
+        for pattern in self.allowed_hosts:
+            if normalize_pattern(pattern) != pattern:
+                raise ValueError(f"allowed_hosts has {pattern!r}; normalize it with auth.hosts.normalize_pattern")
         if self.api_key is not None and not self.api_key.strip():
             raise ValueError("api_key is empty; leave it unset (None) to run without a key")
         if self.lockout_failures < 1 or self.pin_failure_budget < 1:

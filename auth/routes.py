@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from starlette.requests import Request
@@ -18,6 +17,7 @@ from starlette.routing import BaseRoute
 
 from . import codes
 from .access import RouteClass, http_route
+from .body import BodyInvalid, BodyTooLarge, parse_json_object, read_body
 from .client_address import resolve_client
 from .credentials import PIN_COOKIE, SESSION_COOKIE, Credential, CredentialKind, presented_credential
 from .origin import origin_acceptable
@@ -35,6 +35,10 @@ class BodyError(Exception):
     """The request body cannot be used; the message says which field and why."""
 
 
+class BodyRefused(Exception):
+    """The request body is over the size limit (413)."""
+
+
 def _detail(status: int, detail: str, code: str) -> JSONResponse:
     return JSONResponse({"detail": detail, "code": code}, status_code=status)
 
@@ -45,18 +49,12 @@ def _refusal(refusal: Refusal) -> JSONResponse:
 
 
 async def _json_object(request: Request) -> dict[str, Any]:
-    raw = await request.body()
-    if len(raw) > MAX_BODY_BYTES:
-        raise BodyError(f"body is larger than {MAX_BODY_BYTES} bytes")
-    if not raw.strip():
-        return {}
     try:
-        body = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        raise BodyError("body is not valid JSON") from None
-    if not isinstance(body, dict):
-        raise BodyError("body must be a JSON object")
-    return body
+        return parse_json_object(await read_body(request, MAX_BODY_BYTES))
+    except BodyTooLarge as exc:
+        raise BodyRefused(str(exc)) from None
+    except BodyInvalid as exc:
+        raise BodyError(str(exc)) from None
 
 
 def _cookie_header(name: str, value: str, *, secure: bool, max_age_s: int | None) -> str:
@@ -85,6 +83,8 @@ async def create_session(request: Request) -> Response:
             raise BodyError("pin must be a string of 6 digits")
     except BodyError as exc:
         return _detail(400, str(exc), codes.BAD_REQUEST)
+    except BodyRefused as exc:
+        return _detail(413, str(exc), codes.TOO_LARGE)
 
     if pin is not None:
         credential: Credential | None = Credential(CredentialKind.PIN, pin)
@@ -141,6 +141,8 @@ async def create_ticket(request: Request) -> Response:
             raise BodyError(f"path must be one of: {', '.join(allowed)}")
     except BodyError as exc:
         return _detail(400, str(exc), codes.BAD_REQUEST)
+    except BodyRefused as exc:
+        return _detail(413, str(exc), codes.TOO_LARGE)
     ticket = state.mint_ticket(path)
     return JSONResponse({"ticket": ticket, "expires_in": int(state.config.ticket_ttl_s)}, status_code=201)
 

@@ -42,6 +42,16 @@ class AuthState:
         # so it is no use to anyone who reads it), so a different key ends it.
         self._salt = secrets.token_bytes(16)
         self._key_binding = self._fingerprint(config.api_key) if config.api_key else ""
+        self._warned_at: dict[str, float] = {}
+
+    def warning_due(self, topic: str, every_s: float) -> bool:
+        """True at most once per ``every_s`` per ``topic``: for warnings a client can trigger at will."""
+        now = self.clock()
+        last = self._warned_at.get(topic)
+        if last is not None and now - last < every_s:
+            return False
+        self._warned_at[topic] = now
+        return True
 
     # ---- credentials
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from auth import AuthConfig
 from auth.config import IPNetwork
+from auth.hosts import normalize_pattern
 
 ENV_PREFIX = "VOXGATE_"
 
@@ -114,6 +115,10 @@ def _origins(raw: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _hosts(raw: str) -> tuple[str, ...]:
+    return tuple(normalize_pattern(part) for part in _csv(raw))
+
+
 def _engines(raw: str) -> tuple[str, ...]:
     known = ("pocket", "asr")
     values = tuple(v.lower() for v in _csv(raw))
@@ -171,6 +176,12 @@ OPTIONS: tuple[Option, ...] = (
     Option("asr_threads", _int_range(0, 256), "0", "CPU threads for the ASR sidecar (0: all cores)."),
     Option("max_dictation_streams", _int_range(1, 10000), "8", "Concurrent /v1/dictation sockets; above it new ones close 1013."),
     Option("idle_timeout_s", _float_range(1, 3600), "30", "Close a socket (4408) after this long with no message or read."),
+    # resource limits and the Host allow-list (docs/deployment.md, docs/auth.md)
+    Option("allowed_hosts", _hosts, "", "Host names the gateway answers to besides loopback names, the bind address and the LAN-share address: name, .domain (with subdomains), or * for any."),
+    Option("limit_concurrency", _int_range(8, 100000), "256", "Open connections (HTTP and WebSocket) past which new HTTP requests get 503; keep it under the process's open-file limit."),
+    Option("header_timeout_s", _float_range(1, 300), "10", "Close a connection whose request headers are not complete within this time."),
+    Option("max_transcriptions", _int_range(1, 64), "2", "Concurrent file transcriptions; more get 503 + Retry-After (live dictation streams are counted apart)."),
+    Option("dictation_max_ahead_s", _float_range(1, 3600), "30", "Audio a dictation stream may send ahead of real time; past it the gateway reads that socket only as fast as real time."),
 )
 
 _BY_NAME = {opt.name: opt for opt in OPTIONS}
@@ -202,6 +213,11 @@ class Settings:
     asr_threads: int = 0
     max_dictation_streams: int = 8
     idle_timeout_s: float = 30.0
+    allowed_hosts: tuple[str, ...] = ()
+    limit_concurrency: int = 256
+    header_timeout_s: float = 10.0
+    max_transcriptions: int = 2
+    dictation_max_ahead_s: float = 30.0
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -245,7 +261,8 @@ class Settings:
         """What the auth middleware enforces, from these settings."""
         return AuthConfig(server_mode=self.server_mode, api_key=self.api_key,
                           trusted_networks=self.trusted_networks, allowed_origins=self.allowed_origins,
-                          forwarded_allow_ips=self.forwarded_allow_ips, allow_anonymous=self.allow_anonymous)
+                          forwarded_allow_ips=self.forwarded_allow_ips, allow_anonymous=self.allow_anonymous,
+                          bind_host=self.host, allowed_hosts=self.allowed_hosts)
 
     @property
     def pocket_model_dir(self) -> Path:

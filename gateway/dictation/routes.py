@@ -27,9 +27,11 @@ from gateway.dictation.sidecar import disabled_error, unavailable_error
 from gateway.dictation.transport import NativeDictationTransport
 from gateway.errors import BadRequest, GatewayError, OverCapacity, TooLarge, refuse_socket
 from gateway.protocol.dictation import parse_dictation_params
+from gateway.protocol.json import bounded_request
 from gateway.registry import client_label
 
 MAX_UPLOAD_BYTES = 25 * 1024 * 1024  # OpenAI's own limit
+MULTIPART_OVERHEAD_BYTES = 64 * 1024  # the form's other fields and part headers
 RESPONSE_FORMATS = ("json", "text", "verbose_json")
 ASR_RATE = 16000
 
@@ -63,13 +65,13 @@ async def transcriptions(request: Request) -> Response:
         raise disabled_error()
     if asr.status().state in (EngineState.MISSING, EngineState.FAILED):
         raise unavailable_error(asr.status())
-    length = request.headers.get("content-length")
-    if length is not None and length.isdigit() and int(length) > MAX_UPLOAD_BYTES + 64 * 1024:
-        raise TooLarge(f"request body of {length} bytes; the limit is {MAX_UPLOAD_BYTES} bytes")
     if not request.headers.get("content-type", "").startswith("multipart/form-data"):
         raise BadRequest("the body must be multipart/form-data with a 'file' field")
     try:
-        form = await request.form(max_files=1, max_fields=20)
+        form = await bounded_request(request, MAX_UPLOAD_BYTES + MULTIPART_OVERHEAD_BYTES).form(
+            max_files=1, max_fields=20)
+    except TooLarge:
+        raise
     except Exception as exc:  # the multipart parser's own errors: malformed body, too many parts
         raise BadRequest(f"the multipart body cannot be parsed: {exc}") from None
     try:

@@ -104,7 +104,9 @@ def test_pin_is_revoked_after_100_failures_from_many_addresses(harness) -> None:
     # Many clients behind a trusted proxy: each address fails once.
     proxy = ipaddress.ip_network("127.0.0.1/32")
     h = harness(AuthConfig(server_mode=True, forwarded_allow_ips=(proxy,)))
-    pin = h.enable_pin()
+    # The proxy names its client every time; one on this machine is loopback.
+    local_via_proxy = {"X-Forwarded-For": "127.0.0.1"}
+    pin = h.enable_pin(local_via_proxy)
     wrong = "000000" if pin != "000000" else "111111"
     statuses = [h.local.get("/consume", headers={"X-Voxgate-Pin": wrong, "X-Forwarded-For": f"10.0.{i // 250}.{i % 250 + 1}"})
                 .status_code for i in range(99)]
@@ -116,10 +118,11 @@ def test_pin_is_revoked_after_100_failures_from_many_addresses(harness) -> None:
     # The right PIN no longer exists; with no key, no credential can help.
     r = h.local.get("/consume", headers={"X-Voxgate-Pin": pin, **other})
     assert (r.status_code, r.json()) == (403, {"detail": "loopback origin required", "code": "loopback_required"})
-    assert h.local.get("/v1/admin/share").json() == {"enabled": False, "url": None, "port": None}
+    assert h.local.get("/v1/admin/share", headers=local_via_proxy).json() == {
+        "enabled": False, "url": None, "port": None}
     h.local.portal.call(h.state.share.wait_stopped)
     assert (h.listener.running, h.listener.stops) == (False, 1)
-    new_pin = h.enable_pin()
+    new_pin = h.enable_pin(local_via_proxy)
     assert h.local.get("/consume", headers={"X-Voxgate-Pin": new_pin, **other}).json()["principal"] == "pin"
 
 

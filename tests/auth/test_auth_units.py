@@ -26,7 +26,7 @@ def scope(client=("198.51.100.9", 1), headers=(), query=b"", type_="http") -> di
     ("10.0.0.2", "127.0.0.1, 203.0.113.5", "203.0.113.5"),  # the left part is the client's word
     ("10.0.0.2", "203.0.113.5, 10.0.0.9", "203.0.113.5"),  # skip proxies from the right
     ("10.0.0.2", "10.0.0.7, 10.0.0.9", "10.0.0.7"),  # all proxies: the left-most
-    ("10.0.0.2", "", "10.0.0.2"),
+    ("10.0.0.2", "", "unknown"),  # a trusted proxy that does not name its client: unknown, never the proxy
     ("198.51.100.9", "127.0.0.1", "198.51.100.9"),  # an untrusted peer's header is ignored
     ("10.0.0.2", "garbage", "unknown"),
     ("::ffff:10.0.0.2", "::1", "::1"),
