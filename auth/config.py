@@ -33,11 +33,17 @@ class AuthConfig:
     allowed_hosts: tuple[str, ...] = ()
     session_ttl_s: float = 8 * 3600
     ticket_ttl_s: float = 30
-    lockout_failures: int = 10  # this many failures in the window lock a client out
+    lockout_failures: int = 10  # this many failures in the window lock a client (one address) out
+    lockout_block_failures: int = 100  # ... and this many from one IPv6 /64, all its addresses together
     lockout_window_s: float = 60
     pin_failure_budget: int = 100  # failed PIN attempts (all clients) before the PIN is revoked
-    max_sessions: int = 10_000  # oldest sessions are dropped past this
-    max_tickets: int = 10_000  # oldest unused tickets are dropped past this
+    # Live sessions and tickets: the key holder and loopback may each hold max_*; every
+    # other principal (a PIN guest, a trusted-network client, per address) max_*_per_guest,
+    # and all of those together max_*. Minting past a cap is refused; nobody's are evicted.
+    max_sessions: int = 10_000
+    max_sessions_per_guest: int = 100
+    max_tickets: int = 10_000
+    max_tickets_per_guest: int = 100
     max_tracked_clients: int = 10_000  # failure counters kept; the stalest are dropped past this
     ticket_paths: tuple[str, ...] = DEFAULT_TICKET_PATHS
 

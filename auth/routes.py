@@ -24,7 +24,8 @@ from .origin import origin_acceptable
 from .policy import ORIGIN_REJECTED, TOO_MANY_ATTEMPTS, Refusal, judge_credential, missing_credential_refusal
 from .principal import PrincipalKind, principal_of
 from .share import VIA_SHARE_SCOPE_KEY, ShareUnavailable
-from .state import SOURCE_KEY, SOURCE_PIN, AuthState
+from .state import SOURCE_KEY, SOURCE_PIN, AuthState, owner_of
+from .tokens import QuotaFull
 
 MAX_BODY_BYTES = 4096
 TRANSPORTS = ("cookie", "bearer")
@@ -103,17 +104,20 @@ async def create_session(request: Request) -> Response:
                        codes.BAD_REQUEST)
 
     secure = client.scheme == "https"
-    if transport == "bearer":
-        token = state.mint_session(source)
-        return JSONResponse({"token": token, "expires_in": int(state.config.session_ttl_s)}, status_code=201)
-    response = Response(status_code=204)
-    if source == SOURCE_PIN:
+    if transport == "cookie" and source == SOURCE_PIN:  # the PIN itself is the cookie: no session is kept
+        response = Response(status_code=204)
         response.headers.append("set-cookie",
                                 _cookie_header(PIN_COOKIE, credential.value, secure=secure, max_age_s=None))
-    else:
-        token = state.mint_session(source)
-        response.headers.append("set-cookie", _cookie_header(SESSION_COOKIE, token, secure=secure,
-                                                             max_age_s=int(state.config.session_ttl_s)))
+        return response
+    try:
+        token = state.mint_session(source, owner_of(judged))
+    except QuotaFull as exc:
+        return _detail(429, str(exc), codes.TOO_MANY_TOKENS)
+    if transport == "bearer":
+        return JSONResponse({"token": token, "expires_in": int(state.config.session_ttl_s)}, status_code=201)
+    response = Response(status_code=204)
+    response.headers.append("set-cookie", _cookie_header(SESSION_COOKIE, token, secure=secure,
+                                                         max_age_s=int(state.config.session_ttl_s)))
     return response
 
 
@@ -143,7 +147,11 @@ async def create_ticket(request: Request) -> Response:
         return _detail(400, str(exc), codes.BAD_REQUEST)
     except BodyRefused as exc:
         return _detail(413, str(exc), codes.TOO_LARGE)
-    ticket = state.mint_ticket(path)
+    principal = principal_of(request.scope)
+    try:
+        ticket = state.mint_ticket(path, owner_of(principal) if principal is not None else "unknown")
+    except QuotaFull as exc:
+        return _detail(429, str(exc), codes.TOO_MANY_TOKENS)
     return JSONResponse({"ticket": ticket, "expires_in": int(state.config.ticket_ttl_s)}, status_code=201)
 
 

@@ -11,6 +11,7 @@ from auth.client_address import resolve_client
 from auth.credentials import CredentialKind, presented_credential
 from auth.lockout import FailureLimiter, client_bucket
 from auth.origin import normalize_origin
+from auth.redact import redact_secrets
 from auth.share import ShareInfo, new_pin
 
 PROXY = (ipaddress.ip_network("10.0.0.0/8"),)
@@ -161,3 +162,15 @@ def test_loopback_origins(origin: str, loopback: bool) -> None:
     from auth.origin import is_loopback_origin
 
     assert is_loopback_origin(origin) is loopback
+
+
+@pytest.mark.parametrize("line", [
+    '127.0.0.1:5000 - "WebSocket /v1/tts?api%5Fkey=SECRET-1" [accepted]',
+    'GET /v1/engines?x=1&%61pi_key=SECRET-1 HTTP/1.1',
+    'GET /v1/engines?API%5FKEY=SECRET-1&ticket%3D=x HTTP/1.1',
+    'GET /v1/tts?tick%65t=SECRET-1',
+    'GET /v1/tts?x=%26api_key%3D&Api_Key=SECRET-1',
+])
+def test_percent_encoded_secret_names_are_redacted(line: str) -> None:
+    assert "SECRET-1" not in redact_secrets(line)
+    assert redact_secrets(line).count("***") >= 1
