@@ -81,7 +81,8 @@ def create_app(
             listener = UvicornShareListener(settings)
         auth_state = AuthState(settings.auth_config(), share_listener=listener)
         sessions = SessionRegistry(limits={"tts": settings.max_tts_sessions,
-                                           "dictation": settings.max_dictation_streams})
+                                           "dictation": settings.max_dictation_streams,
+                                           "transcription": settings.max_transcriptions})
         startup = Startup()
         state: dict[str, Any] = {
             "settings": settings,

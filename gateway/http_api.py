@@ -20,12 +20,14 @@ RETRY_AFTER_STARTING_S = 2
 
 
 async def health(request: Request) -> Response:
+    """Public: the state of each engine only. Details name files, directories and
+    a failed process's last stderr lines, so they are for ``/v1/engines`` (consume)."""
     state = request.state
     startup = state.startup
     body: dict[str, Any] = {"version": __version__,
-                  "engines": {name: e.status().to_dict() for name, e in state.tts.items()}}
+                            "engines": {name: {"state": e.status().state.value} for name, e in state.tts.items()}}
     if state.asr is not None:
-        body["asr"] = state.asr.status().to_dict()
+        body["asr"] = {"state": state.asr.status().state.value}
     if not startup.ready:
         body = {"status": "starting", "step": startup.step, **body}
         return JSONResponse(body, status_code=503, headers={"Retry-After": str(RETRY_AFTER_STARTING_S)})

@@ -90,12 +90,10 @@ async def _serve(settings: Settings) -> int:
     import uvicorn
 
     from gateway.app import create_app
+    from gateway.serving import uvicorn_config
 
     app = create_app(settings)
-    config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level=settings.log_level, log_config=None,
-                            ws_max_size=16 * 1024 * 1024, proxy_headers=False, server_header=False,
-                            access_log=settings.log_level == "debug")
-    server = uvicorn.Server(config)
+    server = uvicorn.Server(uvicorn_config(app, settings))
     print(banner(settings), file=sys.stderr, flush=True)
     await server.serve()
     return 0 if server.started else 1

@@ -59,7 +59,19 @@ async def dictation_socket(websocket: WebSocket) -> None:
 
 
 async def transcriptions(request: Request) -> Response:
-    """OpenAI-compatible file transcription through the same sidecar."""
+    """OpenAI-compatible file transcription through the same sidecar. At most
+    ``max_transcriptions`` run at once (counted apart from live streams), so
+    uploads cannot pile up in memory or starve the live streams' decodes; more
+    get 503 + Retry-After."""
+    sessions = request.state.sessions
+    entry = sessions.claim("transcription", client_label(request), lambda: {"route": request.url.path})
+    try:
+        return await _transcribe(request)
+    finally:
+        sessions.remove(entry.id)
+
+
+async def _transcribe(request: Request) -> Response:
     asr = request.state.asr
     if asr is None:
         raise disabled_error()

@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator
 
 from starlette.background import BackgroundTask
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 from starlette.routing import BaseRoute
 from starlette.websockets import WebSocket
 
@@ -27,6 +27,7 @@ from gateway.errors import GatewayError, OverCapacity, refuse_socket
 from gateway.protocol.json import read_json_object
 from gateway.protocol.tts import Ready, SpeechRequest, SynthesisRequest, TextLimits, parse_tts_params
 from gateway.registry import client_label
+from gateway.streaming import StallGuardedResponse
 from gateway.tts.frames import open_audio
 from gateway.tts.selection import check_ready, pick_engine, resolve_voice
 from gateway.tts.session import SessionConfig, TtsSession
@@ -113,8 +114,8 @@ def _speech_response(request: Request, engine: TtsEngine, text: str, voice: str 
 
     media_type = "audio/wav" if wav else f"audio/pcm;rate={rate};encoding={encoding.value}"
     headers = {"X-Sample-Rate": str(rate), "X-Encoding": encoding.value, "Cache-Control": "no-store"}
-    return StreamingResponse(body(), media_type=media_type, headers=headers,
-                             background=BackgroundTask(cleanup))
+    return StallGuardedResponse(body(), media_type=media_type, headers=headers, background=BackgroundTask(cleanup),
+                                stall_timeout_s=request.state.settings.idle_timeout_s)
 
 
 async def tts_http(request: Request) -> Response:
