@@ -23,7 +23,7 @@ from starlette.routing import BaseRoute
 from auth import AuthMiddleware, AuthState, ShareListener, auth_routes
 from auth.access import make_classifier
 from engines.base import AsrService, TtsEngine
-from gateway.config import Settings
+from gateway.config import Settings, child_environment
 from gateway.dictation.routes import dictation_routes
 from gateway.errors import GatewayError
 from gateway.http_api import core_routes, static_routes
@@ -55,7 +55,8 @@ def build_asr(settings: Settings) -> AsrService | None:
         return None
     from gateway.dictation.sidecar import AsrSupervisor
 
-    return AsrSupervisor.from_settings(settings)
+    # The sidecar needs none of the gateway's secrets (the API key above all).
+    return AsrSupervisor.from_settings(settings, env=child_environment())
 
 
 def create_app(

@@ -26,6 +26,7 @@ from starlette.websockets import WebSocketDisconnect
 from engines.base import AsrService, AsrStreamHandle, EngineState
 from gateway.audio import AudioFormatError, PcmDecoder, StreamResampler
 from gateway.config import Settings
+from gateway.dictation.pacing import Pacer
 from gateway.dictation.sidecar import disabled_error, unavailable_error
 from gateway.dictation.transport import DictationTransport
 from gateway.errors import (
@@ -86,6 +87,8 @@ class DictationSession:
         self.stream: AsrStreamHandle | None = None
         self._decoder = PcmDecoder(params.encoding)
         self._resampler = StreamResampler(params.sample_rate, ASR_RATE)
+        self._pacer = Pacer(settings.dictation_max_ahead_s)
+        self._sender: asyncio.Task[None] | None = None
         self._send_lock = asyncio.Lock()
         self._closed = False
 
@@ -95,7 +98,8 @@ class DictationSession:
                 "language": self.params.language,
                 "audio_s": round(stream.audio_s, 3) if stream else 0.0,
                 "utterances": stream.finals if stream else 0,
-                "lag_s": round(stream.lag_s, 3) if stream else 0.0}
+                "lag_s": round(stream.lag_s, 3) if stream else 0.0,
+                "ahead_s": round(self._pacer.ahead_s, 3)}
 
     # ---- lifecycle
 
@@ -108,6 +112,7 @@ class DictationSession:
                    "silence_ms": self.params.silence_ms}
         self.stream = stream = await asr.open_stream(options)
         sender = asyncio.create_task(self._relay_events(stream), name=f"dictation-send-{session_id}")
+        self._sender = sender
         try:
             await self._send(Ready(session=session_id, sample_rate=self.params.sample_rate,
                                    encoding=self.params.encoding.value, language=self.params.language,
@@ -199,7 +204,10 @@ class DictationSession:
         except AudioFormatError as exc:
             await self._send(BadAudio(f"{exc}; the message was dropped").to_event())
             return
-        await stream.send_audio(self._resampler.feed(samples))
+        audio = self._resampler.feed(samples)
+        await stream.send_audio(audio)
+        if self._sender is not None:  # past the pace limit, stop reading the socket for a while
+            await self._pacer.hold(len(audio) / ASR_RATE, self._sender)
 
     async def _on_message(self, stream: AsrStreamHandle, message: ClientMessage) -> None:
         try:

@@ -26,6 +26,7 @@ import logging
 import sys
 import time
 from collections import deque
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +66,7 @@ class AsrSupervisor:
 
     def __init__(self, *, model: str, data_dir: Path, compute_type: str = "int8", threads: int = 0,
                  python: str = sys.executable, start_timeout_s: float = START_TIMEOUT_S,
-                 backoff_s: tuple[float, ...] = BACKOFF_S) -> None:
+                 backoff_s: tuple[float, ...] = BACKOFF_S, env: Mapping[str, str] | None = None) -> None:
         self.model_name = model
         self.data_dir = data_dir
         self.compute_type = compute_type
@@ -73,6 +74,7 @@ class AsrSupervisor:
         self.python = python
         self.start_timeout_s = start_timeout_s
         self.backoff_s = backoff_s
+        self.env = dict(env) if env is not None else None  # None: inherit this process's environment
         self.restarts = 0
         self._state = EngineStatus(EngineState.LOADING, "not started")
         self._resolved: ResolvedModel | None = None
@@ -89,9 +91,9 @@ class AsrSupervisor:
         self._closing = False
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> AsrSupervisor:
+    def from_settings(cls, settings: Settings, env: Mapping[str, str] | None = None) -> AsrSupervisor:
         return cls(model=settings.asr_model, data_dir=settings.data_dir,
-                   compute_type=settings.asr_compute_type, threads=settings.asr_threads)
+                   compute_type=settings.asr_compute_type, threads=settings.asr_threads, env=env)
 
     # ---- engine interface
 
@@ -256,7 +258,7 @@ class AsrSupervisor:
         try:
             proc = await asyncio.create_subprocess_exec(
                 *args, cwd=str(PROJECT_ROOT), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, limit=1 << 20)
+                stderr=asyncio.subprocess.PIPE, limit=1 << 20, env=self.env)
         except OSError as exc:
             self._state = EngineStatus(EngineState.FAILED, f"cannot start the ASR sidecar: {exc}")
             return False
