@@ -1,9 +1,16 @@
 """Finding the credential a request presents.
 
 One credential is used per request, the first found in this order:
-``Authorization`` (scheme case-insensitive), ``X-API-Key``, ``?api_key=``,
-``?ticket=``, ``X-Voxgate-Pin``, the ``vg_session`` cookie, the ``vg_pin``
-cookie. Explicit credentials come before cookies, so a client that presents one
+``Authorization`` (scheme case-insensitive), the WebSocket subprotocol pair
+``token, <key>``, ``X-API-Key``, ``?api_key=``, ``?ticket=``, ``X-Voxgate-Pin``,
+the ``vg_session`` cookie, the ``vg_pin`` cookie.
+
+``Authorization: Token <key>`` (Deepgram's scheme) means the same as
+``Bearer <key>``: the API key or a session token. Browsers cannot set headers
+on a WebSocket, so Deepgram's browser clients offer the subprotocols
+``token`` and ``<key>``; that pair is a bearer credential too, and the server
+must then accept the socket with the ``token`` subprotocol
+(``answer_subprotocol``). Explicit credentials come before cookies, so a client that presents one
 is judged by it alone, and a stale cookie riding along cannot change the answer.
 Empty values count as absent.
 """
@@ -23,15 +30,17 @@ SESSION_COOKIE = "vg_session"
 PIN_COOKIE = "vg_pin"
 PIN_HEADER = "x-voxgate-pin"
 KEY_HEADER = "x-api-key"
+BEARER_SCHEMES = ("bearer", "token")
+TOKEN_SUBPROTOCOL = "token"
 
 
 class CredentialKind(str, enum.Enum):
-    BEARER = "bearer"  # Authorization: Bearer: the API key or a session token
+    BEARER = "bearer"  # Authorization: Bearer / Token, or the token subprotocol: the API key or a session token
     API_KEY = "api_key"  # X-API-Key or ?api_key=: the API key only
     TICKET = "ticket"  # ?ticket=: a WebSocket ticket
     PIN = "pin"  # X-Voxgate-Pin or the vg_pin cookie
     SESSION_COOKIE = "session_cookie"  # vg_session: a session token
-    UNSUPPORTED = "unsupported"  # an Authorization scheme other than Bearer
+    UNSUPPORTED = "unsupported"  # an Authorization scheme other than Bearer or Token
 
     @property
     def is_pin(self) -> bool:
@@ -69,6 +78,23 @@ def cookies(scope: Scope) -> dict[str, str]:
     return cookie_parser("; ".join(header_values(scope, "cookie")))
 
 
+def subprotocol_credential(scope: Scope) -> str | None:
+    """The key or token of a WebSocket that offers the subprotocols ``token``, ``<value>``."""
+    if scope.get("type") != "websocket":
+        return None
+    offered = [str(p).strip() for p in scope.get("subprotocols") or ()]
+    if len(offered) >= 2 and offered[0].lower() == TOKEN_SUBPROTOCOL:
+        return offered[1]
+    return None
+
+
+def answer_subprotocol(scope: Scope) -> str | None:
+    """The subprotocol the server must accept the socket with: ``token`` when the
+    client presented its credential that way (a browser fails the handshake
+    unless one of its offered subprotocols is echoed)."""
+    return TOKEN_SUBPROTOCOL if subprotocol_credential(scope) else None
+
+
 def presented_credential(scope: Scope) -> Credential | None:
     """The one credential this request presents, or None."""
     for credential in _candidates(scope):
@@ -81,10 +107,11 @@ def _candidates(scope: Scope) -> Iterable[Credential]:
     authorization = first_header(scope, "authorization")
     if authorization is not None and authorization.strip():
         scheme, _, token = authorization.strip().partition(" ")
-        if scheme.lower() == "bearer":
+        if scheme.lower() in BEARER_SCHEMES:
             yield Credential(CredentialKind.BEARER, token.strip())
         else:
             yield Credential(CredentialKind.UNSUPPORTED, authorization)
+    yield Credential(CredentialKind.BEARER, subprotocol_credential(scope) or "")
     yield Credential(CredentialKind.API_KEY, (first_header(scope, KEY_HEADER) or "").strip())
     query = query_params(scope)
     yield Credential(CredentialKind.API_KEY, query.get("api_key", ""))

@@ -179,8 +179,9 @@ class AsrStreamHandle(Protocol):
         """Mono float32 audio at 16 kHz, in order."""
         ...
 
-    async def finalize(self) -> None:
-        """End the open utterance now; its final follows."""
+    async def finalize(self, mark: str | None = None) -> None:
+        """End the open utterance now; its final follows. A ``mark`` is answered
+        by a ``finalized`` event once every final of the audio before it is out."""
         ...
 
     async def end(self) -> None:

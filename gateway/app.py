@@ -26,6 +26,7 @@ from engines.base import AsrService, TtsEngine
 from gateway.config import Settings, child_environment
 from gateway.dictation.routes import dictation_routes
 from gateway.errors import GatewayError
+from gateway.fronts.deepgram.routes import deepgram_routes
 from gateway.http_api import core_routes, static_routes
 from gateway.registry import SessionRegistry
 from gateway.startup import Startup
@@ -110,7 +111,7 @@ def create_app(
                     await engine.close()
 
     routes: list[BaseRoute] = [*core_routes(), *auth_routes(), *tts_routes(), *dictation_routes(),
-                               *static_routes()]
+                               *deepgram_routes(), *static_routes()]
     app = Starlette(routes=routes, lifespan=lifespan,
                     exception_handlers={GatewayError: _gateway_error_response})
     app.add_middleware(AuthMiddleware, classify=make_classifier(routes))

@@ -2,7 +2,9 @@
 
 Grammar of the events it produces, per utterance n (in order):
 ``speech_started(n)``, ``partial(n)*``, then exactly one of ``final(n)`` or
-``discarded(n)`` (no words and not closed by finalize/end).
+``discarded(n)`` (no words and not closed by finalize/end). A finalize with a
+``mark`` is answered by one ``finalized(mark, utterance)`` after the final of
+every utterance opened before it (``utterance``: the one it closed, or None).
 
 - Silero VAD runs on every 32 ms window. An utterance opens after ~100 ms of
   speech (so a click does not open one) and closes after ``silence_ms`` of
@@ -136,6 +138,8 @@ class StreamPolicy:
         self._prev_end = options.offset
         self.utterance: _Utterance | None = None
         self.closed: deque[_Closed] = deque()
+        # finalize marks waiting for earlier finals: (mark, utterance it closed, last utterance before it)
+        self._marks: deque[tuple[str, int | None, int]] = deque()
         self.ending = False
         self.lag_s = 0.0
         self._ready_at = 0.0
@@ -241,9 +245,12 @@ class StreamPolicy:
         events.append({"ev": "speech_started", "stream": self.stream, "utterance": u2.index,
                        "at": round(cut / RATE, 3), "start_sample": cut})
 
-    def finalize(self, now: float) -> None:
-        """Close the open utterance now; its final comes even if it holds no words."""
+    def finalize(self, now: float, mark: str | None = None) -> None:
+        """Close the open utterance now; its final comes even if it holds no words.
+        A ``mark`` is answered by a ``finalized`` event once every earlier final is out."""
         u = self.utterance
+        if mark is not None:
+            self._marks.append((mark, u.index if u is not None else None, self._next_index - 1))
         if u is None:
             return
         speech_end = u.silence_since if u.silence_since is not None else self.pos
@@ -341,6 +348,9 @@ class StreamPolicy:
             if self.options.word_timestamps:
                 event["words"] = [w.to_dict() for w in words]
             events.append(event)
+        while self._marks and (not self.closed or self.closed[0].index > self._marks[0][2]):
+            mark, closed_index, _ = self._marks.popleft()
+            events.append({"ev": "finalized", "stream": self.stream, "id": mark, "utterance": closed_index})
         return events
 
     def settle(self) -> list[dict]:

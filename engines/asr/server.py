@@ -147,7 +147,11 @@ class SidecarServer:
             elif op in ("finalize", "end"):
                 policy = self.streams.get(sid)
                 if policy is not None:
-                    (policy.end if op == "end" else policy.finalize)(now)
+                    if op == "end":
+                        policy.end(now)
+                    else:
+                        mark = header.get("id")
+                        policy.finalize(now, str(mark) if mark is not None else None)
                     self._after_change(sid, policy)
             elif op == "close":
                 self.streams.pop(sid, None)

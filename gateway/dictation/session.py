@@ -78,11 +78,13 @@ class DictationSession:
     """One /v1/dictation socket after its parameters were accepted."""
 
     def __init__(self, transport: DictationTransport, params: DictationParams, settings: Settings,
-                 asr: AsrService | None) -> None:
+                 asr: AsrService | None, *, idle_timeout_s: float | None = None) -> None:
         self.transport = transport
         self.params = params
         self.settings = settings
         self.asr = asr
+        # a front may hold its clients to its vendor's idle rule instead of the gateway's
+        self.idle_timeout_s = idle_timeout_s if idle_timeout_s is not None else settings.idle_timeout_s
         self.phase = Phase.STREAMING
         self.stream: AsrStreamHandle | None = None
         self._decoder = PcmDecoder(params.encoding)
@@ -164,12 +166,12 @@ class DictationSession:
 
     async def _send(self, message: dict[str, Any]) -> None:
         async with self._send_lock:
-            await self.transport.send_event(message, self.settings.idle_timeout_s)
+            await self.transport.send_event(message, self.idle_timeout_s)
 
     # ---- client -> server
 
     async def _receive_loop(self, stream: AsrStreamHandle, sender: asyncio.Task[None]) -> None:
-        idle_s = self.settings.idle_timeout_s
+        idle_s = self.idle_timeout_s
         while self.phase is Phase.STREAMING:
             receive = asyncio.ensure_future(self.transport.receive())
             done, _ = await asyncio.wait({receive, sender}, timeout=idle_s, return_when=asyncio.FIRST_COMPLETED)
@@ -216,7 +218,7 @@ class DictationSession:
             await self._send(exc.to_event())
             return
         if isinstance(message, Finalize):
-            await stream.finalize()
+            await stream.finalize(message.id)
         elif isinstance(message, End):
             await stream.send_audio(self._resampler.flush())
             await stream.end()
@@ -243,8 +245,7 @@ class DictationSession:
             try:
                 await self._send(message)
             except asyncio.TimeoutError:
-                await self._close(CLOSE_IDLE, "the client did not read for "
-                                              f"{self.settings.idle_timeout_s:.0f} s")
+                await self._close(CLOSE_IDLE, f"the client did not read for {self.idle_timeout_s:.0f} s")
                 return
             if isinstance(item, Closed):
                 await self._close(CLOSE_NORMAL)

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from engines.asr.framing import encode_frame, pcm_to_bytes
-from gateway.dictation.retention import Retention
+from gateway.dictation.retention import FinalizeEntry, Retention
 from gateway.errors import GatewayError
 from gateway.protocol.common import Closed
-from gateway.protocol.dictation import Final, Partial, SpeechStarted
+from gateway.protocol.dictation import Final, Finalized, Partial, SpeechStarted
 
 if TYPE_CHECKING:
     from gateway.dictation.sidecar import AsrSupervisor
@@ -33,6 +33,13 @@ EVENT_QUEUE_SIZE = 512
 
 def asr_unavailable_event(message: str) -> dict[str, Any]:
     return GatewayError(message, code="asr_unavailable").to_event()
+
+
+def finalize_header(stream_id: str, mark: str | None) -> dict[str, Any]:
+    header: dict[str, Any] = {"op": "finalize", "stream": stream_id}
+    if mark is not None:
+        header["id"] = mark
+    return header
 
 
 class AsrStream:
@@ -64,10 +71,11 @@ class AsrStream:
         if self.live:
             await self.supervisor.write({"op": "audio", "stream": self.id}, pcm_to_bytes(samples))
 
-    async def finalize(self) -> None:
-        self.retention.add_finalize()
+    async def finalize(self, mark: str | None = None) -> None:
+        """Close the open utterance; a ``mark`` is answered by a ``Finalized`` event."""
+        self.retention.add_finalize(mark)
         if self.live:
-            await self.supervisor.write({"op": "finalize", "stream": self.id})
+            await self.supervisor.write(finalize_header(self.id, mark))
 
     async def end(self) -> None:
         self.ending = True
@@ -93,8 +101,8 @@ class AsrStream:
     def replay_frames(self, start: int) -> tuple[list[bytes], int]:
         """Frames for the logged entries from index ``start`` on, and the next index."""
         entries = self.retention.entries(start)
-        frames = [encode_frame({"op": "audio", "stream": self.id}, pcm_to_bytes(samples)) if samples is not None
-                  else encode_frame({"op": "finalize", "stream": self.id}) for samples in entries]
+        frames = [encode_frame(finalize_header(self.id, entry.mark)) if isinstance(entry, FinalizeEntry)
+                  else encode_frame({"op": "audio", "stream": self.id}, pcm_to_bytes(entry)) for entry in entries]
         return frames, start + len(entries)
 
     # ---- events from the sidecar
@@ -114,6 +122,10 @@ class AsrStream:
             self.lag_s = float(event.get("lag_s", self.lag_s))
             self._put(Final(event["utterance"], event["text"], event["start"], event["end"],
                             event.get("language", ""), event.get("words")), essential=True)
+        elif kind == "finalized":
+            utterance = event.get("utterance")
+            self._put(Finalized(str(event.get("id")), int(utterance) if utterance is not None else None),
+                      essential=True)
         elif kind == "ended":
             self.ended = True
             self._put(Closed(self.finals, round(self.audio_s, 3)), essential=True)

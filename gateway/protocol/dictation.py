@@ -7,6 +7,7 @@ Exchange grammar (one socket)::
     client: (binary audio | finalize | keepalive)* end?
     server: per utterance n: speech_started, partial*, final   (final may be absent
             when the utterance held no words and was not finalized)
+            finalized after the finals of the audio before a finalize that has an id
             error* at any point (the session goes on)
             closed after the client's end, then close 1000
 
@@ -32,6 +33,7 @@ from gateway.protocol.json import message_type, parse_message
 MIN_SILENCE_MS = 200
 MAX_SILENCE_MS = 5000
 MAX_TEXT_MESSAGE_BYTES = 64 * 1024
+MAX_ID_CHARS = 128
 MAX_AUDIO_MESSAGE_BYTES = 1024 * 1024  # ~5 s at 48 kHz f32, ~32 s at 16 kHz s16
 _LANGUAGE = re.compile(r"^[a-z]{2,3}$")
 
@@ -96,6 +98,7 @@ def parse_dictation_params(query: Mapping[str, str]) -> DictationParams:
 
 @dataclass(frozen=True)
 class Finalize:
+    id: str | None = None  # answered by a ``finalized`` event with this id
     type: Literal["finalize"] = "finalize"
 
 
@@ -115,9 +118,13 @@ CLIENT_TYPES = ("finalize", "end", "keepalive")
 
 def parse_client_message(raw: str) -> ClientMessage:
     """Parse one JSON text message; raises ``BadMessage`` saying what is wrong."""
-    kind = message_type(parse_message(raw))
+    data = parse_message(raw)
+    kind = message_type(data)
     if kind == "finalize":
-        return Finalize()
+        mark = data.get("id")
+        if mark is not None and (not isinstance(mark, str) or not 0 < len(mark) <= MAX_ID_CHARS):
+            raise BadMessage(f"finalize.id must be a string of 1..{MAX_ID_CHARS} characters")
+        return Finalize(id=mark)
     if kind == "end":
         return End()
     if kind == "keepalive":
@@ -187,7 +194,20 @@ class Final:
         return out
 
 
-ServerEvent = Ready | SpeechStarted | Partial | Final | Closed
+@dataclass(frozen=True)
+class Finalized:
+    """The answer to a ``finalize`` with an id: every final of the audio sent before
+    it is out. ``utterance`` is the one it closed (None: none was open)."""
+
+    id: str
+    utterance: int | None
+    type: Literal["finalized"] = "finalized"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "id": self.id, "utterance": self.utterance}
+
+
+ServerEvent = Ready | SpeechStarted | Partial | Final | Finalized | Closed
 
 
 def event_from_dict(data: Mapping[str, Any]) -> ServerEvent | dict[str, Any]:
@@ -201,6 +221,9 @@ def event_from_dict(data: Mapping[str, Any]) -> ServerEvent | dict[str, Any]:
     if kind == "final":
         return Final(int(data["utterance"]), str(data["text"]), float(data["start"]), float(data["end"]),
                      str(data.get("language", "")), data.get("words"))
+    if kind == "finalized":
+        utterance = data.get("utterance")
+        return Finalized(str(data["id"]), int(utterance) if utterance is not None else None)
     if kind == "closed":
         return Closed(int(data["utterances"]), float(data["audio_s"]))
     if kind == "ready":

@@ -249,6 +249,23 @@ def test_finalize_is_passed_to_the_sidecar_in_order_with_the_audio(tmp_path):
         assert fake.ops(stream_of_id(fake)) == ["open", "audio", "finalize", "audio", "end"]
 
 
+def test_a_finalize_with_an_id_reaches_the_sidecar_and_its_answer_the_client(tmp_path):
+    fake = FakeSidecar()
+    with dictation_client(tmp_path, fake) as client, client.websocket_connect("/v1/dictation") as ws:
+        receive(ws)
+        ws.send_json({"type": "finalize", "id": "turn-3"})
+        ws.send_json({"type": "keepalive"})  # a round trip: the finalize was handled before it
+        ws.send_json({"type": "finalize", "id": 7})
+        assert receive(ws) == {"type": "error", "code": "bad_message", "retryable": False,
+                               "message": "finalize.id must be a string of 1..128 characters"}
+        assert [h for h, _ in fake.frames if h["op"] == "finalize"] == [
+            {"op": "finalize", "stream": stream_of_id(fake), "id": "turn-3"}]
+        deliver(client, fake, {"ev": "finalized", "id": "turn-3", "utterance": None})
+        ws.send_json({"type": "end"})
+        assert receive(ws) == {"type": "finalized", "id": "turn-3", "utterance": None}
+        assert receive(ws)["type"] == "closed"
+
+
 def test_admin_sessions_lists_the_stream_with_its_lag(tmp_path):
     fake = FakeSidecar()
     with dictation_client(tmp_path, fake) as client, client.websocket_connect("/v1/dictation") as ws:
