@@ -20,7 +20,7 @@ from starlette.websockets import WebSocket
 
 from auth.access import RouteClass, http_route, ws_route
 from engines.base import EngineState
-from gateway.audio import AudioFormatError, read_wav, resample
+from gateway.audio import AudioFormatError, AudioTooLong, read_wav, resample
 from gateway.config import Settings
 from gateway.dictation.session import DictationSession
 from gateway.dictation.sidecar import disabled_error, unavailable_error
@@ -31,6 +31,9 @@ from gateway.protocol.json import bounded_request
 from gateway.registry import client_label
 
 MAX_UPLOAD_BYTES = 25 * 1024 * 1024  # OpenAI's own limit
+# Decoded length cap: the audio goes to the sidecar as one float32 frame at 16 kHz,
+# and a frame holds at most 64 MiB (17.4 min); 15 min keeps a margin.
+MAX_AUDIO_S = 15 * 60
 MULTIPART_OVERHEAD_BYTES = 64 * 1024  # the form's other fields and part headers
 RESPONSE_FORMATS = ("json", "text", "verbose_json")
 ASR_RATE = 16000
@@ -107,7 +110,9 @@ async def _transcribe(request: Request) -> Response:
         raise BadRequest(f"language: the ASR model {asr.model_name} does not support {language[:10]!r} "
                          f"(available: {', '.join(languages[:20])})", code="unsupported_language")
     try:
-        samples, rate = read_wav(data)
+        samples, rate = read_wav(data, MAX_AUDIO_S)
+    except AudioTooLong as exc:
+        raise TooLarge(f"file: {exc}") from None
     except AudioFormatError as exc:
         raise BadRequest(f"file: {exc} (only WAV files are accepted)", code="bad_audio") from None
     audio = resample(samples, rate, ASR_RATE)

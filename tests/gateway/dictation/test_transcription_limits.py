@@ -70,3 +70,34 @@ def test_the_limit_is_a_setting(tmp_path) -> None:
         second, first = client.portal.call(_one_more_than, 1, client.app, client.app_state, fake)
     assert (second.status, second.json()["detail"]) == (503, "too many file transcriptions (limit 1); try again later")
     assert [r.status for r in first] == [200]
+
+
+def _upload(client: TestClient, wav: bytes):
+    return client.post("/v1/audio/transcriptions", files={"file": ("a.wav", wav, "audio/wav")})
+
+
+def test_a_wav_declaring_1_hz_is_refused_before_any_resampling(tmp_path) -> None:
+    fake = FakeSidecar(transcription={"text": "x"})
+    one_hz = bytearray(write_wav(np.zeros(4400, dtype=np.float32), 16000))  # 8.8 KB of samples
+    one_hz[24:28] = (1).to_bytes(4, "little")
+    with TestClient(make_app(tmp_path, asr=fake), client=LOOPBACK) as client:
+        r = _upload(client, bytes(one_hz))
+    assert (r.status_code, r.json()) == (400, {
+        "detail": "file: WAV file declares a sample rate of 1 Hz; accepted: 8000 to 48000 Hz "
+                  "(only WAV files are accepted)", "code": "bad_audio"})
+    assert fake.transcribe_calls == []
+
+
+def test_audio_past_15_minutes_is_413_and_never_reaches_the_sidecar(tmp_path) -> None:
+    fake = FakeSidecar(transcription={"text": "x"})
+    header = bytearray(write_wav(np.zeros(0, dtype=np.float32), 8000))
+    header[34:36] = (8).to_bytes(2, "little")  # 8-bit PCM: 16 minutes in 7.7 MB
+    header[32:34] = (1).to_bytes(2, "little")
+    header[28:32] = (8000).to_bytes(4, "little")
+    samples = 16 * 60 * 8000
+    header[40:44] = samples.to_bytes(4, "little")
+    with TestClient(make_app(tmp_path, asr=fake), client=LOOPBACK) as client:
+        r = _upload(client, bytes(header) + b"\x80" * samples)
+    assert (r.status_code, r.json()) == (413, {"detail": "file: audio of 16.0 min; the limit is 15 min",
+                                               "code": "too_large"})
+    assert fake.transcribe_calls == []
