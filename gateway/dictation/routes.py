@@ -22,8 +22,8 @@ from auth.access import RouteClass, http_route, ws_route
 from engines.base import EngineState
 from gateway.audio import AudioFormatError, AudioTooLong, read_wav, resample
 from gateway.config import Settings
+from gateway.dictation.faults import disabled_error, unavailable_error
 from gateway.dictation.session import DictationSession
-from gateway.dictation.sidecar import disabled_error, unavailable_error
 from gateway.dictation.transport import NativeDictationTransport
 from gateway.errors import BadRequest, GatewayError, OverCapacity, TooLarge, refuse_socket
 from gateway.protocol.dictation import parse_dictation_params

@@ -26,8 +26,8 @@ from starlette.websockets import WebSocketDisconnect
 from engines.base import AsrService, AsrStreamHandle, EngineState
 from gateway.audio import AudioFormatError, PcmDecoder, StreamResampler
 from gateway.config import Settings
+from gateway.dictation.faults import disabled_error, unavailable_error
 from gateway.dictation.pacing import Pacer
-from gateway.dictation.sidecar import disabled_error, unavailable_error
 from gateway.dictation.transport import DictationTransport
 from gateway.errors import (
     CLOSE_IDLE,
@@ -241,6 +241,11 @@ class DictationSession:
                 item = await asyncio.wait_for(stream.events.get(), 1.0)
             except asyncio.TimeoutError:
                 continue
+            if isinstance(item, GatewayError):  # the stream was dropped: say why, then close
+                with contextlib.suppress(Exception):
+                    await self._send(item.to_event())
+                await self._close(item.close_code, item.message)
+                return
             message = item if isinstance(item, dict) else item.to_dict()
             try:
                 await self._send(message)
