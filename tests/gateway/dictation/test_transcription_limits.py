@@ -9,9 +9,13 @@ import functools
 from typing import Any
 
 import numpy as np
+import pytest
 from starlette.testclient import TestClient
 
+from engines.asr.framing import MAX_PAYLOAD_BYTES
 from gateway.audio import write_wav
+from gateway.dictation.sidecar import AsrSupervisor
+from gateway.errors import TooLarge
 from tests.gateway.dictation.fakes import FakeSidecar
 from tests.gateway.helpers import LOOPBACK, make_app
 from tests.support.asgi import post_chunks
@@ -101,3 +105,11 @@ def test_audio_past_15_minutes_is_413_and_never_reaches_the_sidecar(tmp_path) ->
     assert (r.status_code, r.json()) == (413, {"detail": "file: audio of 16.0 min; the limit is 15 min",
                                                "code": "too_large"})
     assert fake.transcribe_calls == []
+
+
+async def test_the_supervisor_refuses_audio_one_frame_cannot_carry(tmp_path) -> None:
+    supervisor = AsrSupervisor(model="tiny.en", data_dir=tmp_path)  # never started: the size is checked first
+    with pytest.raises(TooLarge) as info:
+        await supervisor.transcribe(np.zeros(MAX_PAYLOAD_BYTES // 4 + 1, dtype=np.float32), language=None,
+                                    word_timestamps=False, timeout_s=1.0)
+    assert info.value.message == "17.5 min of audio is more than one transcription takes (17.5 min)"
