@@ -198,7 +198,7 @@ class SynthesisRequest:
     def from_dict(cls, data: Mapping[str, Any], limits: TextLimits) -> SynthesisRequest:
         """Raises ``BadRequest`` (or ``TooLarge`` for the text) naming the field."""
         fmt = data.get("format", "wav")
-        if fmt not in WAV_OR_PCM_FORMATS:
+        if not isinstance(fmt, str) or fmt not in WAV_OR_PCM_FORMATS:
             raise BadRequest(f"format: must be one of: {', '.join(WAV_OR_PCM_FORMATS)}")
         rate = data.get("sample_rate")
         if rate is not None:
