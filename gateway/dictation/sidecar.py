@@ -10,6 +10,7 @@ open utterances (and a few seconds before them) until their finals arrive.
 Event invariants the client relies on are enforced here, whatever the sidecar
 does across a restart: one ``speech_started`` per utterance, ``stable`` only
 grows, one ``final`` per utterance, in order, never a partial after it.
+Hung processes and crash-looping audio: gateway/dictation/faults.py.
 
 Concurrency: everything runs on the event loop. One supervisor task owns the
 process (spawn, read, restart); a second pumps its stderr into the log.
@@ -218,14 +219,15 @@ class AsrSupervisor:
                     if self.closing:
                         return
                     healthy = time.monotonic() - started > HEALTHY_AFTER_S
-                    if healthy:
-                        attempt = 0
+                    attempt = 0 if healthy else attempt  # a long-lived process resets the backoff
                     self._lost_process(crash_loop=not healthy)
             except Exception:  # supervision must go on, never stop silently with the status left at ready
                 log.exception("ASR supervision failed; restarting the sidecar")
                 if self._proc is not None and self._proc.returncode is None:
                     with contextlib.suppress(ProcessLookupError):
                         self._proc.kill()
+                    with contextlib.suppress(Exception):
+                        await asyncio.wait_for(self._proc.wait(), WRITE_TIMEOUT_S)
                 self._process_ended()
                 self._lost_process(crash_loop=False)
             delay = self.backoff_s[min(attempt, len(self.backoff_s) - 1)]
