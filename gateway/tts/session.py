@@ -55,6 +55,7 @@ from gateway.protocol.tts import (
     TextFragment,
     TextLimits,
 )
+from gateway.tasks import cancel_and_wait
 from gateway.tts.frames import FrameEncoder
 from gateway.tts.outbound import OutboundQueue, OutItem, Stalled
 from gateway.tts.selection import gateway_error, resolve_voice
@@ -150,10 +151,10 @@ class TtsSession:
                     closing = closing or self._outcome(task)
         finally:
             self.state = TtsState.CLOSING
-            for task in tasks:
-                task.cancel()
-            if tasks:  # asyncio.wait, not gather: our own cancellation must propagate unchanged
-                await asyncio.wait(tasks, timeout=self.config.close_timeout_s)
+            # asyncio.wait inside, not gather: our own cancellation must propagate unchanged
+            stuck = await cancel_and_wait(tasks, self.config.close_timeout_s)
+            if stuck:
+                log.error("TTS session tasks did not end: %s", ", ".join(t.get_name() for t in stuck))
             for utt in self._live:
                 if utt.stream is not None:
                     utt.stream.cancel()
