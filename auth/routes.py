@@ -4,12 +4,13 @@
   the same policy functions and lockout as the middleware)
 - ``DELETE /v1/auth/session`` (public: revoking needs no rights)
 - ``POST /v1/auth/ticket`` (consume: any valid credential)
+- ``GET /v1/auth/me`` (public: who the caller is, judged like a consume route)
 - ``POST|GET|DELETE /v1/admin/share`` (admin)
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -21,7 +22,7 @@ from .body import BodyInvalid, BodyTooLarge, parse_json_object, read_body
 from .client_address import resolve_client
 from .credentials import PIN_COOKIE, SESSION_COOKIE, Credential, CredentialKind, presented_credential
 from .origin import origin_acceptable
-from .policy import ORIGIN_REJECTED, TOO_MANY_ATTEMPTS, Refusal, judge_credential, missing_credential_refusal
+from .policy import ORIGIN_REJECTED, TOO_MANY_ATTEMPTS, Refusal, decide, judge_credential, missing_credential_refusal
 from .principal import PrincipalKind, principal_of
 from .share import VIA_SHARE_SCOPE_KEY, ShareUnavailable
 from .state import SOURCE_KEY, SOURCE_PIN, AuthState, owner_of
@@ -135,6 +136,41 @@ async def delete_session(request: Request) -> Response:
     return response
 
 
+async def who_am_i(request: Request) -> Response:
+    """``{"principal", "admin", "session"}``: what the caller's credential makes it on a
+    consume route (``principal`` null when it would be refused), whether it may use
+    the admin routes, and whether it holds a session that signing out would end.
+
+    The credential is judged exactly as a consume route judges it, lockout and
+    failure counting included, so this route is no cheaper oracle for guessing
+    keys or PINs than any other. A locked-out caller gets the same 429.
+    """
+    state: AuthState = request.state.auth
+    scope = cast("dict[str, Any]", request.scope)  # the policy functions take the plain ASGI dict
+    client = resolve_client(scope, state.config.forwarded_allow_ips)
+    credential = presented_credential(scope)
+    if client.is_loopback:
+        # Loopback needs no credential; a session cookie it carries is only looked
+        # up (a pure read), never counted as a failure.
+        token = request.cookies.get(SESSION_COOKIE, "")
+        session = bool(token) and state.verify(Credential(CredentialKind.SESSION_COOKIE, token, from_cookie=True),
+                                               client.host, path=scope.get("path", ""), websocket=False) is not None
+        return _identity(PrincipalKind.LOOPBACK.value, admin=True, session=session)
+    judged = decide(scope, RouteClass.CONSUME, state)
+    if isinstance(judged, Refusal):
+        if judged.status == 429:
+            return _refusal(judged)
+        return _identity(None, admin=False, session=False)
+    session = judged.kind in (PrincipalKind.SESSION, PrincipalKind.PIN_SESSION) or (
+        judged.kind is PrincipalKind.PIN and credential is not None and credential.from_cookie)
+    return _identity(judged.kind.value, admin=judged.may_admin, session=session)
+
+
+def _identity(principal: str | None, *, admin: bool, session: bool) -> JSONResponse:
+    return JSONResponse({"principal": principal, "admin": admin, "session": session},
+                        headers={"Cache-Control": "no-store"})
+
+
 async def create_ticket(request: Request) -> Response:
     state: AuthState = request.state.auth
     allowed = state.config.ticket_paths
@@ -191,6 +227,7 @@ def auth_routes() -> list[BaseRoute]:
                    name="auth_session_create"),
         http_route("/v1/auth/session", delete_session, access=RouteClass.PUBLIC, methods=["DELETE"],
                    name="auth_session_delete"),
+        http_route("/v1/auth/me", who_am_i, access=RouteClass.PUBLIC, methods=["GET"], name="auth_me"),
         http_route("/v1/auth/ticket", create_ticket, access=RouteClass.CONSUME, methods=["POST"], name="auth_ticket"),
         http_route("/v1/admin/share", start_share, access=RouteClass.ADMIN, methods=["POST"], name="share_start"),
         http_route("/v1/admin/share", share_status, access=RouteClass.ADMIN, methods=["GET"], name="share_status"),

@@ -174,7 +174,7 @@ def read_wav(data: bytes, max_duration_s: float | None = None) -> tuple[np.ndarr
     if channels < 1:
         raise AudioFormatError("WAV file declares 0 channels")
     if not MIN_RATE <= rate <= MAX_RATE:
-        raise AudioFormatError(f"WAV file declares a sample rate of {rate} Hz; accepted: {MIN_RATE} to {MAX_RATE} Hz")
+        raise AudioFormatError(f"the WAV file has a sample rate of {rate} Hz; accepted: {MIN_RATE} to {MAX_RATE} Hz")
     width = bits // 8
     frame = width * channels
     payload = payload[: len(payload) - len(payload) % frame] if frame else b""

@@ -120,12 +120,51 @@ def _hosts(raw: str) -> tuple[str, ...]:
 
 
 def _engines(raw: str) -> tuple[str, ...]:
-    known = ("pocket", "asr")
+    known = ("pocket", "piper", "omnivoice", "asr")
     values = tuple(v.lower() for v in _csv(raw))
     for value in values:
         if value not in known and value != "none":
             raise ValueError(f"has {value!r}; known engines: {', '.join(known)} (or none)")
     return tuple(v for v in values if v != "none")
+
+
+def _device(raw: str) -> str:
+    value = raw.strip().lower()
+    if value in ("auto", "cpu", "cuda", "mps") or (value.startswith("cuda:") and value[5:].isdigit()):
+        return value
+    raise ValueError("must be auto, cpu, cuda, cuda:N or mps")
+
+
+def _paths(raw: str) -> tuple[Path, ...]:
+    return tuple(Path(part).expanduser() for part in _csv(raw))
+
+
+def _wyoming_uri(raw: str) -> str | None:
+    value = raw.strip()
+    if not value:
+        return None
+    if not value.startswith("tcp://"):
+        raise ValueError("must be tcp://HOST:PORT (the only Wyoming transport served)")
+    try:
+        parse_tcp_uri(value)
+    except ValueError as exc:
+        raise ValueError(str(exc)) from None
+    return value
+
+
+def parse_tcp_uri(uri: str) -> tuple[str, int]:
+    """(host, port) of ``tcp://HOST:PORT`` (IPv6 hosts in brackets); ValueError saying why not."""
+    rest = uri.removeprefix("tcp://")
+    host, sep, port_text = rest.rpartition(":")
+    if not sep or not host or "/" in rest:
+        raise ValueError("must be tcp://HOST:PORT")
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise ValueError(f"has port {port_text!r}, which is not an integer") from None
+    if not 0 <= port <= 65535:
+        raise ValueError(f"has port {port}, out of range (0..65535)")
+    return host.strip("[]"), port
 
 
 @dataclass(frozen=True)
@@ -165,8 +204,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("data_dir", _path, _default_data_dir(), "Where voices, models and other state are kept."),
     Option("log_level", _choice("debug", "info", "warning", "error"), "info", "Log level."),
     # engines
-    Option("engines", _engines, "pocket,asr", "Engines to load at startup: pocket, asr (comma-separated, or none)."),
-    Option("tts_engine", _choice("pocket"), "pocket", "Default TTS engine for requests that name none."),
+    Option("engines", _engines, "pocket,piper,asr",
+           "Engines to load at startup: pocket, piper, omnivoice, asr (comma-separated, or none)."),
+    Option("tts_engine", _choice("auto", "pocket", "piper", "omnivoice"), "auto",
+           "Default TTS engine for requests that name none; auto: pocket when its weights are on disk, else piper."),
     Option("pocket_dir", _opt_path, "", "Pocket TTS model directory (default: <data_dir>/models/pocket)."),
     Option("pocket_quantize", _choice("none", "int8"), "int8", "Pocket TTS weight quantization of the LM linears."),
     Option("tts_threads", _int_range(0, 256), "0", "Torch threads for TTS (0: all cores)."),
@@ -176,6 +217,20 @@ OPTIONS: tuple[Option, ...] = (
     Option("asr_threads", _int_range(0, 256), "0", "CPU threads for the ASR sidecar (0: all cores)."),
     Option("max_dictation_streams", _int_range(1, 10000), "8", "Concurrent /v1/dictation sockets; above it new ones close 1013."),
     Option("idle_timeout_s", _float_range(1, 3600), "30", "Close a socket (4408) after this long with no message or read."),
+    # OmniVoice TTS engine (engines/omnivoice, the [omnivoice] extra; docs/engines/omnivoice.md)
+    Option("device", _device, "auto", "Torch device for OmniVoice: auto (cuda, then mps, then cpu), cpu, cuda, cuda:N, mps."),
+    Option("omnivoice_model", _str, "", "OmniVoice model: a directory, or a model id already in the local Hugging Face cache (default: <data_dir>/models/omnivoice)."),
+    Option("omnivoice_idle_s", _float_range(0, 86400), "0", "Unload the OmniVoice model after this long without a request (0: never); the next request reloads it."),
+    Option("omnivoice_asr_model", _str, "", "Whisper model (transformers directory or cached id) that transcribes voice clips sent without ref_text (default: openai/whisper-large-v3-turbo if cached)."),
+    Option("omnivoice_steps", _int_range(1, 128), "32", "OmniVoice decoding steps per sentence (fewer: faster, rougher)."),
+    Option("omnivoice_max_streams", _int_range(1, 1000), "8", "OmniVoice utterances waiting or generating at once; one more gets over_capacity."),
+    # Piper TTS engine
+    Option("piper_voices", _paths, "", "Comma-separated directories of extra Piper voices (NAME.onnx + NAME.onnx.json)."),
+    Option("piper_threads", _int_range(0, 256), "0", "Piper worker threads, one inference each (0: one per core)."),
+    # Wyoming front (Home Assistant and satellites)
+    Option("wyoming_uri", _wyoming_uri, "",
+           "Also serve the Wyoming protocol at tcp://HOST:PORT (e.g. tcp://127.0.0.1:10300); unset: off."),
+    Option("wyoming_zeroconf", _bool, "0", "Announce the Wyoming listener over mDNS (needs the zeroconf package)."),
     # resource limits and the Host allow-list (docs/deployment.md, docs/auth.md)
     Option("allowed_hosts", _hosts, "", "Host names the gateway answers to besides loopback names, the bind address and the LAN-share address: name, .domain (with subdomains), or * for any."),
     Option("limit_concurrency", _int_range(8, 100000), "256", "Open connections (HTTP and WebSocket) past which new HTTP requests get 503; keep it under the process's open-file limit."),
@@ -202,8 +257,8 @@ class Settings:
     share_port: int = 0
     data_dir: Path = DEFAULT_DATA_DIR
     log_level: str = "info"
-    engines: tuple[str, ...] = ("pocket", "asr")
-    tts_engine: str = "pocket"
+    engines: tuple[str, ...] = ("pocket", "piper", "asr")
+    tts_engine: str = "auto"
     pocket_dir: Path | None = None
     pocket_quantize: str = "int8"
     tts_threads: int = 0
@@ -213,6 +268,16 @@ class Settings:
     asr_threads: int = 0
     max_dictation_streams: int = 8
     idle_timeout_s: float = 30.0
+    device: str = "auto"
+    omnivoice_model: str = ""
+    omnivoice_idle_s: float = 0.0
+    omnivoice_asr_model: str = ""
+    omnivoice_steps: int = 32
+    omnivoice_max_streams: int = 8
+    piper_voices: tuple[Path, ...] = ()
+    piper_threads: int = 0
+    wyoming_uri: str | None = None
+    wyoming_zeroconf: bool = False
     allowed_hosts: tuple[str, ...] = ()
     limit_concurrency: int = 256
     header_timeout_s: float = 10.0
@@ -267,6 +332,15 @@ class Settings:
     @property
     def pocket_model_dir(self) -> Path:
         return self.pocket_dir or self.data_dir / "models" / "pocket"
+
+    @property
+    def omnivoice_model_ref(self) -> str:
+        return self.omnivoice_model or str(self.data_dir / "models" / "omnivoice")
+
+    @property
+    def wyoming_address(self) -> tuple[str, int] | None:
+        """(host, port) of the Wyoming listener, or None when it is off."""
+        return parse_tcp_uri(self.wyoming_uri) if self.wyoming_uri else None
 
     @property
     def voices_dir(self) -> Path:

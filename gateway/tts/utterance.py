@@ -4,7 +4,7 @@ before it was sent) and ``EndOfWork`` (the client's ``end``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from engines.base import TtsStream
 from gateway.protocol.tts import UtteranceEnd
@@ -16,6 +16,7 @@ class Utterance:
     text: str
     voice: str | None
     seed: int | None
+    options: dict[str, str] = field(default_factory=dict)  # SynthesisOptions.extra: language, instruct
     cancelled: bool = False
     stream: TtsStream | None = None
     started_at: float | None = None  # synthesis started

@@ -126,7 +126,7 @@ def test_read_wav_refuses_a_rate_outside_8_to_48_khz(rate):
     data = wav_header(16000, n_samples=4)[:24] + struct.pack("<I", rate) + wav_header(16000, n_samples=4)[28:]
     with pytest.raises(AudioFormatError) as err:
         read_wav(data + b"\0" * 8)
-    assert str(err.value) == f"WAV file declares a sample rate of {rate} Hz; accepted: 8000 to 48000 Hz"
+    assert str(err.value) == f"the WAV file has a sample rate of {rate} Hz; accepted: 8000 to 48000 Hz"
 
 
 def test_read_wav_refuses_audio_past_its_cap_before_decoding(monkeypatch):

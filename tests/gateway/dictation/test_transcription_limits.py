@@ -87,8 +87,7 @@ def test_a_wav_declaring_1_hz_is_refused_before_any_resampling(tmp_path) -> None
     with TestClient(make_app(tmp_path, asr=fake), client=LOOPBACK) as client:
         r = _upload(client, bytes(one_hz))
     assert (r.status_code, r.json()) == (400, {
-        "detail": "file: WAV file declares a sample rate of 1 Hz; accepted: 8000 to 48000 Hz "
-                  "(only WAV files are accepted)", "code": "bad_audio"})
+        "detail": "file: the WAV file has a sample rate of 1 Hz; accepted: 8000 to 48000 Hz", "code": "bad_audio"})
     assert fake.transcribe_calls == []
 
 
