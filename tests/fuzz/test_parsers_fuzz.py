@@ -20,6 +20,7 @@ from auth.policy import Refusal, decide
 from engines.asr.framing import FrameError, read_frame, read_frame_async
 from gateway.audio import AudioFormatError, read_wav
 from gateway.errors import CODES, GatewayError
+from gateway.fronts.wyoming.wire import MAX_LINE_BYTES, WireError, read_event
 from gateway.protocol import dictation as dictation_protocol
 from gateway.protocol import tts as tts_protocol
 from gateway.protocol.json import parse_body
@@ -142,3 +143,23 @@ def test_the_auth_decision(headers: list[tuple[str, str]], query: bytes, kind: s
     assert isinstance(decision, Principal | Refusal), repr(decision)
     if isinstance(decision, Refusal):
         assert decision.code in CODES and CODES[decision.code].http_status == decision.status
+
+
+WYOMING_PIECES = st.sampled_from([b'{"type":"describe"}\n', b'{"type":"audio-chunk","payload_length":4}\n\x00\x00\x00\x00',
+                                  b'{"type":"x","data_length":2}\n{}', b'{"type":"x","data_length":99999999}\n',
+                                  b"[" * 5000 + b"]" * 5000 + b"\n", b'{"type":"x","data_length":10000}\n'
+                                  + b"[" * 5000 + b"]" * 5000, b"\n", b"{}\n"])
+
+
+@given(st.lists(WYOMING_PIECES | st.binary(max_size=40), max_size=5).map(b"".join))
+@example(b"[" * 5000 + b"]" * 5000 + b"\n")  # deeper than the recursion limit Hypothesis sets
+def test_the_wyoming_event_reader(data: bytes) -> None:
+    async def read_all() -> None:
+        reader = asyncio.StreamReader(limit=MAX_LINE_BYTES)
+        reader.feed_data(data)
+        reader.feed_eof()
+        while await read_event(reader) is not None:
+            pass
+
+    result = outcome(lambda: asyncio.run(read_all()))
+    assert result is None or isinstance(result, WireError), repr(result)
