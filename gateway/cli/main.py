@@ -82,11 +82,15 @@ def serve(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     configure_logging(settings.log_level)
     from auth import refuse_unsafe_bind
+    from auth.bind import proxy_warning
 
     refusal = refuse_unsafe_bind(settings.auth_config(), settings.host)
     if refusal:
         print(f"voxgate: refusing to start: {refusal}", file=sys.stderr)
         return 2
+    warning = proxy_warning(settings.auth_config())
+    if warning:
+        log.warning("%s", warning)
     from gateway.fronts.wyoming.trust import refuse_wyoming_bind
 
     refusal = refuse_wyoming_bind(settings)

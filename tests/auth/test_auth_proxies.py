@@ -9,6 +9,7 @@ import logging
 import pytest
 
 from auth import AuthConfig
+from auth.bind import proxy_warning
 from tests.auth.auth_harness import KEY
 
 LOCAL_PROXY = (ipaddress.ip_network("127.0.0.1/32"),)
@@ -65,3 +66,17 @@ def test_the_warning_repeats_at_most_once_a_minute(harness, caplog) -> None:
 def test_a_loopback_client_without_forwarding_headers_stays_loopback(harness) -> None:
     h = harness(AuthConfig(server_mode=True, api_key=KEY))
     assert h.local.get("/admin").json() == {"principal": "loopback", "may_admin": True}
+
+
+@pytest.mark.parametrize(("config", "warned"), [
+    (AuthConfig(forwarded_allow_ips=LOCAL_PROXY), True),
+    (AuthConfig(server_mode=True, forwarded_allow_ips=LOCAL_PROXY), True),
+    (AuthConfig(api_key=KEY, forwarded_allow_ips=LOCAL_PROXY), True),
+    (AuthConfig(server_mode=True, api_key=KEY, forwarded_allow_ips=LOCAL_PROXY), False),
+    (AuthConfig(), False),
+])
+def test_a_trusted_proxy_outside_server_mode_with_a_key_is_warned_about_at_start_up(config, warned) -> None:
+    warning = proxy_warning(config)
+    assert (warning is not None) == warned
+    assert warning is None or warning.startswith("VOXGATE_FORWARDED_ALLOW_IPS names a proxy, but the gateway is not "
+                                                 "in server mode with an API key")
