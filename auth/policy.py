@@ -4,6 +4,7 @@
 the Refusal to send; the middleware only translates a Refusal to the wire.
 
 Order of checks:
+0. the Host must be one this server answers to (auth/hosts.py), on every route;
 1. public routes pass (nothing is checked, nothing counted);
 2. loopback clients may everything (they present nothing, so lockout is moot);
 3. a locked-out client is refused before any credential is looked at;
@@ -24,6 +25,7 @@ from . import codes
 from .access import RouteClass
 from .client_address import ClientAddress, resolve_client
 from .credentials import Credential, CredentialKind, presented_credential
+from .hosts import host_allowed
 from .origin import needs_origin_check, origin_acceptable
 from .principal import Principal, PrincipalKind, Scope
 from .state import AuthState
@@ -37,6 +39,8 @@ ADMIN_GATE = "loopback origin or admin API key required"
 ORIGIN_REJECTED = "browser origin rejected"
 TOO_MANY_ATTEMPTS = "Too many authentication attempts"
 NOT_READY = "authentication is not ready"
+HOST_REJECTED = "host not allowed: VOXGATE_ALLOWED_HOSTS lists the names this server answers to"
+UNKNOWN_PROXY_WARNING_S = 60.0  # at most one warning a minute about an unconfigured local proxy
 
 # The machine code sent next to each detail (auth/codes.py).
 DETAIL_CODES = {
@@ -47,6 +51,7 @@ DETAIL_CODES = {
     ORIGIN_REJECTED: codes.ORIGIN_REJECTED,
     TOO_MANY_ATTEMPTS: codes.TOO_MANY_ATTEMPTS,
     NOT_READY: codes.AUTH_NOT_READY,
+    HOST_REJECTED: codes.HOST_REJECTED,
 }
 
 
@@ -67,7 +72,15 @@ class Refusal:
 
 def decide(scope: Scope, route_class: RouteClass, state: AuthState) -> Principal | Refusal:
     config = state.config
+    share = state.share.active
+    if not host_allowed(scope, bind_host=config.bind_host, allowed_hosts=config.allowed_hosts,
+                        share_host=share.host if share is not None else None):
+        return Refusal(400, HOST_REJECTED)
     client = resolve_client(scope, config.forwarded_allow_ips)
+    if client.via_unknown_proxy and state.warning_due("unknown-proxy", UNKNOWN_PROXY_WARNING_S):
+        log.warning("auth: a loopback client sent X-Forwarded-For/Forwarded headers, but no proxy is trusted: "
+                    "treating it as a remote client. A reverse proxy on this host must be named in "
+                    "VOXGATE_FORWARDED_ALLOW_IPS (and run the gateway in server mode with an API key)")
     if route_class is RouteClass.PUBLIC:
         kind = PrincipalKind.LOOPBACK if client.is_loopback else PrincipalKind.ANONYMOUS
         return Principal(kind, client.host, may_admin=client.is_loopback)

@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any, cast
 
 from starlette.requests import Request
@@ -19,13 +18,15 @@ from starlette.routing import BaseRoute
 
 from . import codes
 from .access import RouteClass, http_route
+from .body import BodyInvalid, BodyTooLarge, parse_json_object, read_body
 from .client_address import resolve_client
 from .credentials import PIN_COOKIE, SESSION_COOKIE, Credential, CredentialKind, presented_credential
 from .origin import origin_acceptable
 from .policy import ORIGIN_REJECTED, TOO_MANY_ATTEMPTS, Refusal, decide, judge_credential, missing_credential_refusal
 from .principal import PrincipalKind, principal_of
 from .share import VIA_SHARE_SCOPE_KEY, ShareUnavailable
-from .state import SOURCE_KEY, SOURCE_PIN, AuthState
+from .state import SOURCE_KEY, SOURCE_PIN, AuthState, owner_of
+from .tokens import QuotaFull
 
 MAX_BODY_BYTES = 4096
 TRANSPORTS = ("cookie", "bearer")
@@ -34,6 +35,10 @@ MINTING_KINDS = {PrincipalKind.API_KEY: SOURCE_KEY, PrincipalKind.PIN: SOURCE_PI
 
 class BodyError(Exception):
     """The request body cannot be used; the message says which field and why."""
+
+
+class BodyRefused(Exception):
+    """The request body is over the size limit (413)."""
 
 
 def _detail(status: int, detail: str, code: str) -> JSONResponse:
@@ -46,18 +51,12 @@ def _refusal(refusal: Refusal) -> JSONResponse:
 
 
 async def _json_object(request: Request) -> dict[str, Any]:
-    raw = await request.body()
-    if len(raw) > MAX_BODY_BYTES:
-        raise BodyError(f"body is larger than {MAX_BODY_BYTES} bytes")
-    if not raw.strip():
-        return {}
     try:
-        body = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        raise BodyError("body is not valid JSON") from None
-    if not isinstance(body, dict):
-        raise BodyError("body must be a JSON object")
-    return body
+        return parse_json_object(await read_body(request, MAX_BODY_BYTES))
+    except BodyTooLarge as exc:
+        raise BodyRefused(str(exc)) from None
+    except BodyInvalid as exc:
+        raise BodyError(str(exc)) from None
 
 
 def _cookie_header(name: str, value: str, *, secure: bool, max_age_s: int | None) -> str:
@@ -86,6 +85,8 @@ async def create_session(request: Request) -> Response:
             raise BodyError("pin must be a string of 6 digits")
     except BodyError as exc:
         return _detail(400, str(exc), codes.BAD_REQUEST)
+    except BodyRefused as exc:
+        return _detail(413, str(exc), codes.TOO_LARGE)
 
     if pin is not None:
         credential: Credential | None = Credential(CredentialKind.PIN, pin)
@@ -104,17 +105,20 @@ async def create_session(request: Request) -> Response:
                        codes.BAD_REQUEST)
 
     secure = client.scheme == "https"
-    if transport == "bearer":
-        token = state.mint_session(source)
-        return JSONResponse({"token": token, "expires_in": int(state.config.session_ttl_s)}, status_code=201)
-    response = Response(status_code=204)
-    if source == SOURCE_PIN:
+    if transport == "cookie" and source == SOURCE_PIN:  # the PIN itself is the cookie: no session is kept
+        response = Response(status_code=204)
         response.headers.append("set-cookie",
                                 _cookie_header(PIN_COOKIE, credential.value, secure=secure, max_age_s=None))
-    else:
-        token = state.mint_session(source)
-        response.headers.append("set-cookie", _cookie_header(SESSION_COOKIE, token, secure=secure,
-                                                             max_age_s=int(state.config.session_ttl_s)))
+        return response
+    try:
+        token = state.mint_session(source, owner_of(judged))
+    except QuotaFull as exc:
+        return _detail(429, str(exc), codes.TOO_MANY_TOKENS)
+    if transport == "bearer":
+        return JSONResponse({"token": token, "expires_in": int(state.config.session_ttl_s)}, status_code=201)
+    response = Response(status_code=204)
+    response.headers.append("set-cookie", _cookie_header(SESSION_COOKIE, token, secure=secure,
+                                                         max_age_s=int(state.config.session_ttl_s)))
     return response
 
 
@@ -177,7 +181,13 @@ async def create_ticket(request: Request) -> Response:
             raise BodyError(f"path must be one of: {', '.join(allowed)}")
     except BodyError as exc:
         return _detail(400, str(exc), codes.BAD_REQUEST)
-    ticket = state.mint_ticket(path)
+    except BodyRefused as exc:
+        return _detail(413, str(exc), codes.TOO_LARGE)
+    principal = principal_of(request.scope)
+    try:
+        ticket = state.mint_ticket(path, owner_of(principal) if principal is not None else "unknown")
+    except QuotaFull as exc:
+        return _detail(429, str(exc), codes.TOO_MANY_TOKENS)
     return JSONResponse({"ticket": ticket, "expires_in": int(state.config.ticket_ttl_s)}, status_code=201)
 
 

@@ -23,7 +23,7 @@ from starlette.routing import BaseRoute
 from auth import AuthMiddleware, AuthState, ShareListener, auth_routes
 from auth.access import make_classifier
 from engines.base import AsrService, TtsEngine
-from gateway.config import Settings
+from gateway.config import Settings, child_environment
 from gateway.dictation.routes import dictation_routes
 from gateway.errors import GatewayError
 from gateway.fronts.deepgram.routes import deepgram_routes
@@ -104,7 +104,8 @@ def build_asr(settings: Settings) -> AsrService | None:
         return None
     from gateway.dictation.sidecar import AsrSupervisor
 
-    return AsrSupervisor.from_settings(settings)
+    # The sidecar needs none of the gateway's secrets (the API key above all).
+    return AsrSupervisor.from_settings(settings, env=child_environment())
 
 
 def create_app(
@@ -132,7 +133,8 @@ def create_app(
             listener = UvicornShareListener(settings)
         auth_state = AuthState(settings.auth_config(), share_listener=listener)
         sessions = SessionRegistry(limits={"tts": settings.max_tts_sessions,
-                                           "dictation": settings.max_dictation_streams})
+                                           "dictation": settings.max_dictation_streams,
+                                           "transcription": settings.max_transcriptions})
         startup = Startup()
         state: dict[str, Any] = {
             "settings": app_settings,

@@ -17,6 +17,7 @@ from typing import Any
 
 from auth import AuthConfig
 from auth.config import IPNetwork
+from auth.hosts import normalize_pattern
 
 ENV_PREFIX = "VOXGATE_"
 
@@ -112,6 +113,10 @@ def _origins(raw: str) -> tuple[str, ...]:
             raise ValueError(f"has {part!r}; an origin is scheme://host[:port] with no path")
         out.append(part.lower())
     return tuple(out)
+
+
+def _hosts(raw: str) -> tuple[str, ...]:
+    return tuple(normalize_pattern(part) for part in _csv(raw))
 
 
 def _engines(raw: str) -> tuple[str, ...]:
@@ -226,6 +231,12 @@ OPTIONS: tuple[Option, ...] = (
     Option("wyoming_uri", _wyoming_uri, "",
            "Also serve the Wyoming protocol at tcp://HOST:PORT (e.g. tcp://127.0.0.1:10300); unset: off."),
     Option("wyoming_zeroconf", _bool, "0", "Announce the Wyoming listener over mDNS (needs the zeroconf package)."),
+    # resource limits and the Host allow-list (docs/deployment.md, docs/auth.md)
+    Option("allowed_hosts", _hosts, "", "Host names the gateway answers to besides loopback names, the bind address and the LAN-share address: name, .domain (with subdomains), or * for any."),
+    Option("limit_concurrency", _int_range(8, 100000), "256", "Open connections (HTTP and WebSocket) past which new HTTP requests get 503; keep it under the process's open-file limit."),
+    Option("header_timeout_s", _float_range(1, 300), "10", "Close a connection whose request headers are not complete within this time."),
+    Option("max_transcriptions", _int_range(1, 64), "2", "Concurrent file transcriptions; more get 503 + Retry-After (live dictation streams are counted apart)."),
+    Option("dictation_max_ahead_s", _float_range(1, 3600), "30", "Audio a dictation stream may send ahead of real time; past it the gateway reads that socket only as fast as real time."),
 )
 
 _BY_NAME = {opt.name: opt for opt in OPTIONS}
@@ -267,6 +278,11 @@ class Settings:
     piper_threads: int = 0
     wyoming_uri: str | None = None
     wyoming_zeroconf: bool = False
+    allowed_hosts: tuple[str, ...] = ()
+    limit_concurrency: int = 256
+    header_timeout_s: float = 10.0
+    max_transcriptions: int = 2
+    dictation_max_ahead_s: float = 30.0
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -310,7 +326,8 @@ class Settings:
         """What the auth middleware enforces, from these settings."""
         return AuthConfig(server_mode=self.server_mode, api_key=self.api_key,
                           trusted_networks=self.trusted_networks, allowed_origins=self.allowed_origins,
-                          forwarded_allow_ips=self.forwarded_allow_ips, allow_anonymous=self.allow_anonymous)
+                          forwarded_allow_ips=self.forwarded_allow_ips, allow_anonymous=self.allow_anonymous,
+                          bind_host=self.host, allowed_hosts=self.allowed_hosts)
 
     @property
     def pocket_model_dir(self) -> Path:
@@ -342,6 +359,19 @@ class Settings:
                 value = str(value)
             out[f.name] = value
         return out
+
+
+# Environment variables a child process never inherits: every VOXGATE_* (a child is
+# configured by its arguments) and anything named like a credential.
+SECRET_NAME_PARTS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
+
+
+def child_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment for the gateway's child processes (the ASR sidecar): this
+    process's (or ``environ``), less ``VOXGATE_*`` and credential-like variables."""
+    env = os.environ if environ is None else environ
+    return {name: value for name, value in env.items()
+            if not name.upper().startswith(ENV_PREFIX) and not any(p in name.upper() for p in SECRET_NAME_PARTS)}
 
 
 def parse_option(name: str, raw: str) -> Any:

@@ -82,11 +82,15 @@ def serve(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     configure_logging(settings.log_level)
     from auth import refuse_unsafe_bind
+    from auth.bind import proxy_warning
 
     refusal = refuse_unsafe_bind(settings.auth_config(), settings.host)
     if refusal:
         print(f"voxgate: refusing to start: {refusal}", file=sys.stderr)
         return 2
+    warning = proxy_warning(settings.auth_config())
+    if warning:
+        log.warning("%s", warning)
     from gateway.fronts.wyoming.trust import refuse_wyoming_bind
 
     refusal = refuse_wyoming_bind(settings)
@@ -100,12 +104,10 @@ async def _serve(settings: Settings) -> int:
     import uvicorn
 
     from gateway.app import create_app
+    from gateway.serving import uvicorn_config
 
     app = create_app(settings)
-    config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level=settings.log_level, log_config=None,
-                            ws_max_size=16 * 1024 * 1024, proxy_headers=False, server_header=False,
-                            access_log=settings.log_level == "debug")
-    server = uvicorn.Server(config)
+    server = uvicorn.Server(uvicorn_config(app, settings))
     print(banner(settings), file=sys.stderr, flush=True)
     await server.serve()
     return 0 if server.started else 1

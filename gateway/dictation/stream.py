@@ -61,6 +61,7 @@ class AsrStream:
         self.finals = 0
         self.ending = False
         self.ended = False
+        self.crashes = 0  # lost processes charged to this stream (gateway/dictation/faults.py)
 
     # ---- client side
 
@@ -105,9 +106,15 @@ class AsrStream:
                   else encode_frame({"op": "audio", "stream": self.id}, pcm_to_bytes(entry)) for entry in entries]
         return frames, start + len(entries)
 
+    @property
+    def in_utterance(self) -> bool:
+        return self.retention.in_utterance
+
     # ---- events from the sidecar
 
     def deliver(self, event: dict[str, Any]) -> None:
+        if event.get("ev") in ("final", "discarded"):
+            self.crashes = 0  # its audio was decoded: a later crash is not this audio's doing
         if not self.retention.accept(event):
             return
         kind = event.get("ev")
@@ -137,6 +144,11 @@ class AsrStream:
     def report(self, event: dict[str, Any]) -> None:
         """Queue an error event for the client (the supervisor's own news)."""
         self._put(event)
+
+    def fail(self, error: GatewayError) -> None:
+        """End the stream with ``error``: the session sends its event and closes."""
+        self.live = False
+        self._put(error, essential=True)
 
     def _put(self, item: Any, essential: bool = False) -> None:
         try:

@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator
 
 from starlette.background import BackgroundTask
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 from starlette.routing import BaseRoute
 from starlette.websockets import WebSocket
 
@@ -28,6 +28,7 @@ from gateway.errors import GatewayError, OverCapacity, refuse_socket
 from gateway.protocol.json import read_json_object
 from gateway.protocol.tts import Ready, SpeechRequest, SynthesisRequest, TextLimits, parse_tts_params
 from gateway.registry import client_label
+from gateway.streaming import StallGuardedResponse
 from gateway.tts.frames import AudioBytes, open_audio
 from gateway.tts.selection import check_ready, pick_engine, resolve_voice
 from gateway.tts.session import SessionConfig, TtsSession
@@ -121,8 +122,8 @@ def speech_response(request: Request, engine: TtsEngine, text: str, voice: str |
 
     media_type = f"audio/pcm;rate={rate};encoding={fmt.value}" if fmt in PCM_OUTPUTS else fmt.media_type
     headers = {"X-Sample-Rate": str(rate), "X-Encoding": fmt.value, "Cache-Control": "no-store"}
-    return StreamingResponse(body(), media_type=media_type, headers=headers,
-                             background=BackgroundTask(cleanup))
+    return StallGuardedResponse(body(), media_type=media_type, headers=headers, background=BackgroundTask(cleanup),
+                                stall_timeout_s=request.state.settings.idle_timeout_s)
 
 
 async def tts_http(request: Request) -> Response:
