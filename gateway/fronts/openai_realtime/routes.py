@@ -26,8 +26,8 @@ from auth.access import RouteClass, ws_route
 from auth.credentials import answer_subprotocol
 from engines.base import EngineState
 from gateway.config import Settings
+from gateway.dictation.faults import disabled_error, unavailable_error
 from gateway.dictation.session import DictationSession
-from gateway.dictation.sidecar import disabled_error, unavailable_error
 from gateway.errors import CLOSE_IDLE, CLOSE_TIMEOUT_S, BadRequest, GatewayError, OverCapacity, close_socket
 from gateway.fronts.openai_realtime.config import TranscriptionConfig
 from gateway.fronts.openai_realtime.transport import RealtimeTransport
