@@ -1,7 +1,7 @@
-"""Both sockets and the JSON routes of the real app, fed anything: every message
-gets a clear answer (an ``error`` event with a code of the table, or the normal
-reply), the socket is never closed 1011, an HTTP body never gets a 500, and a
-second session open all along is served as before."""
+"""Both sockets, the vendor fronts' sockets and the JSON routes of the real app, fed
+anything: every message gets a clear answer (an error with a code of the table, or
+the normal reply), the socket is never closed 1011, an HTTP body never gets a 500,
+and a second session open all along is served as before."""
 
 from __future__ import annotations
 
@@ -38,7 +38,9 @@ def not_end(raw: str) -> bool:
 
 @pytest.fixture
 def client(tmp_path) -> Iterator[TestClient]:
-    app = make_app(tmp_path, tts={"pocket": FakeTtsEngine()}, asr=FakeSidecar(), engines=("asr",))
+    # A long idle timeout: a fuzz run sends messages but no audio for longer than the default.
+    app = make_app(tmp_path, tts={"pocket": FakeTtsEngine()}, asr=FakeSidecar(), engines=("asr",),
+                   idle_timeout_s=600)
     with TestClient(app, client=LOOPBACK) as c:
         yield c
 
@@ -56,21 +58,22 @@ class Session:
         assert self.closed is None, f"the socket was closed by an earlier message: {self.closed!r}"
         self.ws.send_bytes(message) if isinstance(message, bytes) else self.ws.send_text(message)
 
-    def read_until(self, done: Any) -> list[Any]:
+    def read_until(self, done: Any, *, native: bool = True) -> list[Any]:
         try:
-            return read_until(self.ws, done)
+            return read_until(self.ws, done, native=native)
         except WebSocketDisconnect as exc:
             self.closed = exc
             raise
 
 
-def read_until(ws: Any, done: Any) -> list[Any]:
-    """Messages up to and including the first for which ``done`` is true; every error is a clear one."""
+def read_until(ws: Any, done: Any, *, native: bool = True) -> list[Any]:
+    """Messages up to and including the first for which ``done`` is true; every error
+    of the native protocol (``native``; a front checks its own) is a clear one."""
     seen = []
     while True:
         message = receive(ws)  # a close raises WebSocketDisconnect: the test fails with its code
         seen.append(message)
-        if isinstance(message, dict) and message.get("type") == "error":
+        if native and isinstance(message, dict) and message.get("type") == "error":
             assert message["code"] in CODES and message["message"] and isinstance(message["retryable"], bool)
         if done(message):
             return seen
@@ -149,5 +152,67 @@ def test_json_bodies_never_get_a_500(client: TestClient, path: str) -> None:
         if r.status_code >= 400:
             assert r.json()["code"] in CODES and r.json()["detail"]
             assert CODES[r.json()["code"]].http_status == r.status_code
+
+    check()
+
+
+def test_the_deepgram_speak_socket_answers_anything_and_the_other_session_goes_on(client: TestClient) -> None:
+    with client.websocket_connect("/v1/speak") as ws, client.websocket_connect("/v1/speak") as other:
+        receive(ws), receive(other)  # Metadata
+        session = Session(ws)
+
+        @given(messages(["Speak", "Flush", "Clear"]) | st.binary(max_size=64))
+        def check(message: str | bytes) -> None:
+            session.send(message)
+            session.send(json.dumps({"type": "Flush"}))
+            replies = session.read_until(lambda m: isinstance(m, dict) and m.get("type") == "Flushed", native=False)
+            for reply in replies:
+                if isinstance(reply, dict) and reply.get("type") == "Warning":
+                    assert reply["code"] in CODES and reply["description"], reply
+
+        check()
+        other.send_json({"type": "Speak", "text": "Still here."})
+        other.send_json({"type": "Flush"})
+        replies = read_until(other, lambda m: isinstance(m, dict) and m.get("type") == "Flushed", native=False)
+        assert any(isinstance(m, bytes) and m for m in replies)
+
+
+def test_the_openai_realtime_socket_answers_anything_and_the_other_session_goes_on(client: TestClient) -> None:
+    url = "/v1/realtime?intent=transcription"
+    types = ["session.update", "input_audio_buffer.append", "input_audio_buffer.commit", "input_audio_buffer.clear"]
+    with client.websocket_connect(url) as ws, client.websocket_connect(url) as other:
+        receive(ws), receive(other)  # session.created
+        session = Session(ws)
+
+        def is_probe_answer(m: Any) -> bool:
+            return isinstance(m, dict) and m.get("type") == "error" and m["error"].get("event_id") == "probe"
+
+        @given(messages(types) | st.builds(lambda s: json.dumps({"type": "session.update", "session": s}),
+                                           JSON_VALUES) | st.binary(max_size=64))
+        def check(message: str | bytes) -> None:
+            session.send(message)
+            session.send(json.dumps({"type": "probe", "event_id": "probe"}))
+            for reply in session.read_until(is_probe_answer, native=False):
+                if isinstance(reply, dict) and reply.get("type") == "error":
+                    assert reply["error"]["message"] and reply["error"]["type"], reply
+
+        check()
+        other.send_json({"type": "input_audio_buffer.clear", "event_id": "still"})
+        assert receive(other)["type"] == "input_audio_buffer.cleared"
+
+
+def test_the_elevenlabs_http_route_never_answers_500(client: TestClient) -> None:
+    bodies = JSON_VALUES.map(lambda v: json.dumps(v).encode()) | messages(["x"]).map(str.encode) | \
+        st.builds(lambda d: json.dumps(d).encode(), st.dictionaries(
+            st.sampled_from(["text", "model_id", "voice_settings", "language_code", "seed"]), JSON_VALUES, max_size=4))
+
+    @given(bodies)
+    def check(body: bytes) -> None:
+        r = client.post("/v1/text-to-speech/default/stream?output_format=pcm_16000", content=body,
+                        headers={"Content-Type": "application/json"})
+        assert r.status_code < 500, (r.status_code, r.text)
+        if r.status_code >= 400:
+            detail = r.json()["detail"]
+            assert detail["status"] in CODES and detail["message"], detail
 
     check()
