@@ -25,6 +25,7 @@ from auth.access import make_classifier
 from engines.base import AsrService, TtsEngine
 from gateway.config import Settings
 from gateway.dictation.routes import dictation_routes
+from gateway.drain import Drainer
 from gateway.errors import GatewayError
 from gateway.fronts.deepgram.routes import deepgram_routes
 from gateway.http_api import core_routes, static_routes
@@ -91,6 +92,7 @@ def create_app(
             "tts": engines,
             "asr": asr_service,
             "startup": startup,
+            "drain": Drainer(sessions, settings.drain_s),
         }
         if hasattr(listener, "bind_state"):
             listener.bind_state(state)

@@ -171,6 +171,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("asr_threads", _int_range(0, 256), "0", "CPU threads for the ASR sidecar (0: all cores)."),
     Option("max_dictation_streams", _int_range(1, 10000), "8", "Concurrent /v1/dictation sockets; above it new ones close 1013."),
     Option("idle_timeout_s", _float_range(1, 3600), "30", "Close a socket (4408) after this long with no message or read."),
+    # replicas: the drain before a stop and the shared auth state (docs/deployment.md)
+    Option("drain_s", _float_range(0, 3600), "30", "On SIGTERM, how long open sessions may take to finish their work (ready answers 503 meanwhile) before they close 1001."),
+    Option("redis_url", _opt_str, "", "Redis for auth state shared by replicas (sessions, tickets, lockout, PIN), e.g. redis://host:6379/0; unset: in memory.", secret=True),
+    Option("redis_prefix", _str, "voxgate:", "Prefix of every Redis key, so deployments can share one Redis."),
 )
 
 _BY_NAME = {opt.name: opt for opt in OPTIONS}
@@ -202,6 +206,9 @@ class Settings:
     asr_threads: int = 0
     max_dictation_streams: int = 8
     idle_timeout_s: float = 30.0
+    drain_s: float = 30.0
+    redis_url: str | None = field(default=None, repr=False)
+    redis_prefix: str = "voxgate:"
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -260,7 +267,7 @@ class Settings:
         out = {}
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.name == "api_key":
+            if f.name in ("api_key", "redis_url"):  # a Redis URL may hold a password
                 value = "(set)" if value else "(unset)"
             elif isinstance(value, tuple):
                 value = [str(v) for v in value]

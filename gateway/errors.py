@@ -78,6 +78,11 @@ _ROWS = (
              "the ASR sidecar is (re)starting; live audio is kept and replayed, nothing is lost"),
     WireCode("asr_timeout", 503, None, True, "a file transcription did not finish in time"),
     WireCode("asr_failed", 500, None, False, "the recognizer failed on this audio"),
+    WireCode("draining", 503, CLOSE_TRY_AGAIN, True,
+             "the server is draining before it stops and takes no new sessions or work; retry (behind a "
+             "load balancer the retry reaches another replica)"),
+    WireCode("going_away", 503, CLOSE_GOING_AWAY, True,
+             "the server is stopping: this session's work up to the drain is done; reconnect and retry"),
     WireCode("engine_error", 500, None, False, "the TTS engine failed on this utterance"),
     WireCode("engine_timeout", 503, None, True, "the TTS engine produced no frame in time"),
     # the socket itself
@@ -192,6 +197,13 @@ class OverCapacity(GatewayError):
     def __init__(self, message: str, **kw: Any) -> None:
         kw.setdefault("retry_after_s", 5)
         super().__init__(message, **kw)
+
+
+class Draining(OverCapacity):
+    """New sessions and work are refused while the server drains (it is an
+    over-capacity answer: retry, elsewhere when there is an elsewhere)."""
+
+    code = "draining"
 
 
 class Unavailable(GatewayError):

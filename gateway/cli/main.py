@@ -20,6 +20,9 @@ from gateway.logging_setup import configure_logging
 log = logging.getLogger("voxgate")
 
 FEATURE_COMMANDS = ("gateway.cli.models", "gateway.cli.say", "gateway.cli.transcribe")
+# After the drain, what is still open (a streaming HTTP response, a keep-alive
+# connection) gets this long before uvicorn cancels it.
+STOP_AFTER_DRAIN_S = 5
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -90,12 +93,13 @@ async def _serve(settings: Settings) -> int:
     import uvicorn
 
     from gateway.app import create_app
+    from gateway.drain import DrainingServer
 
     app = create_app(settings)
     config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level=settings.log_level, log_config=None,
                             ws_max_size=16 * 1024 * 1024, proxy_headers=False, server_header=False,
-                            access_log=settings.log_level == "debug")
-    server = uvicorn.Server(config)
+                            access_log=settings.log_level == "debug", timeout_graceful_shutdown=STOP_AFTER_DRAIN_S)
+    server = DrainingServer(config)  # SIGTERM drains first (VOXGATE_DRAIN_S), see gateway/drain.py
     print(banner(settings), file=sys.stderr, flush=True)
     await server.serve()
     return 0 if server.started else 1

@@ -46,7 +46,7 @@ async def dictation_socket(websocket: WebSocket) -> None:
         return
     session = DictationSession(NativeDictationTransport(websocket), params, settings, state.asr)
     try:
-        entry = state.sessions.claim("dictation", client_label(websocket), session.describe)
+        entry = state.sessions.claim("dictation", client_label(websocket), session.describe, drain=session.drain)
     except OverCapacity as exc:
         await refuse_socket(websocket, exc)
         return

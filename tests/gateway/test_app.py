@@ -113,7 +113,13 @@ def test_metrics_in_prometheus_text_format(tmp_path):
             "# HELP voxgate_engine_ready 1 when the engine is ready.", "# TYPE voxgate_engine_ready gauge",
             'voxgate_engine_ready{engine="pocket",state="missing"} 0',
             "# HELP voxgate_started 1 once engine loading is over.", "# TYPE voxgate_started gauge",
-            "voxgate_started 1"]
+            "voxgate_started 1",
+            "# HELP voxgate_draining 1 while the server drains before a stop.", "# TYPE voxgate_draining gauge",
+            "voxgate_draining 0",
+            "# HELP voxgate_load Live streams / capacity, per engine (1 = full: new ones are refused).",
+            "# TYPE voxgate_load gauge", 'voxgate_load{engine="pocket"} 0',
+            "# HELP voxgate_queue_depth Work waiting for each engine (TTS: queued utterances; ASR: streams over 1 s behind).",
+            "# TYPE voxgate_queue_depth gauge", 'voxgate_queue_depth{engine="pocket"} 0']
 
 
 def test_metrics_is_admin_only(tmp_path):

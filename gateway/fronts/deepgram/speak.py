@@ -31,7 +31,8 @@ from gateway.fronts.deepgram.refusal import new_request_id, refuse, request_head
 from gateway.protocol.tts import Cancel, ClientMessage, End, Flush, TextFragment, TextLimits, text_too_long
 from gateway.registry import client_label
 from gateway.tts.selection import check_ready, pick_engine, voice_ids
-from gateway.tts.session import SessionConfig, TtsSession
+from gateway.tts.session import TtsSession
+from gateway.tts.states import SessionConfig
 
 TEXT_LIMITS = TextLimits()  # Deepgram's own limit is 2000 characters a Speak message too
 
@@ -110,7 +111,7 @@ async def speak_socket(websocket: WebSocket) -> None:
                          sample_rate=params.sample_rate, encoding=Encoding.S16LE,
                          config=SessionConfig(limits=TEXT_LIMITS, idle_timeout_s=settings.idle_timeout_s))
     try:
-        entry = state.sessions.claim("tts", client_label(websocket), session.describe)
+        entry = state.sessions.claim("tts", client_label(websocket), session.describe, drain=session.drain)
     except OverCapacity as exc:
         await refuse(websocket, exc, dg.listen_error)
         return
