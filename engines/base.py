@@ -150,8 +150,11 @@ class TtsEngine(Protocol):
         """Start synthesising ``text``. Raises UnknownVoice / EngineUnavailable at once."""
         ...
 
-    async def clone_voice(self, voice_id: str, wav_bytes: bytes) -> Voice:
-        """Make a new voice from a short WAV and keep it. Raises CloneRefused if unsupported."""
+    async def clone_voice(self, voice_id: str, wav_bytes: bytes, transcript: str | None = None) -> Voice:
+        """Make a new voice from a short WAV and keep it. Raises CloneRefused if unsupported.
+
+        ``transcript`` is what the clip says, for engines whose prompts need it
+        (OmniVoice); engines that clone from the audio alone ignore it."""
         ...
 
     async def delete_voice(self, voice_id: str) -> None: ...

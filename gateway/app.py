@@ -32,6 +32,7 @@ from gateway.http_api import core_routes, static_routes
 from gateway.registry import SessionRegistry
 from gateway.startup import Startup
 from gateway.tts.routes import tts_routes
+from gateway.tts.sentences import SentenceBuffer
 
 log = logging.getLogger("voxgate")
 
@@ -48,7 +49,28 @@ def build_tts_engines(settings: Settings) -> dict[str, TtsEngine]:
             quantize=settings.pocket_quantize,
             threads=settings.tts_threads,
         )
+    if "omnivoice" in settings.engines:
+        from engines.omnivoice.backend import LoadSpec
+        from engines.omnivoice.engine import OmniVoiceEngine
+
+        engines["omnivoice"] = OmniVoiceEngine(
+            LoadSpec(model=settings.omnivoice_model_ref, device=settings.device,
+                     asr_model=settings.omnivoice_asr_model or None, num_step=settings.omnivoice_steps),
+            voices_dir=settings.voices_dir / "omnivoice",
+            cache_dir=settings.data_dir / "cache" / "omnivoice-prompts",
+            idle_unload_s=settings.omnivoice_idle_s,
+            max_streams=settings.omnivoice_max_streams,
+            split_sentences=speech_units,
+        )
     return engines
+
+
+def speech_units(text: str) -> list[str]:
+    """``text`` cut as a session's text buffer cuts it: sentences, and run-ons at clause breaks."""
+    buffer = SentenceBuffer(max_chars=len(text) + 1)
+    units = buffer.append(text)
+    rest = buffer.flush()
+    return [*units, rest] if rest else units
 
 
 def build_asr(settings: Settings) -> AsrService | None:

@@ -115,12 +115,19 @@ def _origins(raw: str) -> tuple[str, ...]:
 
 
 def _engines(raw: str) -> tuple[str, ...]:
-    known = ("pocket", "asr")
+    known = ("pocket", "omnivoice", "asr")
     values = tuple(v.lower() for v in _csv(raw))
     for value in values:
         if value not in known and value != "none":
             raise ValueError(f"has {value!r}; known engines: {', '.join(known)} (or none)")
     return tuple(v for v in values if v != "none")
+
+
+def _device(raw: str) -> str:
+    value = raw.strip().lower()
+    if value in ("auto", "cpu", "cuda", "mps") or (value.startswith("cuda:") and value[5:].isdigit()):
+        return value
+    raise ValueError("must be auto, cpu, cuda, cuda:N or mps")
 
 
 @dataclass(frozen=True)
@@ -160,8 +167,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("data_dir", _path, _default_data_dir(), "Where voices, models and other state are kept."),
     Option("log_level", _choice("debug", "info", "warning", "error"), "info", "Log level."),
     # engines
-    Option("engines", _engines, "pocket,asr", "Engines to load at startup: pocket, asr (comma-separated, or none)."),
-    Option("tts_engine", _choice("pocket"), "pocket", "Default TTS engine for requests that name none."),
+    Option("engines", _engines, "pocket,asr", "Engines to load at startup: pocket, omnivoice, asr (comma-separated, or none)."),
+    Option("tts_engine", _choice("pocket", "omnivoice"), "pocket", "Default TTS engine for requests that name none."),
     Option("pocket_dir", _opt_path, "", "Pocket TTS model directory (default: <data_dir>/models/pocket)."),
     Option("pocket_quantize", _choice("none", "int8"), "int8", "Pocket TTS weight quantization of the LM linears."),
     Option("tts_threads", _int_range(0, 256), "0", "Torch threads for TTS (0: all cores)."),
@@ -171,6 +178,13 @@ OPTIONS: tuple[Option, ...] = (
     Option("asr_threads", _int_range(0, 256), "0", "CPU threads for the ASR sidecar (0: all cores)."),
     Option("max_dictation_streams", _int_range(1, 10000), "8", "Concurrent /v1/dictation sockets; above it new ones close 1013."),
     Option("idle_timeout_s", _float_range(1, 3600), "30", "Close a socket (4408) after this long with no message or read."),
+    # OmniVoice TTS engine (engines/omnivoice, the [omnivoice] extra; docs/engines/omnivoice.md)
+    Option("device", _device, "auto", "Torch device for OmniVoice: auto (cuda, then mps, then cpu), cpu, cuda, cuda:N, mps."),
+    Option("omnivoice_model", _str, "", "OmniVoice model: a directory, or a model id already in the local Hugging Face cache (default: <data_dir>/models/omnivoice)."),
+    Option("omnivoice_idle_s", _float_range(0, 86400), "0", "Unload the OmniVoice model after this long without a request (0: never); the next request reloads it."),
+    Option("omnivoice_asr_model", _str, "", "Whisper model (transformers directory or cached id) that transcribes voice clips sent without ref_text (default: openai/whisper-large-v3-turbo if cached)."),
+    Option("omnivoice_steps", _int_range(1, 128), "32", "OmniVoice decoding steps per sentence (fewer: faster, rougher)."),
+    Option("omnivoice_max_streams", _int_range(1, 1000), "8", "OmniVoice utterances waiting or generating at once; one more gets over_capacity."),
     # replicas: the drain before a stop and the shared auth state (docs/deployment.md)
     Option("drain_s", _float_range(0, 3600), "30", "On SIGTERM, how long open sessions may take to finish their work (ready answers 503 meanwhile) before they close 1001."),
     Option("redis_url", _opt_str, "", "Redis for auth state shared by replicas (sessions, tickets, lockout, PIN), e.g. redis://host:6379/0; unset: in memory.", secret=True),
@@ -206,6 +220,12 @@ class Settings:
     asr_threads: int = 0
     max_dictation_streams: int = 8
     idle_timeout_s: float = 30.0
+    device: str = "auto"
+    omnivoice_model: str = ""
+    omnivoice_idle_s: float = 0.0
+    omnivoice_asr_model: str = ""
+    omnivoice_steps: int = 32
+    omnivoice_max_streams: int = 8
     drain_s: float = 30.0
     redis_url: str | None = field(default=None, repr=False)
     redis_prefix: str = "voxgate:"
@@ -257,6 +277,10 @@ class Settings:
     @property
     def pocket_model_dir(self) -> Path:
         return self.pocket_dir or self.data_dir / "models" / "pocket"
+
+    @property
+    def omnivoice_model_ref(self) -> str:
+        return self.omnivoice_model or str(self.data_dir / "models" / "omnivoice")
 
     @property
     def voices_dir(self) -> Path:

@@ -56,7 +56,8 @@ _ROWS = (
     WireCode("bad_message", 400, None, False,
              "a socket message cannot be used (not JSON, unknown type, a bad field); it is ignored"),
     WireCode("bad_audio", 400, None, False,
-             "audio that cannot be decoded (a malformed WAV file, NaN samples); the message is dropped"),
+             "audio that cannot be decoded (a malformed file, a corrupt packet, NaN samples), with the reason; "
+             "on a live socket the message is dropped, except in a webm/ogg stream, which then closes 4400"),
     WireCode("too_large", 413, CLOSE_TOO_BIG, False, "a body, upload or socket message over its size limit"),
     WireCode("text_too_long", 413, None, False, "a text over the per-utterance limit (2000 characters)"),
     WireCode("too_many_utterances", 429, None, True,
@@ -74,6 +75,9 @@ _ROWS = (
     WireCode("engine_loading", 503, CLOSE_TRY_AGAIN, True, "the engine is still loading; retry in a few seconds"),
     WireCode("engine_unavailable", 503, CLOSE_SERVER_ERROR, False,
              "the engine is missing or failed to load; `hint` says how to install it"),
+    WireCode("codec_unavailable", 503, CLOSE_SERVER_ERROR, False,
+             "the server's FFmpeg (PyAV) is missing or lacks the codec of this format; the message says how to "
+             "install it"),
     WireCode("asr_unavailable", 503, CLOSE_TRY_AGAIN, True,
              "the ASR sidecar is (re)starting; live audio is kept and replayed, nothing is lost"),
     WireCode("asr_timeout", 503, None, True, "a file transcription did not finish in time"),

@@ -6,7 +6,8 @@ The receiving side (the task that runs ``DictationSession.run``) validates and
 decodes client messages, resamples audio to 16 kHz and hands it to its ASR
 stream; a sender task relays the stream's events to the client. Both end
 together: on ``end`` (after ``closed``, close 1000), on disconnect, on an idle
-client (4408), on a message too big (1009) or a broken client (1011). Sends
+client (4408), on a message too big (1009), on a container stream (webm,
+ogg) that cannot be read on (4400) or a broken client (1011). Sends
 are serialised by a lock; every wait has a timeout.
 
 The session's phase is explicit and ``TRANSITIONS`` says which client message
@@ -30,14 +31,17 @@ import logging
 import secrets
 from typing import Any
 
+import numpy as np
 from starlette.websockets import WebSocketDisconnect
 
 from engines.base import AsrService, AsrStreamHandle, EngineState
-from gateway.audio import AudioFormatError, PcmDecoder, StreamResampler
+from gateway.audio import AudioFormatError, StreamResampler
+from gateway.codecs.decoders import stream_decoder
 from gateway.config import Settings
 from gateway.dictation.sidecar import disabled_error, unavailable_error
 from gateway.dictation.transport import DictationTransport
 from gateway.errors import (
+    CLOSE_BAD_REQUEST,
     CLOSE_GOING_AWAY,
     CLOSE_IDLE,
     CLOSE_NORMAL,
@@ -108,8 +112,9 @@ class DictationSession:
         self.idle_timeout_s = idle_timeout_s if idle_timeout_s is not None else settings.idle_timeout_s
         self.phase = Phase.STREAMING
         self.stream: AsrStreamHandle | None = None
-        self._decoder = PcmDecoder(params.encoding)
-        self._resampler = StreamResampler(params.sample_rate, ASR_RATE)
+        # raises CodecUnavailable (a GatewayError) when FFmpeg is missing: the route refuses the socket
+        self._decoder = stream_decoder(params.encoding, params.sample_rate)
+        self._resampler = StreamResampler(self._decoder.sample_rate, ASR_RATE)
         self._send_lock = asyncio.Lock()
         self._closed = False
         self._draining = False
@@ -144,7 +149,9 @@ class DictationSession:
         self.stream = stream = await asr.open_stream(options)
         sender = asyncio.create_task(self._relay_events(stream), name=f"dictation-send-{session_id}")
         try:
-            await self._send(Ready(session=session_id, sample_rate=self.params.sample_rate,
+            # a container carries its own rate: ready tells the one its audio decodes at
+            rate = self._decoder.sample_rate if self.params.encoding.is_container else self.params.sample_rate
+            await self._send(Ready(session=session_id, sample_rate=rate,
                                    encoding=self.params.encoding.value, language=self.params.language,
                                    model=asr.model_name).to_dict())
             await self._receive_loop(stream, sender)
@@ -240,19 +247,36 @@ class DictationSession:
             if message is None:
                 return False
             if isinstance(message, bytes):
-                await self._on_audio(stream, message)
+                if not await self._on_audio(stream, message):
+                    return False
             else:
                 await self._on_message(stream, message)
         return True
 
-    async def _on_audio(self, stream: AsrStreamHandle, data: bytes) -> None:
+    async def _on_audio(self, stream: AsrStreamHandle, data: bytes) -> bool:
+        """False when the session must end (the close is decided)."""
         self.phase = transition(self.phase, AUDIO)
         try:
             samples = self._decoder.feed(data)
         except AudioFormatError as exc:
-            await self._send(BadAudio(f"{exc}; the message was dropped").to_event())
-            return
+            return await self._bad_audio(exc)
+        except GatewayError as exc:  # FFmpeg turned out to be missing at the stream's header
+            await self._refuse(exc)
+            return False
         await stream.send_audio(self._resampler.feed(samples))
+        return True
+
+    async def _bad_audio(self, exc: AudioFormatError) -> bool:
+        """Raw audio (PCM, G.711, one Opus packet a message): that message is
+        dropped and the stream goes on. A container stream (webm, ogg) cannot be
+        read past a framing error: ``bad_audio``, then close 4400 with the reason."""
+        if not self.params.encoding.is_container:
+            await self._send(BadAudio(f"{exc}; the message was dropped").to_event())
+            return True
+        error = BadAudio(f"{exc}; the {self.params.encoding.value} stream cannot be read past this point")
+        await self._send(error.to_event())
+        await self._close(CLOSE_BAD_REQUEST, error.message)
+        return False
 
     async def _on_message(self, stream: AsrStreamHandle, message: ClientMessage) -> None:
         try:
@@ -263,7 +287,12 @@ class DictationSession:
         if isinstance(message, Finalize):
             await stream.finalize(message.id)
         elif isinstance(message, End):
-            await stream.send_audio(self._resampler.flush())
+            try:
+                tail = self._decoder.finish()
+            except AudioFormatError as exc:  # a stream cut inside a packet: the rest still ends normally
+                await self._send(BadAudio(f"{exc}; the end of the stream was dropped").to_event())
+                tail = np.zeros(0, dtype=np.float32)
+            await stream.send_audio(np.concatenate([self._resampler.feed(tail), self._resampler.flush()]))
             await stream.end()
         self.phase = next_phase
 

@@ -25,7 +25,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from gateway.audio import Encoding, parse_encoding, parse_rate
+from gateway.audio import parse_rate
+from gateway.codecs.formats import InputEncoding, parse_input_encoding
 from gateway.errors import BadMessage, BadRequest
 from gateway.protocol.common import Closed
 from gateway.protocol.json import message_type, parse_message
@@ -43,8 +44,8 @@ _LANGUAGE = re.compile(r"^[a-z]{2,3}$")
 
 @dataclass(frozen=True)
 class DictationParams:
-    sample_rate: int = 16000
-    encoding: Encoding = Encoding.S16LE
+    sample_rate: int = 16000  # PCM and G.711: the audio's rate; ``opus``: the device's; containers: ignored
+    encoding: InputEncoding = InputEncoding.PCM_S16LE
     language: str = "auto"
     interim: bool = True
     word_timestamps: bool = False
@@ -65,16 +66,17 @@ def _bool_param(query: Mapping[str, str], name: str, default: bool) -> bool:
 
 def parse_dictation_params(query: Mapping[str, str]) -> DictationParams:
     """Parse the /v1/dictation query string. Raises ``BadRequest`` naming the parameter."""
-    rate = 16000
+    try:
+        encoding = parse_input_encoding(query.get("encoding") or InputEncoding.PCM_S16LE.value)
+    except ValueError as exc:
+        raise BadRequest(f"encoding: {query['encoding'][:20]!r} {exc}") from None
+    rate = encoding.default_rate
     if query.get("sample_rate"):
         try:
             rate = parse_rate(query["sample_rate"])
+            encoding.check_rate(rate)
         except ValueError as exc:
             raise BadRequest(f"sample_rate: {query['sample_rate'][:20]!r} {exc}") from None
-    try:
-        encoding = parse_encoding(query.get("encoding") or Encoding.S16LE.value)
-    except ValueError as exc:
-        raise BadRequest(f"encoding: {query['encoding'][:20]!r} {exc}") from None
     language = (query.get("language") or "auto").lower()
     if language != "auto" and not _LANGUAGE.match(language):
         raise BadRequest(f"language: {language[:20]!r} is not an ISO 639-1 code or 'auto'")

@@ -35,7 +35,7 @@ from typing import Any
 from starlette.websockets import WebSocketDisconnect
 
 from engines.base import EngineError, SynthesisOptions, TtsEngine
-from gateway.audio import Encoding
+from gateway.codecs.formats import OutputFormat
 from gateway.errors import (
     CLOSE_GOING_AWAY,
     CLOSE_IDLE,
@@ -78,7 +78,7 @@ class TtsSession:
     engine: TtsEngine
     voice: str | None
     sample_rate: int
-    encoding: Encoding
+    encoding: OutputFormat
     config: SessionConfig
     state: TtsState = TtsState.OPEN
     _pending: deque[QueueItem] = field(default_factory=deque)  # not started yet
@@ -168,7 +168,7 @@ class TtsSession:
         if isinstance(msg, Speak):
             voice = resolve_voice(self.engine, msg.voice) if msg.voice is not None else self.voice
             self._check_queue_room()
-            self._enqueue(msg.text, voice, msg.seed, msg.id)
+            self._enqueue(msg.text, voice, msg.seed, msg.id, msg.engine_options())
         elif isinstance(msg, TextFragment):
             self._check_queue_room()
             for sentence in self._buffer.append(msg.text):
@@ -200,9 +200,11 @@ class TtsSession:
         if rest:
             self._enqueue(rest, self.voice, None, None)
 
-    def _enqueue(self, text: str, voice: str | None, seed: int | None, utt_id: str | None) -> None:
+    def _enqueue(self, text: str, voice: str | None, seed: int | None, utt_id: str | None,
+                 options: dict[str, str] | None = None) -> None:
         self._next_id += 1
-        utt = Utterance(id=utt_id or f"u{self._next_id}", text=text, voice=voice, seed=seed)
+        utt = Utterance(id=utt_id or f"u{self._next_id}", text=text, voice=voice, seed=seed,
+                        options=dict(options or {}))
         self._queue(utt)
         self._live.append(utt)
 
@@ -283,7 +285,7 @@ class TtsSession:
 
     async def _synthesize(self, utt: Utterance) -> None:
         try:
-            stream = self.engine.open_stream(utt.text, utt.voice, SynthesisOptions(seed=utt.seed))
+            stream = self.engine.open_stream(utt.text, utt.voice, SynthesisOptions(seed=utt.seed, extra=utt.options))
         except EngineError as exc:
             self._fail(utt, gateway_error(exc))
             return

@@ -5,7 +5,7 @@ before it was sent), ``EndOfWork`` (the client's ``end``) and ``DrainMark``
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from engines.base import TtsStream
 from gateway.protocol.tts import UtteranceEnd
@@ -17,6 +17,7 @@ class Utterance:
     text: str
     voice: str | None
     seed: int | None
+    options: dict[str, str] = field(default_factory=dict)  # SynthesisOptions.extra: language, instruct
     cancelled: bool = False
     stream: TtsStream | None = None
     started_at: float | None = None  # synthesis started

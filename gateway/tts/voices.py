@@ -29,6 +29,7 @@ from gateway.tts.selection import check_ready, gateway_error, pick_engine, voice
 MAX_UPLOAD_BYTES = 10 * 1024 * 1024
 MIN_CLONE_S = 1.0
 MAX_CLONE_S = 30.0
+MAX_REF_TEXT_CHARS = 1000
 VOICE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 
 
@@ -52,7 +53,8 @@ async def list_voices(request: Request) -> Response:
 
 
 async def add_voice(request: Request) -> Response:
-    """Clone a voice: multipart form with ``id``, ``file`` (WAV, 1-30 s) and optional ``engine``."""
+    """Clone a voice: multipart form with ``id``, ``file`` (WAV, 1-30 s), optional ``engine`` and
+    optional ``ref_text`` (what the clip says; OmniVoice needs it unless it can transcribe the clip)."""
     state = request.state
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > MAX_UPLOAD_BYTES + 65536:
@@ -66,6 +68,12 @@ async def add_voice(request: Request) -> Response:
                              "or digit")
         engine_field = form.get("engine")
         engine_id = engine_field if isinstance(engine_field, str) and engine_field else state.settings.tts_engine
+        ref_field = form.get("ref_text")
+        if ref_field is not None and not isinstance(ref_field, str):
+            raise BadRequest("ref_text: must be a text field (the words spoken in the clip)")
+        ref_text = ref_field.strip() if ref_field else None
+        if ref_text is not None and len(ref_text) > MAX_REF_TEXT_CHARS:
+            raise BadRequest(f"ref_text: {len(ref_text)} characters; the limit is {MAX_REF_TEXT_CHARS}")
         upload = form.get("file")
         if not isinstance(upload, UploadFile):
             raise BadRequest("file: required, a WAV file")
@@ -90,7 +98,9 @@ async def add_voice(request: Request) -> Response:
     path = upload_path(state.settings.voices_dir, engine_id, voice_id)
     await asyncio.to_thread(write_bytes_atomically, path, data)
     try:
-        voice = await engine.clone_voice(voice_id, data)
+        # Only when given: an engine that clones from the audio alone is called without it.
+        voice = await (engine.clone_voice(voice_id, data, transcript=ref_text) if ref_text
+                       else engine.clone_voice(voice_id, data))
     except CloneRefused as exc:
         await asyncio.to_thread(_unlink, path)
         raise BadRequest(str(exc), code="clone_unsupported") from None

@@ -30,7 +30,6 @@ from auth.credentials import answer_subprotocol
 from gateway.config import Settings
 from gateway.dictation.session import DictationSession
 from gateway.errors import CLOSE_IDLE, CLOSE_SERVER_ERROR, GatewayError, OverCapacity, TooLarge, close_socket
-from gateway.fronts.deepgram import g711
 from gateway.fronts.deepgram import messages as dg
 from gateway.fronts.deepgram.params import ListenParams, parse_listen_params
 from gateway.fronts.deepgram.refusal import new_request_id, refuse, request_headers
@@ -86,7 +85,7 @@ class ListenTransport:
                 raise TooLarge(f"audio message of {len(data)} bytes; the limit is {MAX_AUDIO_MESSAGE_BYTES}")
             self._audio_bytes += len(data)
             self._sha.update(data)
-            return bytes(data) if self.params.encoding == "linear16" else g711.decode(data, self.params.encoding)
+            return bytes(data)  # the session decodes it (codec layer): linear16, mulaw or alaw
         text = text or ""
         if len(text.encode("utf-8", "surrogatepass")) > MAX_TEXT_MESSAGE_BYTES:
             raise TooLarge(f"text message longer than {MAX_TEXT_MESSAGE_BYTES} bytes")

@@ -13,12 +13,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from gateway.audio import Encoding, parse_rate
+from gateway.audio import parse_rate
+from gateway.codecs.formats import InputEncoding, OutputFormat
 from gateway.errors import BadRequest
 from gateway.protocol.dictation import MAX_SILENCE_MS, MIN_SILENCE_MS, DictationParams
 
 ENCODINGS = ("linear16", "mulaw", "alaw")
 G711_RATE = 8000
+# Deepgram's encoding names onto the codec layer's, in and out.
+INPUT_ENCODINGS = {"linear16": InputEncoding.PCM_S16LE, "mulaw": InputEncoding.MULAW, "alaw": InputEncoding.ALAW}
+OUTPUT_FORMATS = {"linear16": OutputFormat.PCM_S16LE, "mulaw": OutputFormat.MULAW, "alaw": OutputFormat.ALAW}
 DEFAULT_SILENCE_MS = 500  # the native default; Deepgram's 10 ms is below what the VAD can tell
 
 
@@ -120,7 +124,7 @@ def parse_listen_params(query: Mapping[str, str]) -> ListenParams:
     _bool(query, "punctuate", False)
     _bool(query, "smart_format", False)
     language = query.get("language") or "en"
-    dictation = DictationParams(sample_rate=rate, encoding=Encoding.S16LE, language=_language(language),
+    dictation = DictationParams(sample_rate=rate, encoding=INPUT_ENCODINGS[encoding], language=_language(language),
                                 interim=interim, word_timestamps=False, silence_ms=silence_ms)
     return ListenParams(encoding=encoding, sample_rate=rate, model=(query.get("model") or "")[:64],
                         language=language[:20], interim_results=interim, endpointing=endpointing,

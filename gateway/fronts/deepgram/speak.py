@@ -22,11 +22,9 @@ from typing import Any
 from starlette.websockets import WebSocket
 
 from auth.credentials import answer_subprotocol
-from gateway.audio import Encoding
 from gateway.errors import BadMessage, GatewayError, OverCapacity, TooLarge, close_socket
-from gateway.fronts.deepgram import g711
 from gateway.fronts.deepgram import messages as dg
-from gateway.fronts.deepgram.params import SpeakParams, parse_speak_params
+from gateway.fronts.deepgram.params import OUTPUT_FORMATS, SpeakParams, parse_speak_params
 from gateway.fronts.deepgram.refusal import new_request_id, refuse, request_headers
 from gateway.protocol.tts import Cancel, ClientMessage, End, Flush, TextFragment, TextLimits, text_too_long
 from gateway.registry import client_label
@@ -69,8 +67,7 @@ class SpeakTransport:
         return End()
 
     async def send_audio(self, data: bytes) -> None:
-        encoding = self.params.encoding
-        await self.websocket.send_bytes(data if encoding == "linear16" else g711.encode(data, encoding))
+        await self.websocket.send_bytes(data)  # already in the client's encoding (codec layer)
 
     async def send_event(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
@@ -108,7 +105,7 @@ async def speak_socket(websocket: WebSocket) -> None:
     info = engine.info()
     voice = _voice_for(voice_ids(engine), params.model, info.default_voice)
     session = TtsSession(transport=SpeakTransport(websocket, params), engine=engine, voice=voice,
-                         sample_rate=params.sample_rate, encoding=Encoding.S16LE,
+                         sample_rate=params.sample_rate, encoding=OUTPUT_FORMATS[params.encoding],
                          config=SessionConfig(limits=TEXT_LIMITS, idle_timeout_s=settings.idle_timeout_s))
     try:
         entry = state.sessions.claim("tts", client_label(websocket), session.describe, drain=session.drain)

@@ -46,7 +46,7 @@ def test_the_sidecar_is_opened_with_the_stream_options(tmp_path):
 
 
 @pytest.mark.parametrize(("query", "reason"), [
-    ("encoding=pcm_mulaw", "encoding: 'pcm_mulaw' must be one of: pcm_s16le, pcm_f32le"),
+    ("encoding=pcm_mulaw", "encoding: 'pcm_mulaw' must be one of: pcm_s16le, pcm_f32le, mulaw, alaw, opus, webm, ogg"),
     ("sample_rate=4000", "sample_rate: '4000' must be between 8000 and 48000"),
     ("sample_rate=fast", "sample_rate: 'fast' is not an integer"),
     ("silence_ms=100", "silence_ms: 100 must be between 200 and 5000"),

@@ -263,8 +263,9 @@ def test_engine_error_mid_utterance_is_reported_with_the_id(tmp_path):
 @pytest.mark.parametrize(("query", "event", "close"), [
     ("?sample_rate=4000", {"code": "bad_request", "message": "sample_rate: '4000' must be between 8000 and 48000"},
      (4400, "sample_rate: '4000' must be between 8000 and 48000")),
-    ("?encoding=ulaw", {"code": "bad_request", "message": "encoding: 'ulaw' must be one of: pcm_s16le, pcm_f32le"},
-     (4400, "encoding: 'ulaw' must be one of: pcm_s16le, pcm_f32le")),
+    ("?encoding=ulaw", {"code": "bad_request",
+                        "message": "encoding: 'ulaw' must be one of: pcm_s16le, pcm_f32le, opus, mulaw, alaw"},
+     (4400, "encoding: 'ulaw' must be one of: pcm_s16le, pcm_f32le, opus, mulaw, alaw")),
     ("?engine=nope", {"code": "unknown_engine", "message": "engine: unknown engine 'nope'; available: pocket"},
      (4400, "engine: unknown engine 'nope'; available: pocket")),
     ("?voice=ghost", {"code": "unknown_voice", "message": "unknown voice 'ghost'; available voices: alba, marius",
@@ -352,3 +353,17 @@ def test_engine_queue_full_is_a_retryable_error_event(tmp_path):
         ws.send_json({"type": "speak", "text": "hi again"})
         assert read_utterance(ws)[2]["type"] == "end"
 
+
+
+def test_speak_passes_language_and_instruct_to_the_engine(tmp_path):
+    engine = FakeTtsEngine()
+    with tts_client(tmp_path, engine) as client, client.websocket_connect("/v1/tts") as ws:
+        receive(ws)
+        ws.send_json({"type": "speak", "text": "Bonjour.", "language": "fr", "instruct": "a calm, low voice"})
+        ws.send_json({"type": "speak", "text": "Plain."})
+        read_utterance(ws)
+        read_utterance(ws)
+        ws.send_json({"type": "speak", "text": "x", "instruct": "y" * 501})
+        assert receive(ws) == {"type": "error", "code": "bad_message", "retryable": False,
+                               "message": "speak.instruct is longer than 500 characters"}
+    assert [s.options.extra for s in engine.streams] == [{"language": "fr", "instruct": "a calm, low voice"}, {}]
