@@ -8,7 +8,8 @@
 #
 # Environment:
 #   VOXGATE_EXTRAS   extras to install with the wheel (default: asr,tts; empty: the core only)
-#   TORCH_SPEC       the torch requirement installed first (default: torch==2.13.0; "none" skips it).
+#   TORCH_SPEC       the torch requirement(s) installed first, space-separated (default: torch==2.13.0;
+#                    "none" skips it), e.g. "torch==2.11.0 torchaudio==2.11.0" for a CUDA 13 pair.
 #                    Installed first and alone so the [tts] extra never pulls a build of its own choosing.
 #   TORCH_INDEX_URL  where that torch comes from (default: pip's configured index). The CPU image
 #                    points it at PyTorch's CPU wheel index; the CUDA image leaves it empty (PyPI's
@@ -39,7 +40,8 @@ mkdir "$work/wheels"
 "$python" -m venv "$venv"
 pip=("$venv/bin/python" -m pip --disable-pip-version-check -q)
 if [[ -n $extras && $torch_spec != none ]]; then
-  "${pip[@]}" install ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"} "$torch_spec"
+  read -ra torch_reqs <<< "$torch_spec"
+  "${pip[@]}" install ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"} "${torch_reqs[@]}"
 fi
 "${pip[@]}" wheel --no-deps --wheel-dir "$work/wheels" "$work"
 wheel=$(ls "$work"/wheels/voxgate-*.whl)

@@ -25,6 +25,8 @@ from pathlib import Path
 import httpx
 import numpy as np
 import pytest
+import tomllib
+from packaging.specifiers import SpecifierSet
 
 from gateway.audio import write_wav
 from tests.support.net import free_port
@@ -70,6 +72,7 @@ def instructions(text: str) -> list[tuple[str, str]]:
 
 
 def pairs(rest: str) -> dict[str, str]:
+    """``A=1 B="x y"`` as a dict (quotes removed, as the shell and Docker read them)."""
     return dict(item.split("=", 1) if "=" in item else (item, "") for item in shlex.split(rest))
 
 
@@ -131,9 +134,16 @@ def test_both_images_install_the_same_way():
     cpu, cuda = build_stage("Dockerfile"), build_stage("Dockerfile.cuda")
     assert cpu.copies == cuda.copies
     assert install_command(cpu) == install_command(cuda)
-    assert {k: v for k, v in cpu.args.items() if k != "TORCH_INDEX_URL"} == \
-        {k: v for k, v in cuda.args.items() if k != "TORCH_INDEX_URL"}
-    assert (cpu.args["TORCH_INDEX_URL"], cuda.args["TORCH_INDEX_URL"]) == ("https://download.pytorch.org/whl/cpu", "")
+    assert (cpu.args["TORCH_INDEX_URL"], cpu.args["TORCH_SPEC"], cpu.args["VOXGATE_EXTRAS"]) == (
+        "https://download.pytorch.org/whl/cpu", "torch==2.13.0", "asr,tts")
+    # The CUDA image's torch cannot be installed here (several GB of CUDA wheels); what can
+    # be checked without it: the extras exist, and the torch pair satisfies the [tts] extra.
+    assert (cuda.args["TORCH_INDEX_URL"], cuda.args["TORCH_SPEC"]) == (
+        "https://download.pytorch.org/whl/cu130", "torch==2.11.0 torchaudio==2.11.0")
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert set(cuda.args["VOXGATE_EXTRAS"].split(",")) == {"asr", "tts", "omnivoice"} <= set(extras)
+    (torch_range,) = [r for r in extras["tts"] if r.startswith("torch")]
+    assert SpecifierSet(torch_range.removeprefix("torch")).contains("2.11.0")
 
 
 def test_the_dockerignore_lets_in_exactly_what_the_copies_need():
