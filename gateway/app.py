@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Collection, Mapping
 from typing import Any
 
 from starlette.applications import Starlette
@@ -62,6 +62,10 @@ def build_tts_engines(settings: Settings) -> dict[str, TtsEngine]:
             max_streams=settings.omnivoice_max_streams,
             split_sentences=speech_units,
         )
+    if "piper" in settings.engines:
+        from engines.piper.engine import PiperEngine
+
+        engines["piper"] = PiperEngine(voice_dirs=settings.piper_voices, threads=settings.piper_threads)
     return engines
 
 
@@ -71,6 +75,26 @@ def speech_units(text: str) -> list[str]:
     units = buffer.append(text)
     rest = buffer.flush()
     return [*units, rest] if rest else units
+
+
+POCKET_WEIGHTS = "model.safetensors"  # the file engines/pocket/model.py loads
+
+
+def default_tts_engine(settings: Settings, engines: Collection[str]) -> tuple[str, str]:
+    """The TTS engine for requests that name none, and why. ``auto`` keeps Pocket
+    when its weights are on disk and falls back to Piper, which needs no download."""
+    if settings.tts_engine != "auto":
+        return settings.tts_engine, "set by VOXGATE_TTS_ENGINE"
+    weights = settings.pocket_model_dir / POCKET_WEIGHTS
+    if "pocket" in engines and ("piper" not in engines or weights.is_file()):
+        return "pocket", "Pocket TTS is enabled" + (" and its weights are on disk" if weights.is_file() else "")
+    if "piper" in engines:
+        reason = (f"Pocket TTS weights not found at {weights} (voxgate models pull pocket)" if "pocket" in engines
+                  else "Pocket TTS is not enabled")
+        return "piper", reason
+    if "omnivoice" in engines:
+        return "omnivoice", "the only TTS engine enabled"
+    return "pocket", "no TTS engine is enabled"
 
 
 def build_asr(settings: Settings) -> AsrService | None:
@@ -95,6 +119,8 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
         engines = dict(tts_engines) if tts_engines is not None else build_tts_engines(settings)
+        default_tts, default_reason = default_tts_engine(settings, engines)
+        app_settings = settings.replace(tts_engine=default_tts)
         asr_service = asr if asr is not None else build_asr(settings)
         listener: ShareListener
         if share_listener is not None:
@@ -108,7 +134,8 @@ def create_app(
                                            "dictation": settings.max_dictation_streams})
         startup = Startup()
         state: dict[str, Any] = {
-            "settings": settings,
+            "settings": app_settings,
+            "tts_default_reason": default_reason,
             "auth": auth_state,
             "sessions": sessions,
             "tts": engines,
@@ -119,9 +146,18 @@ def create_app(
         if hasattr(listener, "bind_state"):
             listener.bind_state(state)
         loader = asyncio.create_task(_load_engines(startup, engines, asr_service), name="engine-loader")
+        wyoming = None
         try:
+            if app_settings.wyoming_uri:
+                from gateway.fronts.wyoming.server import WyomingServer
+
+                wyoming = WyomingServer(app_settings, state)
+                await wyoming.start()
+                state["wyoming"] = wyoming
             yield state
         finally:
+            if wyoming is not None:
+                await wyoming.aclose()
             loader.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await loader

@@ -115,7 +115,7 @@ def _origins(raw: str) -> tuple[str, ...]:
 
 
 def _engines(raw: str) -> tuple[str, ...]:
-    known = ("pocket", "omnivoice", "asr")
+    known = ("pocket", "piper", "omnivoice", "asr")
     values = tuple(v.lower() for v in _csv(raw))
     for value in values:
         if value not in known and value != "none":
@@ -128,6 +128,38 @@ def _device(raw: str) -> str:
     if value in ("auto", "cpu", "cuda", "mps") or (value.startswith("cuda:") and value[5:].isdigit()):
         return value
     raise ValueError("must be auto, cpu, cuda, cuda:N or mps")
+
+
+def _paths(raw: str) -> tuple[Path, ...]:
+    return tuple(Path(part).expanduser() for part in _csv(raw))
+
+
+def _wyoming_uri(raw: str) -> str | None:
+    value = raw.strip()
+    if not value:
+        return None
+    if not value.startswith("tcp://"):
+        raise ValueError("must be tcp://HOST:PORT (the only Wyoming transport served)")
+    try:
+        parse_tcp_uri(value)
+    except ValueError as exc:
+        raise ValueError(str(exc)) from None
+    return value
+
+
+def parse_tcp_uri(uri: str) -> tuple[str, int]:
+    """(host, port) of ``tcp://HOST:PORT`` (IPv6 hosts in brackets); ValueError saying why not."""
+    rest = uri.removeprefix("tcp://")
+    host, sep, port_text = rest.rpartition(":")
+    if not sep or not host or "/" in rest:
+        raise ValueError("must be tcp://HOST:PORT")
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise ValueError(f"has port {port_text!r}, which is not an integer") from None
+    if not 0 <= port <= 65535:
+        raise ValueError(f"has port {port}, out of range (0..65535)")
+    return host.strip("[]"), port
 
 
 @dataclass(frozen=True)
@@ -167,8 +199,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("data_dir", _path, _default_data_dir(), "Where voices, models and other state are kept."),
     Option("log_level", _choice("debug", "info", "warning", "error"), "info", "Log level."),
     # engines
-    Option("engines", _engines, "pocket,asr", "Engines to load at startup: pocket, omnivoice, asr (comma-separated, or none)."),
-    Option("tts_engine", _choice("pocket", "omnivoice"), "pocket", "Default TTS engine for requests that name none."),
+    Option("engines", _engines, "pocket,piper,asr",
+           "Engines to load at startup: pocket, piper, omnivoice, asr (comma-separated, or none)."),
+    Option("tts_engine", _choice("auto", "pocket", "piper", "omnivoice"), "auto",
+           "Default TTS engine for requests that name none; auto: pocket when its weights are on disk, else piper."),
     Option("pocket_dir", _opt_path, "", "Pocket TTS model directory (default: <data_dir>/models/pocket)."),
     Option("pocket_quantize", _choice("none", "int8"), "int8", "Pocket TTS weight quantization of the LM linears."),
     Option("tts_threads", _int_range(0, 256), "0", "Torch threads for TTS (0: all cores)."),
@@ -185,6 +219,13 @@ OPTIONS: tuple[Option, ...] = (
     Option("omnivoice_asr_model", _str, "", "Whisper model (transformers directory or cached id) that transcribes voice clips sent without ref_text (default: openai/whisper-large-v3-turbo if cached)."),
     Option("omnivoice_steps", _int_range(1, 128), "32", "OmniVoice decoding steps per sentence (fewer: faster, rougher)."),
     Option("omnivoice_max_streams", _int_range(1, 1000), "8", "OmniVoice utterances waiting or generating at once; one more gets over_capacity."),
+    # Piper TTS engine
+    Option("piper_voices", _paths, "", "Comma-separated directories of extra Piper voices (NAME.onnx + NAME.onnx.json)."),
+    Option("piper_threads", _int_range(0, 256), "0", "Piper worker threads, one inference each (0: one per core)."),
+    # Wyoming front (Home Assistant and satellites)
+    Option("wyoming_uri", _wyoming_uri, "",
+           "Also serve the Wyoming protocol at tcp://HOST:PORT (e.g. tcp://127.0.0.1:10300); unset: off."),
+    Option("wyoming_zeroconf", _bool, "0", "Announce the Wyoming listener over mDNS (needs the zeroconf package)."),
     # replicas: the drain before a stop and the shared auth state (docs/deployment.md)
     Option("drain_s", _float_range(0, 3600), "30", "On SIGTERM, how long open sessions may take to finish their work (ready answers 503 meanwhile) before they close 1001."),
     Option("redis_url", _opt_str, "", "Redis for auth state shared by replicas (sessions, tickets, lockout, PIN), e.g. redis://host:6379/0; unset: in memory.", secret=True),
@@ -209,8 +250,8 @@ class Settings:
     share_port: int = 0
     data_dir: Path = DEFAULT_DATA_DIR
     log_level: str = "info"
-    engines: tuple[str, ...] = ("pocket", "asr")
-    tts_engine: str = "pocket"
+    engines: tuple[str, ...] = ("pocket", "piper", "asr")
+    tts_engine: str = "auto"
     pocket_dir: Path | None = None
     pocket_quantize: str = "int8"
     tts_threads: int = 0
@@ -226,6 +267,10 @@ class Settings:
     omnivoice_asr_model: str = ""
     omnivoice_steps: int = 32
     omnivoice_max_streams: int = 8
+    piper_voices: tuple[Path, ...] = ()
+    piper_threads: int = 0
+    wyoming_uri: str | None = None
+    wyoming_zeroconf: bool = False
     drain_s: float = 30.0
     redis_url: str | None = field(default=None, repr=False)
     redis_prefix: str = "voxgate:"
@@ -281,6 +326,11 @@ class Settings:
     @property
     def omnivoice_model_ref(self) -> str:
         return self.omnivoice_model or str(self.data_dir / "models" / "omnivoice")
+
+    @property
+    def wyoming_address(self) -> tuple[str, int] | None:
+        """(host, port) of the Wyoming listener, or None when it is off."""
+        return parse_tcp_uri(self.wyoming_uri) if self.wyoming_uri else None
 
     @property
     def voices_dir(self) -> Path:

@@ -53,12 +53,16 @@ async def index(request: Request) -> Response:
 
 
 async def list_engines(request: Request) -> Response:
-    """Every configured engine with its state (ready / loading / missing + hint)."""
+    """Every configured engine with its state (ready / loading / missing + hint);
+    the default TTS engine also says why it is the default."""
     state = request.state
     out = []
     for name, engine in state.tts.items():
-        out.append({"kind": "tts", "default": name == state.settings.tts_engine,
-                    **engine.info().to_dict(), **engine.status().to_dict()})
+        is_default = name == state.settings.tts_engine
+        entry = {"kind": "tts", "default": is_default, **engine.info().to_dict(), **engine.status().to_dict()}
+        if is_default:
+            entry["default_reason"] = getattr(state, "tts_default_reason", "")
+        out.append(entry)
     if state.asr is not None:
         out.append({"kind": "asr", "id": "asr", **state.asr.info(), **state.asr.status().to_dict()})
     return JSONResponse({"engines": out})

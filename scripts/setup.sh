@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install voxgate into ./.venv (created if missing).
-#   scripts/setup.sh          the gateway with its ASR and Pocket TTS engines
+#   scripts/setup.sh          the gateway with its ASR, Piper TTS (bundled voice) and Pocket TTS engines
 #   scripts/setup.sh --test   the same plus everything the test suite needs (apt packages included)
 #   scripts/setup.sh --omnivoice   the gateway with the OmniVoice engine too (docs/engines/omnivoice.md)
 # torch: a CPU build of torch 2.13.0 is installed first when no torch is present,
@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-extras="asr,tts,client"
+extras="asr,tts,piper,client"
 want_test=0
 if [[ "${1:-}" == "--test" ]]; then
   extras="test"
@@ -24,6 +24,8 @@ if [[ $want_test == 1 ]] && command -v apt-get >/dev/null 2>&1; then
   $sudo_cmd apt-get update -qq
   $sudo_cmd apt-get install -y -qq --no-install-recommends espeak-ng sox libsox-fmt-all >/dev/null
   $sudo_cmd apt-get install -y -qq --no-install-recommends chromium chromium-driver >/dev/null
+  # real peers of the replica tests: the shared auth store and a load balancer
+  $sudo_cmd apt-get install -y -qq --no-install-recommends redis-server haproxy >/dev/null
 fi
 
 python=${PYTHON:-python3}

@@ -65,15 +65,19 @@ def _register_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                    help="allow consume with no credential on a non-loopback bind (VOXGATE_ALLOW_ANONYMOUS)")
     p.add_argument("--trusted-networks", help="CIDRs that may consume without a credential (VOXGATE_TRUSTED_NETWORKS)")
     p.add_argument("--data-dir", help="state directory (VOXGATE_DATA_DIR)")
-    p.add_argument("--engines", help="engines to load: pocket,asr or none (VOXGATE_ENGINES)")
+    p.add_argument("--engines", help="engines to load: pocket,piper,asr or none (VOXGATE_ENGINES)")
     p.add_argument("--log-level", help="debug, info, warning, error (VOXGATE_LOG_LEVEL)")
+    p.add_argument("--wyoming", dest="wyoming_uri", metavar="URI",
+                   help="also serve the Wyoming protocol, e.g. tcp://127.0.0.1:10300 (VOXGATE_WYOMING_URI)")
+    p.add_argument("--wyoming-zeroconf", action="store_const", const=True, default=None,
+                   help="announce the Wyoming listener over mDNS (VOXGATE_WYOMING_ZEROCONF)")
     p.set_defaults(func=serve)
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
     overrides = {name: getattr(args, name, None) for name in (
         "host", "port", "server_mode", "api_key_file", "allow_anonymous", "trusted_networks",
-        "data_dir", "engines", "log_level")}
+        "data_dir", "engines", "log_level", "wyoming_uri", "wyoming_zeroconf")}
     return Settings.from_env(**overrides)
 
 
@@ -83,6 +87,12 @@ def serve(args: argparse.Namespace) -> int:
     from auth import refuse_unsafe_bind
 
     refusal = refuse_unsafe_bind(settings.auth_config(), settings.host)
+    if refusal:
+        print(f"voxgate: refusing to start: {refusal}", file=sys.stderr)
+        return 2
+    from gateway.fronts.wyoming.trust import refuse_wyoming_bind
+
+    refusal = refuse_wyoming_bind(settings)
     if refusal:
         print(f"voxgate: refusing to start: {refusal}", file=sys.stderr)
         return 2
@@ -120,6 +130,16 @@ def banner(settings: Settings) -> str:
         f"  mode:        {'server' if settings.server_mode else 'local'}",
         f"  credentials: {'; '.join(creds)}",
         f"  engines:     {', '.join(settings.engines) or 'none'} (loading in the background; GET /health)",
-        f"  data dir:    {settings.data_dir}",
     ]
+    tts = [name for name in settings.engines if name != "asr"]
+    if tts:
+        from gateway.app import default_tts_engine
+
+        name, reason = default_tts_engine(settings, tts)
+        lines.append(f"  tts default: {name} ({reason})")
+    if settings.wyoming_uri:
+        zeroconf = ", announced over mDNS" if settings.wyoming_zeroconf else ""
+        lines.append(f"  wyoming:     {settings.wyoming_uri} (no auth: loopback"
+                     f"{' and trusted networks' if settings.trusted_networks else ''} only{zeroconf})")
+    lines.append(f"  data dir:    {settings.data_dir}")
     return "\n".join(lines)

@@ -78,8 +78,8 @@ def test_engines_route_reports_state_and_hint(tmp_path):
     with make_client(tmp_path, tts={"pocket": engine}) as client:
         wait_until_ready(client)
         assert client.get("/v1/engines").json() == {"engines": [{
-            "kind": "tts", "default": True, "id": "pocket", "sample_rate": 24000, "frame_samples": 1920,
-            "languages": ["en"], "can_clone": False, "default_voice": None,
+            "kind": "tts", "default": True, "default_reason": "Pocket TTS is enabled", "id": "pocket",
+            "sample_rate": 24000, "frame_samples": 1920, "languages": ["en"], "can_clone": False, "default_voice": None,
             "state": "missing", "detail": "model.safetensors not found", "hint": "voxgate models pull pocket"}]}
 
 
