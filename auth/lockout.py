@@ -2,16 +2,18 @@
 
 A client with ``limit`` failures inside ``window_s`` is locked out until the
 oldest of them leaves the window. IPv6 clients are counted per /64, the block a
-single host usually controls. The table is bounded: past ``max_clients`` the
-client that failed least recently is forgotten.
+single host usually controls. The windows live in the auth store, so with a
+shared store a client's failures count on every replica; the store bounds
+them (memory: the least recently failing client is forgotten past its cap;
+Redis: a window expires with its last failure).
 """
 
 from __future__ import annotations
 
 import ipaddress
 import math
-from collections import OrderedDict, deque
-from collections.abc import Callable
+
+from .store import AuthStore
 
 
 def client_bucket(address: str) -> str:
@@ -26,39 +28,17 @@ def client_bucket(address: str) -> str:
 
 
 class FailureLimiter:
-    def __init__(self, limit: int, window_s: float, max_clients: int, clock: Callable[[], float]) -> None:
+    def __init__(self, store: AuthStore, limit: int, window_s: float) -> None:
+        self.store = store
         self.limit = limit
         self.window_s = window_s
-        self._max_clients = max_clients
-        self._clock = clock
-        self._failures: OrderedDict[str, deque[float]] = OrderedDict()
 
-    def retry_after_s(self, address: str) -> int | None:
+    async def retry_after_s(self, address: str) -> int | None:
         """Seconds until the client may try again, or None when it is not locked out."""
-        times = self._recent(client_bucket(address))
-        if times is None or len(times) < self.limit:
+        ages = await self.store.failure_ages(client_bucket(address), self.window_s)
+        if len(ages) < self.limit:
             return None
-        return max(1, math.ceil(times[0] + self.window_s - self._clock()))
+        return max(1, math.ceil(self.window_s - ages[-self.limit]))
 
-    def record_failure(self, address: str) -> None:
-        bucket = client_bucket(address)
-        times = self._recent(bucket)
-        if times is None:
-            times = deque(maxlen=self.limit)
-            self._failures[bucket] = times
-        times.append(self._clock())
-        self._failures.move_to_end(bucket)
-        while len(self._failures) > self._max_clients:
-            self._failures.popitem(last=False)
-
-    def _recent(self, bucket: str) -> deque[float] | None:
-        times = self._failures.get(bucket)
-        if times is None:
-            return None
-        cutoff = self._clock() - self.window_s
-        while times and times[0] <= cutoff:
-            times.popleft()
-        if not times:
-            del self._failures[bucket]
-            return None
-        return times
+    async def record_failure(self, address: str) -> None:
+        await self.store.record_failure(client_bucket(address), self.limit, self.window_s)

@@ -63,6 +63,10 @@ class MemoryStore:
             self._tagged.setdefault(tag, set()).add(entry_id)
         return None
 
+    def count(self, table: str) -> int:
+        """Live and not yet pruned tokens of ``table`` (for tests and the admin)."""
+        return sum(1 for entry_id in self._tokens if entry_id.startswith(f"{table}:"))
+
     async def get_token(self, table: str, key: str) -> str | None:
         entry_id = f"{table}:{key}"
         entry = self._tokens.get(entry_id)
@@ -173,6 +177,9 @@ class MemoryStore:
 
     async def binding_salt(self) -> bytes:
         return self._salt
+
+    async def ping(self) -> None:
+        return None
 
     async def aclose(self) -> None:
         return None

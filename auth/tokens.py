@@ -1,21 +1,29 @@
-"""Session tokens and WebSocket tickets: random, in memory only, with a TTL.
+"""Session tokens and WebSocket tickets: random, with a TTL, kept in the auth
+store (auth/store.py: this process's memory, or Redis shared by replicas).
 
 Tokens are stored under their SHA-256 digest, so a lookup's timing depends on
-the digest, never on how much of a guessed token matches, and the table does
-not hold a usable secret. Both stores are bounded: past the cap the oldest
-entry is dropped.
+the digest, never on how much of a guessed token matches, and the store does
+not hold a usable secret. The rules are here, the same for every store: how
+many live tokens there may be (``caps``: minting past a cap is refused with
+``QuotaFull``, nobody's tokens are evicted), that a ticket opens one socket
+on the path it was minted for, and that sessions minted from the PIN end
+together when the PIN changes.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import secrets
-from collections import OrderedDict
-from collections.abc import Callable
 from dataclasses import dataclass
+
+from .store import SESSIONS, TICKETS, AuthStore, Cap
 
 SESSION_PREFIX = "vgs_"
 TICKET_PREFIX = "vgt_"
+SOURCE_KEY = "api_key"  # a session minted from the API key
+SOURCE_PIN = "pin"  # ... from the LAN-share PIN
+PIN_TAG = "pin"  # the tag of sessions minted from the PIN: they end together with it
 
 
 def new_token(prefix: str) -> str:
@@ -23,8 +31,21 @@ def new_token(prefix: str) -> str:
     return prefix + secrets.token_urlsafe(32)
 
 
-def digest(token: str) -> bytes:
-    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
+def digest(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class QuotaFull(Exception):
+    """As many live tokens exist as may; the message says so and is safe to show."""
+
+
+def caps(limit: int) -> list[Cap]:
+    """The quota counters a new token counts in: all tokens of its kind, at most ``limit``."""
+    return [Cap("all", limit)]
+
+
+def _full(noun: str, cap: Cap) -> QuotaFull:
+    return QuotaFull(f"the server holds {cap.limit} live {noun}, the most it may; try again later")
 
 
 @dataclass(frozen=True)
@@ -38,89 +59,56 @@ class SessionGrant:
 
     source: str
     binding: str
-    expires_at: float
 
 
 class SessionStore:
-    def __init__(self, ttl_s: float, max_entries: int, clock: Callable[[], float]) -> None:
+    def __init__(self, store: AuthStore, ttl_s: float, max_entries: int) -> None:
+        self.store = store
         self.ttl_s = ttl_s
         self._max = max_entries
-        self._clock = clock
-        self._grants: OrderedDict[bytes, SessionGrant] = OrderedDict()
 
-    def mint(self, source: str, binding: str) -> str:
-        self._prune()
+    async def mint(self, source: str, binding: str) -> str:
+        """A new token; ``QuotaFull`` at the cap."""
         token = new_token(SESSION_PREFIX)
-        self._grants[digest(token)] = SessionGrant(source, binding, self._clock() + self.ttl_s)
-        while len(self._grants) > self._max:
-            self._grants.popitem(last=False)
+        value = json.dumps({"source": source, "binding": binding})
+        tags = [PIN_TAG] if source == SOURCE_PIN else []
+        full = await self.store.put_token(SESSIONS, digest(token), value, self.ttl_s, caps(self._max), tags)
+        if full is not None:
+            raise _full("sessions", full)
         return token
 
-    def lookup(self, token: str) -> SessionGrant | None:
-        key = digest(token)
-        grant = self._grants.get(key)
-        if grant is None:
+    async def lookup(self, token: str) -> SessionGrant | None:
+        raw = await self.store.get_token(SESSIONS, digest(token))
+        if raw is None:
             return None
-        if grant.expires_at <= self._clock():
-            del self._grants[key]
-            return None
-        return grant
+        data = json.loads(raw)
+        return SessionGrant(str(data["source"]), str(data["binding"]))
 
-    def revoke(self, token: str) -> bool:
-        return self._grants.pop(digest(token), None) is not None
+    async def revoke(self, token: str) -> bool:
+        return await self.store.delete_token(SESSIONS, digest(token))
 
-    def revoke_where(self, predicate: Callable[[SessionGrant], bool]) -> int:
-        doomed = [k for k, g in self._grants.items() if predicate(g)]
-        for k in doomed:
-            del self._grants[k]
-        return len(doomed)
-
-    def __len__(self) -> int:
-        return len(self._grants)
-
-    def _prune(self) -> None:
-        now = self._clock()
-        # Insertion order is expiry order (one TTL for all), so stop at the first live one.
-        while self._grants:
-            key, grant = next(iter(self._grants.items()))
-            if grant.expires_at > now:
-                break
-            del self._grants[key]
+    async def revoke_pin_sessions(self) -> int:
+        return await self.store.delete_tagged(SESSIONS, PIN_TAG)
 
 
 class TicketStore:
     """Single-use tickets, each bound to one WebSocket path."""
 
-    def __init__(self, ttl_s: float, max_entries: int, clock: Callable[[], float]) -> None:
+    def __init__(self, store: AuthStore, ttl_s: float, max_entries: int) -> None:
+        self.store = store
         self.ttl_s = ttl_s
         self._max = max_entries
-        self._clock = clock
-        self._tickets: OrderedDict[bytes, tuple[str, float]] = OrderedDict()
 
-    def mint(self, path: str) -> str:
-        self._prune()
+    async def mint(self, path: str) -> str:
+        """A new ticket for ``path``; ``QuotaFull`` at the cap."""
         ticket = new_token(TICKET_PREFIX)
-        self._tickets[digest(ticket)] = (path, self._clock() + self.ttl_s)
-        while len(self._tickets) > self._max:
-            self._tickets.popitem(last=False)
+        full = await self.store.put_token(TICKETS, digest(ticket), path, self.ttl_s, caps(self._max))
+        if full is not None:
+            raise _full("tickets", full)
         return ticket
 
-    def redeem(self, ticket: str, path: str) -> bool:
+    async def redeem(self, ticket: str, path: str) -> bool:
         """True when the ticket is live and bound to ``path``. Any presentation
-        uses the ticket up, including one on the wrong path."""
-        entry = self._tickets.pop(digest(ticket), None)
-        if entry is None:
-            return False
-        bound_path, expires_at = entry
-        return expires_at > self._clock() and bound_path == path
-
-    def __len__(self) -> int:
-        return len(self._tickets)
-
-    def _prune(self) -> None:
-        now = self._clock()
-        while self._tickets:
-            key, (_, expires_at) = next(iter(self._tickets.items()))
-            if expires_at > now:
-                break
-            del self._tickets[key]
+        uses the ticket up (on any replica), including one on the wrong path."""
+        bound_path = await self.store.take_token(TICKETS, digest(ticket))
+        return bound_path is not None and bound_path == path

@@ -22,6 +22,7 @@ from starlette.routing import BaseRoute
 
 from auth import AuthMiddleware, AuthState, ShareListener, auth_routes
 from auth.access import make_classifier
+from auth.store import AuthStore
 from engines.base import AsrService, TtsEngine
 from gateway.config import Settings
 from gateway.dictation.routes import dictation_routes
@@ -106,6 +107,18 @@ def build_asr(settings: Settings) -> AsrService | None:
     return AsrSupervisor.from_settings(settings)
 
 
+def build_auth_store(settings: Settings) -> AuthStore | None:
+    """Redis when ``VOXGATE_REDIS_URL`` is set (replicas share the auth state), else
+    None: the auth state keeps its own memory store."""
+    if not settings.redis_url:
+        return None
+    from auth.store_redis import RedisStore
+
+    store = RedisStore(settings.redis_url, settings.redis_prefix)
+    log.info("auth state in Redis at %s (prefix %r)", store.where, settings.redis_prefix)
+    return store
+
+
 def create_app(
     settings: Settings,
     *,
@@ -129,7 +142,7 @@ def create_app(
             from gateway.lan_share import UvicornShareListener
 
             listener = UvicornShareListener(settings)
-        auth_state = AuthState(settings.auth_config(), share_listener=listener)
+        auth_state = AuthState(settings.auth_config(), share_listener=listener, store=build_auth_store(settings))
         sessions = SessionRegistry(limits={"tts": settings.max_tts_sessions,
                                            "dictation": settings.max_dictation_streams})
         startup = Startup()

@@ -13,6 +13,7 @@ from starlette.routing import BaseRoute
 from starlette.staticfiles import StaticFiles
 
 from auth.access import RouteClass, http_route, mount
+from auth.store import AuthStore, StoreUnavailable
 from gateway import __version__
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"  # packaged with gateway/, so a wheel carries it
@@ -33,6 +34,7 @@ async def health(request: Request) -> Response:
                   "engines": {name: e.status().to_dict() for name, e in state.tts.items()}}
     if state.asr is not None:
         body["asr"] = state.asr.status().to_dict()
+    body["auth_store"] = await auth_store_state(state.auth.store)
     if not startup.ready:
         body = {"status": "starting", "step": startup.step, **body}
         return JSONResponse(body, status_code=503, headers={"Retry-After": str(RETRY_AFTER_STARTING_S)})
@@ -40,6 +42,16 @@ async def health(request: Request) -> Response:
         return JSONResponse({"status": "draining", **body}, status_code=503,
                             headers={"Retry-After": str(RETRY_AFTER_DRAINING_S)})
     return JSONResponse({"status": "ok", **body})
+
+
+async def auth_store_state(store: AuthStore) -> str:
+    """``memory``, ``redis`` (answering) or ``unavailable``. Readiness does not depend
+    on it: every replica shares the store, and what needs no store is still served."""
+    try:
+        await store.ping()
+    except StoreUnavailable:
+        return "unavailable"
+    return "redis" if store.shared else "memory"
 
 
 async def live(request: Request) -> Response:
@@ -89,6 +101,9 @@ async def metrics(request: Request) -> Response:
               f"voxgate_started {1 if state.startup.ready else 0}"]
     lines += ["# HELP voxgate_draining 1 while the server drains before a stop.", "# TYPE voxgate_draining gauge",
               f"voxgate_draining {1 if state.sessions.draining else 0}"]
+    store_up = await auth_store_state(state.auth.store) != "unavailable"
+    lines += ["# HELP voxgate_auth_store_up 1 when the auth store (memory or Redis) answers.",
+              "# TYPE voxgate_auth_store_up gauge", f"voxgate_auth_store_up {1 if store_up else 0}"]
     lines += load_metrics(state)
     return Response("\n".join(lines) + "\n", media_type="text/plain; version=0.0.4")
 

@@ -99,7 +99,8 @@ def test_serve_from_the_wheel_answers_the_page_and_health(venv, tmp_path):
             r = httpx.get(f"{url}/static/{asset}")
             assert (r.status_code, r.content) == (200, (ROOT / "gateway" / "static" / asset).read_bytes()), asset
         health = httpx.get(url + "/health")
-        assert (health.status_code, health.json()) == (200, {"status": "ok", "version": "0.1.0", "engines": {}})
+        assert (health.status_code, health.json()) == (200, {"status": "ok", "version": "0.1.0", "engines": {},
+                                                                   "auth_store": "memory"})
         assert httpx.get(url + "/health/live").json() == {"status": "alive", "version": "0.1.0"}
 
 

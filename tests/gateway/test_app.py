@@ -116,6 +116,8 @@ def test_metrics_in_prometheus_text_format(tmp_path):
             "voxgate_started 1",
             "# HELP voxgate_draining 1 while the server drains before a stop.", "# TYPE voxgate_draining gauge",
             "voxgate_draining 0",
+            "# HELP voxgate_auth_store_up 1 when the auth store (memory or Redis) answers.",
+            "# TYPE voxgate_auth_store_up gauge", "voxgate_auth_store_up 1",
             "# HELP voxgate_load Live streams / capacity, per engine (1 = full: new ones are refused).",
             "# TYPE voxgate_load gauge", 'voxgate_load{engine="pocket"} 0',
             "# HELP voxgate_queue_depth Work waiting for each engine (TTS: queued utterances; ASR: streams over 1 s behind).",
