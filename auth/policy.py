@@ -43,6 +43,7 @@ TOO_MANY_ATTEMPTS = "Too many authentication attempts"
 NOT_READY = "authentication is not ready"
 STORE_UNAVAILABLE = "authentication store unavailable"
 RETRY_AFTER_STORE_S = 1
+STORE_WARNING_EVERY_S = 10.0  # an outage is logged at most this often, not once per request
 CLOSE_POLICY_VIOLATION = 1008
 CLOSE_TRY_AGAIN = 1013
 
@@ -80,8 +81,9 @@ class Refusal:
         return {"detail": self.detail, "code": self.code}
 
 
-def store_refusal(exc: StoreUnavailable) -> Refusal:
-    log.warning("auth: %s; refusing what needs it", exc)
+def store_refusal(state: AuthState, exc: StoreUnavailable) -> Refusal:
+    if state.warning_due("store-unavailable", STORE_WARNING_EVERY_S):
+        log.warning("auth: %s; refusing what needs it (sessions, tickets, the PIN)", exc)
     return Refusal(503, STORE_UNAVAILABLE, RETRY_AFTER_STORE_S)
 
 
@@ -129,9 +131,11 @@ def _without_store(route_class: RouteClass, credential: Credential | None, clien
         return principal
     if route_class is RouteClass.ADMIN and (credential is None or credential.kind.is_pin):
         return admin_refusal(state)  # no credential could help: no store is needed to say so
+    if credential is not None and credential.kind in (CredentialKind.API_KEY, CredentialKind.UNSUPPORTED):
+        return Refusal(401, KEY_REQUIRED)  # can only be the key, and is not: no store is needed to say so
     if credential is None and client.in_networks(state.config.trusted_networks):
         return Principal(PrincipalKind.TRUSTED_NETWORK, client.host) if ambient_ok else Refusal(403, ORIGIN_REJECTED)
-    return store_refusal(exc)
+    return store_refusal(state, exc)
 
 
 async def missing_credential_refusal(state: AuthState) -> Refusal:
@@ -180,7 +184,8 @@ async def judge_credential(scope: Scope, credential: Credential, client: ClientA
     try:
         await state.failures.record_failure(client.host)
     except StoreUnavailable as exc:
-        log.warning("auth: a failed attempt from %s was not counted: %s", client.host, exc)
+        if state.warning_due("store-uncounted", STORE_WARNING_EVERY_S):
+            log.warning("auth: failed attempts are not counted while %s", exc)
     log.info("auth: invalid %s credential from %s for %s", credential.kind.value, client.host, scope.get("path", ""))
     if credential.kind is not CredentialKind.PIN:
         return Refusal(401, KEY_REQUIRED)

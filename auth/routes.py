@@ -68,7 +68,7 @@ def needs_store(endpoint: Endpoint) -> Endpoint:
         try:
             return await endpoint(request)
         except StoreUnavailable as exc:
-            return _refusal(store_refusal(exc))
+            return _refusal(store_refusal(request.state.auth, exc))
         except QuotaFull as exc:
             return _detail(429, str(exc), codes.TOO_MANY_TOKENS)
 

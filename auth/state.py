@@ -46,6 +46,16 @@ class AuthState:
         self.failures = FailureLimiter(self.store, config.lockout_failures, config.lockout_window_s)
         self.share = LanShare(self.store, share_listener, config.pin_failure_budget, self._drop_pin_sessions)
         self._key_binding: str | None = None
+        self._warned_at: dict[str, float] = {}
+
+    def warning_due(self, topic: str, every_s: float) -> bool:
+        """True at most once per ``every_s`` per ``topic``: for warnings every request could repeat."""
+        now = self.clock()
+        last = self._warned_at.get(topic)
+        if last is not None and now - last < every_s:
+            return False
+        self._warned_at[topic] = now
+        return True
 
     # ---- credentials
 
