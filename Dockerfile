@@ -1,4 +1,5 @@
-# voxgate, CPU image: the gateway with its ASR (Whisper tiny.en, bundled) and Pocket TTS.
+# voxgate, CPU image: the gateway with its ASR (Whisper tiny.en, bundled), Piper TTS (a voice
+# bundled) and Pocket TTS.
 #
 #   docker build -t voxgate .
 #   docker run -p 8000:8000 -v voxgate-data:/data \
@@ -12,7 +13,7 @@ FROM ${PYTHON_IMAGE} AS build
 # A CPU build of torch: PyPI's Linux wheels are CUDA builds of several GB.
 ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
 ARG TORCH_SPEC=torch==2.13.0
-ARG VOXGATE_EXTRAS=asr,tts
+ARG VOXGATE_EXTRAS=asr,tts,piper
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 COPY pyproject.toml README.md /src/
 COPY gateway /src/gateway

@@ -30,8 +30,8 @@ class AuthConfig:
     lockout_failures: int = 10  # this many failures in the window lock a client out
     lockout_window_s: float = 60
     pin_failure_budget: int = 100  # failed PIN attempts (all clients) before the PIN is revoked
-    max_sessions: int = 10_000  # oldest sessions are dropped past this
-    max_tickets: int = 10_000  # oldest unused tickets are dropped past this
+    max_sessions: int = 10_000  # live sessions; minting more is refused (too_many_tokens), none is evicted
+    max_tickets: int = 10_000  # unused tickets; likewise
     max_tracked_clients: int = 10_000  # failure counters kept; the stalest are dropped past this
     ticket_paths: tuple[str, ...] = DEFAULT_TICKET_PATHS
 

@@ -135,13 +135,13 @@ def test_both_images_install_the_same_way():
     assert cpu.copies == cuda.copies
     assert install_command(cpu) == install_command(cuda)
     assert (cpu.args["TORCH_INDEX_URL"], cpu.args["TORCH_SPEC"], cpu.args["VOXGATE_EXTRAS"]) == (
-        "https://download.pytorch.org/whl/cpu", "torch==2.13.0", "asr,tts")
+        "https://download.pytorch.org/whl/cpu", "torch==2.13.0", "asr,tts,piper")
     # The CUDA image's torch cannot be installed here (several GB of CUDA wheels); what can
     # be checked without it: the extras exist, and the torch pair satisfies the [tts] extra.
     assert (cuda.args["TORCH_INDEX_URL"], cuda.args["TORCH_SPEC"]) == (
         "https://download.pytorch.org/whl/cu130", "torch==2.11.0 torchaudio==2.11.0")
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
-    assert set(cuda.args["VOXGATE_EXTRAS"].split(",")) == {"asr", "tts", "omnivoice"} <= set(extras)
+    assert set(cuda.args["VOXGATE_EXTRAS"].split(",")) == {"asr", "tts", "piper", "omnivoice"} <= set(extras)
     (torch_range,) = [r for r in extras["tts"] if r.startswith("torch")]
     assert SpecifierSet(torch_range.removeprefix("torch")).contains("2.11.0")
 
@@ -200,6 +200,7 @@ def test_the_image_serves_dictation_the_page_and_its_health_check(image, tmp_pat
             assert time.monotonic() < deadline, "the image's server did not become ready"
             time.sleep(0.2)
         assert ready.json()["asr"]["state"] == "ready"
+        assert ready.json()["engines"]["piper"]["state"] == "ready"  # its voice is in the image
         assert ready.json()["engines"]["pocket"]["state"] == "missing"  # weights are pulled at run time
         assert httpx.get(url + "/").status_code == 200
         health_check = [w.replace("8000", str(port)) for w in healthcheck_command()]
