@@ -266,11 +266,31 @@ def cpu_name() -> str:
     return next((ln.split(":", 1)[1].strip() for ln in out.splitlines() if ln.startswith("Model name")), "?")
 
 
+def rss_mb(pid: int) -> float:
+    """Resident memory of ``pid`` and its children (the ASR sidecar), in MB."""
+    total = 0
+    pids = [pid] + [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and _parent(p) == pid]
+    for each in pids:
+        try:
+            fields = dict(line.split(":", 1) for line in (Path("/proc") / str(each) / "status").read_text().splitlines())
+            total += int(fields["VmRSS"].split()[0])
+        except (OSError, KeyError, ValueError):
+            pass
+    return total / 1024
+
+
+def _parent(proc: Path) -> int | None:
+    try:
+        return int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def pct(values: list[float], q: float) -> float:
     return float(np.percentile(values, q)) if values else float("nan")
 
 
-async def run(args: argparse.Namespace, urls: dict[str, str], replicas: dict[str, str]) -> None:
+async def run(args: argparse.Namespace, urls: dict[str, str], replicas: dict[str, str], pids: dict[str, int]) -> None:
     print(f"CPU: {cpu_name()} ({os.cpu_count()} cores); load average before: {os.getloadavg()[0]:.2f}")
     setups = [Setup("M direct (memory)", urls["M"]), Setup("A direct (Redis)", urls["A"]),
               Setup("haproxy -> A (Redis)", urls["lb1"]), Setup("haproxy -> A+B (Redis)", urls["lb2"])]
@@ -307,7 +327,9 @@ async def run(args: argparse.Namespace, urls: dict[str, str], replicas: dict[str
             r = await sustained(url, dictation, tts, audio)
             print(f"| {name} | {dictation} + {tts} | {r['lag_p95']:.2f} / {r['lag_max']:.2f} | {r['finals']} | "
                   f"{r['tts_min_rtf']:.2f} | {r['tts_underruns']} | {r['tts_ttfa_p95_ms']:.0f} |")
-    print(f"\nload average after: {os.getloadavg()[0]:.2f}")
+    print("\nresident memory per replica, gateway + ASR sidecar (engines asr, piper): "
+          + ", ".join(f"{name} {rss_mb(pid):.0f} MB" for name, pid in pids.items()))
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
 
 
 def level(text: str) -> tuple[int, int]:
@@ -331,15 +353,17 @@ def main() -> None:
                   "VOXGATE_ASR_THREADS": "1", "VOXGATE_PIPER_THREADS": "1", "VOXGATE_MAX_DICTATION_STREAMS": "32",
                   "VOXGATE_MAX_TTS_SESSIONS": "32", "VOXGATE_LOG_LEVEL": "warning"}
         shared = {**common, "VOXGATE_REDIS_URL": redis.url}
-        replicas = {
-            "M": stack.enter_context(running_gateway(work / "m", "asr,piper", env=common)).url,
-            "A": stack.enter_context(running_gateway(work / "a", "asr,piper", env=shared)).url,
-            "B": stack.enter_context(running_gateway(work / "b", "asr,piper", env=shared)).url,
+        processes = {
+            "M": stack.enter_context(running_gateway(work / "m", "asr,piper", env=common)),
+            "A": stack.enter_context(running_gateway(work / "a", "asr,piper", env=shared)),
+            "B": stack.enter_context(running_gateway(work / "b", "asr,piper", env=shared)),
         }
+        replicas = {name: gw.url for name, gw in processes.items()}
+        pids = {name: gw.proc.pid for name, gw in processes.items()}
         port = {name: int(url.rsplit(":", 1)[1]) for name, url in replicas.items()}
         lb1 = stack.enter_context(running_haproxy(work / "lb1", [port["A"]])).url
         lb2 = stack.enter_context(running_haproxy(work / "lb2", [port["A"], port["B"]])).url
-        asyncio.run(run(args, {**replicas, "lb1": lb1, "lb2": lb2}, replicas))
+        asyncio.run(run(args, {**replicas, "lb1": lb1, "lb2": lb2}, replicas, pids))
 
 
 if __name__ == "__main__":
