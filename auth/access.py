@@ -15,6 +15,9 @@ class RouteClass(str, enum.Enum):
     PUBLIC = "public"  # anyone: /health, the static client, the credential exchange
     CONSUME = "consume"  # speech routes: key, session, ticket, PIN, trusted network, loopback
     ADMIN = "admin"  # loopback; in server mode also the API key or a session minted from it
+    # consume, where the credential may also come in the socket's first message (ElevenLabs'
+    # xi_api_key): a client with none at the handshake is let in pending (auth/inband.py)
+    CONSUME_INBAND = "consume_inband"
 
 
 # ---- declaring and looking up a route's class

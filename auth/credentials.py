@@ -2,15 +2,22 @@
 
 One credential is used per request, the first found in this order:
 ``Authorization`` (scheme case-insensitive), the WebSocket subprotocol pair
-``token, <key>``, ``X-API-Key``, ``?api_key=``, ``?ticket=``, ``X-Voxgate-Pin``,
-the ``vg_session`` cookie, the ``vg_pin`` cookie.
+``token, <key>`` (or ``realtime``, ``openai-insecure-api-key.<key>``),
+``X-API-Key``, ``xi-api-key``, ``?api_key=``, ``?authorization=``, ``?ticket=``,
+``X-Voxgate-Pin``, the ``vg_session`` cookie, the ``vg_pin`` cookie.
+
+``xi-api-key`` (ElevenLabs' header) is the API key, like ``X-API-Key``;
+``?authorization=`` (ElevenLabs' query form) a bearer token: the key or a session
+token, with or without a ``Bearer `` prefix.
 
 ``Authorization: Token <key>`` (Deepgram's scheme) means the same as
 ``Bearer <key>``: the API key or a session token. Browsers cannot set headers
 on a WebSocket, so Deepgram's browser clients offer the subprotocols
 ``token`` and ``<key>``; that pair is a bearer credential too, and the server
 must then accept the socket with the ``token`` subprotocol
-(``answer_subprotocol``). Explicit credentials come before cookies, so a client that presents one
+(``answer_subprotocol``). OpenAI's browser clients offer ``realtime`` and
+``openai-insecure-api-key.<key>``: a bearer credential as well, answered with
+``realtime``. Explicit credentials come before cookies, so a client that presents one
 is judged by it alone, and a stale cookie riding along cannot change the answer.
 Empty values count as absent.
 """
@@ -30,13 +37,16 @@ SESSION_COOKIE = "vg_session"
 PIN_COOKIE = "vg_pin"
 PIN_HEADER = "x-voxgate-pin"
 KEY_HEADER = "x-api-key"
+XI_KEY_HEADER = "xi-api-key"
 BEARER_SCHEMES = ("bearer", "token")
 TOKEN_SUBPROTOCOL = "token"
+REALTIME_SUBPROTOCOL = "realtime"
+OPENAI_KEY_SUBPROTOCOL = "openai-insecure-api-key."  # followed by the key
 
 
 class CredentialKind(str, enum.Enum):
-    BEARER = "bearer"  # Authorization: Bearer / Token, or the token subprotocol: the API key or a session token
-    API_KEY = "api_key"  # X-API-Key or ?api_key=: the API key only
+    BEARER = "bearer"  # Authorization: Bearer / Token, a subprotocol, ?authorization=: the API key or a session token
+    API_KEY = "api_key"  # X-API-Key, xi-api-key or ?api_key=: the API key only
     TICKET = "ticket"  # ?ticket=: a WebSocket ticket
     PIN = "pin"  # X-Voxgate-Pin or the vg_pin cookie
     SESSION_COOKIE = "session_cookie"  # vg_session: a session token
@@ -78,21 +88,43 @@ def cookies(scope: Scope) -> dict[str, str]:
     return cookie_parser("; ".join(header_values(scope, "cookie")))
 
 
-def subprotocol_credential(scope: Scope) -> str | None:
-    """The key or token of a WebSocket that offers the subprotocols ``token``, ``<value>``."""
+def _offered(scope: Scope) -> list[str]:
     if scope.get("type") != "websocket":
-        return None
-    offered = [str(p).strip() for p in scope.get("subprotocols") or ()]
+        return []
+    return [str(p).strip() for p in scope.get("subprotocols") or ()]
+
+
+def subprotocol_credential(scope: Scope) -> str | None:
+    """The key or token of a WebSocket that offers the subprotocols ``token``, ``<value>``,
+    or ``realtime`` with ``openai-insecure-api-key.<value>``."""
+    offered = _offered(scope)
     if len(offered) >= 2 and offered[0].lower() == TOKEN_SUBPROTOCOL:
         return offered[1]
+    return _openai_key(offered)
+
+
+def _openai_key(offered: list[str]) -> str | None:
+    if REALTIME_SUBPROTOCOL not in offered:
+        return None
+    for protocol in offered:
+        if protocol.startswith(OPENAI_KEY_SUBPROTOCOL):
+            return protocol[len(OPENAI_KEY_SUBPROTOCOL):]
     return None
 
 
 def answer_subprotocol(scope: Scope) -> str | None:
-    """The subprotocol the server must accept the socket with: ``token`` when the
-    client presented its credential that way (a browser fails the handshake
-    unless one of its offered subprotocols is echoed)."""
-    return TOKEN_SUBPROTOCOL if subprotocol_credential(scope) else None
+    """The subprotocol the server must accept the socket with: ``token`` or
+    ``realtime`` when the client presented its credential that way (a browser
+    fails the handshake unless one of its offered subprotocols is echoed)."""
+    if not subprotocol_credential(scope):
+        return None
+    return REALTIME_SUBPROTOCOL if _openai_key(_offered(scope)) else TOKEN_SUBPROTOCOL
+
+
+def bearer_value(value: str) -> Credential:
+    """A bearer credential written with or without its ``Bearer `` scheme."""
+    scheme, _, token = value.strip().partition(" ")
+    return Credential(CredentialKind.BEARER, token.strip() if scheme.lower() in BEARER_SCHEMES else value.strip())
 
 
 def presented_credential(scope: Scope) -> Credential | None:
@@ -113,8 +145,10 @@ def _candidates(scope: Scope) -> Iterable[Credential]:
             yield Credential(CredentialKind.UNSUPPORTED, authorization)
     yield Credential(CredentialKind.BEARER, subprotocol_credential(scope) or "")
     yield Credential(CredentialKind.API_KEY, (first_header(scope, KEY_HEADER) or "").strip())
+    yield Credential(CredentialKind.API_KEY, (first_header(scope, XI_KEY_HEADER) or "").strip())
     query = query_params(scope)
     yield Credential(CredentialKind.API_KEY, query.get("api_key", ""))
+    yield bearer_value(query.get("authorization", ""))
     yield Credential(CredentialKind.TICKET, query.get("ticket", ""))
     yield Credential(CredentialKind.PIN, (first_header(scope, PIN_HEADER) or "").strip())
     jar = cookies(scope)

@@ -1,11 +1,17 @@
-"""Per-client failed-attempt counting: a sliding window of recent failures.
+"""Per-client failed-attempt counting: sliding windows of recent failures.
 
-A client with ``limit`` failures inside ``window_s`` is locked out until the
-oldest of them leaves the window. IPv6 clients are counted per /64, the block a
-single host usually controls. The windows live in the auth store, so with a
-shared store a client's failures count on every replica; the store bounds
-them (memory: the least recently failing client is forgotten past its cap;
-Redis: a window expires with its last failure).
+Failures are counted twice, separately: per address, and for IPv6 also per /64
+(the block one host, or one LAN, usually holds). An address with ``limit``
+failures inside ``window_s`` is locked out until the oldest of them leaves the
+window; a /64 is locked out at ``block_limit`` failures from all its addresses
+together. So a neighbour in the same /64 who guesses wrong locks out only its
+own address, while one host rotating through its 2^64 addresses still gets at
+most ``block_limit`` guesses a window.
+
+The windows live in the auth store, so with a shared store a client's failures
+count on every replica (both windows in one store step); the store bounds them
+(memory: the least recently failing counter is forgotten past its cap; Redis:
+a window expires with its last failure).
 """
 
 from __future__ import annotations
@@ -13,11 +19,11 @@ from __future__ import annotations
 import ipaddress
 import math
 
-from .store import AuthStore
+from .store import AuthStore, Window
 
 
 def client_bucket(address: str) -> str:
-    """The key failures are counted under: the IPv4 address, or the IPv6 /64."""
+    """The wider key failures are also counted under: the IPv4 address, or the IPv6 /64."""
     try:
         ip = ipaddress.ip_address(address)
     except ValueError:
@@ -27,18 +33,36 @@ def client_bucket(address: str) -> str:
     return str(ip)
 
 
+def client_key(address: str) -> str:
+    """The address itself, normalized (``2001:DB8::1`` and ``2001:db8::1`` are one client)."""
+    try:
+        return str(ipaddress.ip_address(address))
+    except ValueError:
+        return address
+
+
 class FailureLimiter:
-    def __init__(self, store: AuthStore, limit: int, window_s: float) -> None:
+    def __init__(self, store: AuthStore, limit: int, window_s: float, block_limit: int | None = None) -> None:
         self.store = store
         self.limit = limit
+        self.block_limit = block_limit if block_limit is not None else 10 * limit
         self.window_s = window_s
+
+    def _windows(self, address: str) -> list[Window]:
+        """Every counter ``address`` is subject to, with its limit."""
+        own, block = client_key(address), client_bucket(address)
+        windows = [Window(own, self.limit)]
+        if block != own:
+            windows.append(Window(block, self.block_limit))
+        return windows
 
     async def retry_after_s(self, address: str) -> int | None:
         """Seconds until the client may try again, or None when it is not locked out."""
-        ages = await self.store.failure_ages(client_bucket(address), self.window_s)
-        if len(ages) < self.limit:
-            return None
-        return max(1, math.ceil(self.window_s - ages[-self.limit]))
+        windows = self._windows(address)
+        ages = await self.store.failure_ages([w.key for w in windows], self.window_s)
+        waits = [max(1, math.ceil(self.window_s - times[-w.keep]))
+                 for w, times in zip(windows, ages, strict=True) if len(times) >= w.keep]
+        return max(waits) if waits else None
 
     async def record_failure(self, address: str) -> None:
-        await self.store.record_failure(client_bucket(address), self.limit, self.window_s)
+        await self.store.record_failure(self._windows(address), self.window_s)

@@ -4,11 +4,14 @@
 the Refusal to send; the middleware only translates a Refusal to the wire.
 
 Order of checks:
+0. the Host must be one this server answers to (auth/hosts.py), on every route;
 1. public routes pass (nothing is checked, nothing counted);
 2. loopback clients may everything (they present nothing, so lockout is moot);
 3. a locked-out client is refused before any credential is looked at;
 4. a credential, if presented, decides alone (an invalid one is final);
-5. with none: the trusted network, then whatever credential could help.
+5. with none: the trusted network, then whatever credential could help; on a
+   ``consume_inband`` route a client whose refusal would ask for a key or PIN is
+   let in *pending* instead, and the route settles it (auth/inband.py).
 Ambient authority (a cookie, or the loopback / trusted-network address) also
 needs an acceptable Origin on mutations and WebSocket upgrades (see origin.py).
 
@@ -27,6 +30,7 @@ from . import codes
 from .access import RouteClass
 from .client_address import ClientAddress, resolve_client
 from .credentials import Credential, CredentialKind, presented_credential
+from .hosts import host_allowed
 from .origin import needs_origin_check, origin_acceptable
 from .principal import Principal, PrincipalKind, Scope
 from .state import AuthState
@@ -46,6 +50,8 @@ RETRY_AFTER_STORE_S = 1
 STORE_WARNING_EVERY_S = 10.0  # an outage is logged at most this often, not once per request
 CLOSE_POLICY_VIOLATION = 1008
 CLOSE_TRY_AGAIN = 1013
+HOST_REJECTED = "host not allowed: VOXGATE_ALLOWED_HOSTS lists the names this server answers to"
+UNKNOWN_PROXY_WARNING_S = 60.0  # at most one warning a minute about an unconfigured local proxy
 
 # The machine code sent next to each detail (auth/codes.py).
 DETAIL_CODES = {
@@ -57,6 +63,7 @@ DETAIL_CODES = {
     TOO_MANY_ATTEMPTS: codes.TOO_MANY_ATTEMPTS,
     NOT_READY: codes.AUTH_NOT_READY,
     STORE_UNAVAILABLE: codes.AUTH_STORE_UNAVAILABLE,
+    HOST_REJECTED: codes.HOST_REJECTED,
 }
 
 
@@ -89,7 +96,14 @@ def store_refusal(state: AuthState, exc: StoreUnavailable) -> Refusal:
 
 async def decide(scope: Scope, route_class: RouteClass, state: AuthState) -> Principal | Refusal:
     config = state.config
+    if not host_allowed(scope, bind_host=config.bind_host, allowed_hosts=config.allowed_hosts,
+                        share_host=state.share.listening_host):
+        return Refusal(400, HOST_REJECTED)
     client = resolve_client(scope, config.forwarded_allow_ips)
+    if client.via_unknown_proxy and state.warning_due("unknown-proxy", UNKNOWN_PROXY_WARNING_S):
+        log.warning("auth: a loopback client sent X-Forwarded-For/Forwarded headers, but no proxy is trusted: "
+                    "treating it as a remote client. A reverse proxy on this host must be named in "
+                    "VOXGATE_FORWARDED_ALLOW_IPS (and run the gateway in server mode with an API key)")
     if route_class is RouteClass.PUBLIC:
         kind = PrincipalKind.LOOPBACK if client.is_loopback else PrincipalKind.ANONYMOUS
         return Principal(kind, client.host, may_admin=client.is_loopback)
@@ -112,12 +126,18 @@ async def decide(scope: Scope, route_class: RouteClass, state: AuthState) -> Pri
             return await _decide_admin(scope, credential, client, state)
         if credential is not None:
             return await judge_credential(scope, credential, client, state)
-        return await _no_credential(client, state, ambient_ok)
+        decision = await _no_credential(client, state, ambient_ok)
     except StoreUnavailable as exc:
-        return _without_store(route_class, credential, client, state, ambient_ok, exc)
+        return without_store(route_class, credential, client, state, ambient_ok, exc)
+    if route_class is RouteClass.CONSUME_INBAND and isinstance(decision, Refusal) \
+            and decision.detail in (PIN_REQUIRED, KEY_REQUIRED):
+        # a credential could still help and may come in the first message: nothing is
+        # served before auth/inband.py accepts it
+        return Principal(PrincipalKind.PENDING, client.host, pending_detail=decision.detail)
+    return decision
 
 
-def _without_store(route_class: RouteClass, credential: Credential | None, client: ClientAddress,
+def without_store(route_class: RouteClass, credential: Credential | None, client: ClientAddress,
                    state: AuthState, ambient_ok: bool, exc: StoreUnavailable) -> Principal | Refusal:
     """The decision while the store is unreachable: only what needs no store passes
     (failures can be neither read nor counted meanwhile)."""
@@ -135,6 +155,9 @@ def _without_store(route_class: RouteClass, credential: Credential | None, clien
         return Refusal(401, KEY_REQUIRED)  # can only be the key, and is not: no store is needed to say so
     if credential is None and client.in_networks(state.config.trusted_networks):
         return Principal(PrincipalKind.TRUSTED_NETWORK, client.host) if ambient_ok else Refusal(403, ORIGIN_REJECTED)
+    if credential is None and route_class is RouteClass.CONSUME_INBAND and state.config.has_key:
+        # the key, which needs no store, may still come in the first message
+        return Principal(PrincipalKind.PENDING, client.host, pending_detail=STORE_UNAVAILABLE)
     return store_refusal(state, exc)
 
 

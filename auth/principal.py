@@ -21,6 +21,7 @@ class PrincipalKind(str, enum.Enum):
     PIN = "pin"
     TRUSTED_NETWORK = "trusted_network"
     ANONYMOUS = "anonymous"  # a public route, or a consume route under --allow-anonymous
+    PENDING = "pending"  # no rights yet: an in-band credential must still come (auth/inband.py)
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,7 @@ class Principal:
     kind: PrincipalKind
     client: str  # the client address after trusted proxy headers
     may_admin: bool = False
+    pending_detail: str = ""  # PENDING: the refusal's detail if no acceptable credential comes
 
 
 def principal_of(scope: Scope) -> Principal | None:

@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
@@ -21,6 +20,7 @@ from starlette.routing import BaseRoute
 
 from . import codes
 from .access import RouteClass, http_route
+from .body import BodyInvalid, BodyTooLarge, parse_json_object, read_body
 from .client_address import resolve_client
 from .credentials import PIN_COOKIE, SESSION_COOKIE, Credential, CredentialKind, presented_credential
 from .origin import origin_acceptable
@@ -35,7 +35,7 @@ from .policy import (
 )
 from .principal import PrincipalKind, principal_of
 from .share import VIA_SHARE_SCOPE_KEY, ShareUnavailable
-from .state import SOURCE_KEY, SOURCE_PIN, AuthState
+from .state import SOURCE_KEY, SOURCE_PIN, AuthState, owner_of
 from .store import StoreUnavailable
 from .tokens import QuotaFull
 
@@ -46,6 +46,10 @@ MINTING_KINDS = {PrincipalKind.API_KEY: SOURCE_KEY, PrincipalKind.PIN: SOURCE_PI
 
 class BodyError(Exception):
     """The request body cannot be used; the message says which field and why."""
+
+
+class BodyRefused(Exception):
+    """The request body is over the size limit (413)."""
 
 
 def _detail(status: int, detail: str, code: str) -> JSONResponse:
@@ -76,18 +80,12 @@ def needs_store(endpoint: Endpoint) -> Endpoint:
 
 
 async def _json_object(request: Request) -> dict[str, Any]:
-    raw = await request.body()
-    if len(raw) > MAX_BODY_BYTES:
-        raise BodyError(f"body is larger than {MAX_BODY_BYTES} bytes")
-    if not raw.strip():
-        return {}
     try:
-        body = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        raise BodyError("body is not valid JSON") from None
-    if not isinstance(body, dict):
-        raise BodyError("body must be a JSON object")
-    return body
+        return parse_json_object(await read_body(request, MAX_BODY_BYTES))
+    except BodyTooLarge as exc:
+        raise BodyRefused(str(exc)) from None
+    except BodyInvalid as exc:
+        raise BodyError(str(exc)) from None
 
 
 def _cookie_header(name: str, value: str, *, secure: bool, max_age_s: int | None) -> str:
@@ -117,6 +115,8 @@ async def create_session(request: Request) -> Response:
             raise BodyError("pin must be a string of 6 digits")
     except BodyError as exc:
         return _detail(400, str(exc), codes.BAD_REQUEST)
+    except BodyRefused as exc:
+        return _detail(413, str(exc), codes.TOO_LARGE)
 
     if pin is not None:
         credential: Credential | None = Credential(CredentialKind.PIN, pin)
@@ -135,17 +135,17 @@ async def create_session(request: Request) -> Response:
                        codes.BAD_REQUEST)
 
     secure = client.scheme == "https"
-    if transport == "bearer":
-        token = await state.mint_session(source)
-        return JSONResponse({"token": token, "expires_in": int(state.config.session_ttl_s)}, status_code=201)
-    response = Response(status_code=204)
-    if source == SOURCE_PIN:
+    if transport == "cookie" and source == SOURCE_PIN:  # the PIN itself is the cookie: no session is kept
+        response = Response(status_code=204)
         response.headers.append("set-cookie",
                                 _cookie_header(PIN_COOKIE, credential.value, secure=secure, max_age_s=None))
-    else:
-        token = await state.mint_session(source)
-        response.headers.append("set-cookie", _cookie_header(SESSION_COOKIE, token, secure=secure,
-                                                             max_age_s=int(state.config.session_ttl_s)))
+        return response
+    token = await state.mint_session(source, owner_of(judged))  # QuotaFull: 429 (needs_store)
+    if transport == "bearer":
+        return JSONResponse({"token": token, "expires_in": int(state.config.session_ttl_s)}, status_code=201)
+    response = Response(status_code=204)
+    response.headers.append("set-cookie", _cookie_header(SESSION_COOKIE, token, secure=secure,
+                                                         max_age_s=int(state.config.session_ttl_s)))
     return response
 
 
@@ -215,7 +215,11 @@ async def create_ticket(request: Request) -> Response:
             raise BodyError(f"path must be one of: {', '.join(allowed)}")
     except BodyError as exc:
         return _detail(400, str(exc), codes.BAD_REQUEST)
-    ticket = await state.mint_ticket(path)
+    except BodyRefused as exc:
+        return _detail(413, str(exc), codes.TOO_LARGE)
+    principal = principal_of(request.scope)
+    # QuotaFull: 429 (needs_store)
+    ticket = await state.mint_ticket(path, owner_of(principal) if principal is not None else "unknown")
     return JSONResponse({"ticket": ticket, "expires_in": int(state.config.ticket_ttl_s)}, status_code=201)
 
 

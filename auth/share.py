@@ -77,6 +77,15 @@ class LanShare:
         self._on_new_generation = on_new_generation
         self._lock = asyncio.Lock()
         self._stop_tasks: set[asyncio.Task[None]] = set()
+        self._listening_host: str | None = None
+
+    @property
+    def listening_host(self) -> str | None:
+        """The LAN address this process's listener serves, while it runs. Known
+        without the store: the Host allow-list checks it on every request."""
+        if self._listener is None or not self._listener.running:
+            return None
+        return self._listening_host
 
     async def current(self) -> ShareInfo | None:
         """The live PIN and where it was shared, or None."""
@@ -95,6 +104,7 @@ class LanShare:
                 host, port = await self._listener.start(app)
             except OSError as exc:
                 raise ShareUnavailable(f"LAN sharing could not start its listener: {exc.strerror or exc}") from None
+            self._listening_host = host
             shared = await self._store.open_share(new_pin(), host, port)
             await self._on_new_generation()
             return ShareInfo(shared.pin, shared.host, shared.port)

@@ -21,18 +21,31 @@ from typing import Any
 
 from .config import AuthConfig
 from .credentials import Credential, CredentialKind
-from .lockout import FailureLimiter
+from .lockout import FailureLimiter, client_bucket
 from .principal import Principal, PrincipalKind
 from .share import LanShare, ShareInfo, ShareListener
 from .store import AuthStore
 from .store_memory import MemoryStore
 from .tokens import SOURCE_KEY, SOURCE_PIN, SessionStore, TicketStore
 
-__all__ = ["SOURCE_KEY", "SOURCE_PIN", "AuthState"]
+__all__ = ["SOURCE_KEY", "SOURCE_PIN", "AuthState", "owner_of"]
+
+# Principals that stand for the API key: one owner, whatever address they come from.
+KEY_KINDS = frozenset({PrincipalKind.API_KEY, PrincipalKind.SESSION})
 
 
 def pin_binding(generation: int) -> str:
     return f"pin-generation-{generation}"
+
+
+def owner_of(principal: Principal) -> str:
+    """Who holds the sessions and tickets a principal mints: the key holder, this
+    machine, or a guest per address (an IPv6 guest per /64)."""
+    if principal.kind in KEY_KINDS:
+        return "key"
+    if principal.kind is PrincipalKind.LOOPBACK:
+        return "loopback"
+    return f"{principal.kind.value}:{client_bucket(principal.client)}"
 
 
 class AuthState:
@@ -41,15 +54,17 @@ class AuthState:
         self.config = config
         self.clock = clock
         self.store: AuthStore = store if store is not None else MemoryStore(clock, config.max_tracked_clients)
-        self.sessions = SessionStore(self.store, config.session_ttl_s, config.max_sessions)
-        self.tickets = TicketStore(self.store, config.ticket_ttl_s, config.max_tickets)
-        self.failures = FailureLimiter(self.store, config.lockout_failures, config.lockout_window_s)
+        self.sessions = SessionStore(self.store, config.session_ttl_s, config.max_sessions,
+                                     config.max_sessions_per_guest)
+        self.tickets = TicketStore(self.store, config.ticket_ttl_s, config.max_tickets, config.max_tickets_per_guest)
+        self.failures = FailureLimiter(self.store, config.lockout_failures, config.lockout_window_s,
+                                       config.lockout_block_failures)
         self.share = LanShare(self.store, share_listener, config.pin_failure_budget, self._drop_pin_sessions)
         self._key_binding: str | None = None
         self._warned_at: dict[str, float] = {}
 
     def warning_due(self, topic: str, every_s: float) -> bool:
-        """True at most once per ``every_s`` per ``topic``: for warnings every request could repeat."""
+        """True at most once per ``every_s`` per ``topic``: for warnings a client can trigger at will."""
         now = self.clock()
         last = self._warned_at.get(topic)
         if last is not None and now - last < every_s:
@@ -96,14 +111,15 @@ class AuthState:
 
     # ---- minting
 
-    async def mint_session(self, source: str) -> str:
-        """A session token standing for the key (``"api_key"``) or the live PIN (``"pin"``);
-        ``QuotaFull`` at the cap."""
+    async def mint_session(self, source: str, owner: str = "key") -> str:
+        """A session token standing for the key (``"api_key"``) or the live PIN (``"pin"``),
+        held by ``owner`` (``owner_of``); ``QuotaFull`` when the owner holds its cap."""
         binding = await self._key_fingerprint() if source == SOURCE_KEY else await self._pin_binding()
-        return await self.sessions.mint(source, binding)
+        return await self.sessions.mint(source, binding, owner)
 
-    async def mint_ticket(self, path: str) -> str:
-        return await self.tickets.mint(path)
+    async def mint_ticket(self, path: str, owner: str = "key") -> str:
+        """A ticket for ``path`` held by ``owner``; ``QuotaFull`` when the owner holds its cap."""
+        return await self.tickets.mint(path, owner)
 
     # ---- LAN sharing
 

@@ -13,6 +13,8 @@ the data and does the few steps that must be atomic across replicas:
   take the last place);
 - ``take_token`` reads and deletes a token in one step (a ticket opens one
   socket, whichever replica it is presented to);
+- ``record_failure`` counts one failure in several windows at once (an
+  address and its IPv6 /64), so no replica sees one counted and not the other;
 - ``pin_failure`` counts a failed PIN against the PIN it was made for, and
   ``close_share(if_generation=...)`` revokes only that PIN.
 
@@ -42,6 +44,14 @@ class Cap:
 
     counter: str
     limit: int
+
+
+@dataclass(frozen=True)
+class Window:
+    """A failure counter: its key, and how many of its latest failures matter (its limit)."""
+
+    key: str
+    keep: int
 
 
 @dataclass(frozen=True)
@@ -85,12 +95,13 @@ class AuthStore(Protocol):
         """Delete every token carrying ``tag``; how many."""
         ...
 
-    async def record_failure(self, key: str, keep: int, window_s: float) -> None:
-        """Count one failure now under ``key``; only the latest ``keep`` within ``window_s`` matter."""
+    async def record_failure(self, windows: Sequence[Window], window_s: float) -> None:
+        """Count one failure now in each of ``windows``, in one step; in each only the
+        latest ``keep`` within ``window_s`` matter."""
         ...
 
-    async def failure_ages(self, key: str, window_s: float) -> list[float]:
-        """Seconds since each failure under ``key`` within ``window_s``, oldest first."""
+    async def failure_ages(self, keys: Sequence[str], window_s: float) -> list[list[float]]:
+        """For each of ``keys``: seconds since each of its failures within ``window_s``, oldest first."""
         ...
 
     async def current_share(self) -> SharedPin | None:

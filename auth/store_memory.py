@@ -17,7 +17,7 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from .store import Cap, SharedPin
+from .store import Cap, SharedPin, Window
 
 
 @dataclass
@@ -120,20 +120,21 @@ class MemoryStore:
 
     # ---- failure windows
 
-    async def record_failure(self, key: str, keep: int, window_s: float) -> None:
-        times = self._recent(key, window_s)
-        if times is None or times.maxlen != keep:
-            times = deque(times or (), maxlen=keep)
-            self._failures[key] = times
-        times.append(self.clock())
-        self._failures.move_to_end(key)
+    async def record_failure(self, windows: Sequence[Window], window_s: float) -> None:
+        now = self.clock()
+        for window in windows:
+            times = self._recent(window.key, window_s)
+            if times is None or times.maxlen != window.keep:
+                times = deque(times or (), maxlen=window.keep)
+                self._failures[window.key] = times
+            times.append(now)
+            self._failures.move_to_end(window.key)
         while len(self._failures) > self._max_failure_keys:
             self._failures.popitem(last=False)
 
-    async def failure_ages(self, key: str, window_s: float) -> list[float]:
-        times = self._recent(key, window_s)
+    async def failure_ages(self, keys: Sequence[str], window_s: float) -> list[list[float]]:
         now = self.clock()
-        return [now - t for t in times] if times else []
+        return [[now - t for t in self._recent(key, window_s) or ()] for key in keys]
 
     def _recent(self, key: str, window_s: float) -> deque[float] | None:
         times = self._failures.get(key)

@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from .store import Cap, SharedPin, StoreUnavailable
+from .store import Cap, SharedPin, StoreUnavailable, Window
 
 T = TypeVar("T")
 
@@ -76,21 +76,29 @@ redis.call('DEL', KEYS[1])
 return count
 """
 
-# KEYS: window   ARGV: keep, window_ms, unique suffix
+# KEYS: windows...   ARGV: window_ms, unique suffix, keep...
 _RECORD_FAILURE = _NOW_MS + """
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[2]))
-redis.call('ZADD', KEYS[1], now, now .. ':' .. ARGV[3])
-redis.call('ZREMRANGEBYRANK', KEYS[1], 0, -(tonumber(ARGV[1]) + 1))
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
+local window = tonumber(ARGV[1])
+for i = 1, #KEYS do
+  redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now - window)
+  redis.call('ZADD', KEYS[i], now, now .. ':' .. ARGV[2])
+  redis.call('ZREMRANGEBYRANK', KEYS[i], 0, -(tonumber(ARGV[2 + i]) + 1))
+  redis.call('PEXPIRE', KEYS[i], window)
+end
 return 1
 """
 
-# KEYS: window   ARGV: window_ms   -> {now, score, score, ...} oldest first
+# KEYS: windows...   ARGV: window_ms   -> {now, {score, ...}, ...} oldest first
 _FAILURE_TIMES = _NOW_MS + """
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[1]))
+local window = tonumber(ARGV[1])
 local out = {now}
-local scored = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
-for i = 2, #scored, 2 do out[#out + 1] = scored[i] end
+for i = 1, #KEYS do
+  redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now - window)
+  local times = {}
+  local scored = redis.call('ZRANGE', KEYS[i], 0, -1, 'WITHSCORES')
+  for j = 2, #scored, 2 do times[#times + 1] = scored[j] end
+  out[#out + 1] = times
+end
 return out
 """
 
@@ -199,14 +207,19 @@ class RedisStore:
 
     # ---- failure windows
 
-    async def record_failure(self, key: str, keep: int, window_s: float) -> None:
+    async def record_failure(self, windows: Sequence[Window], window_s: float) -> None:
+        if not windows:
+            return
         await self._call(lambda: self._record_failure(
-            keys=[self._key("fail", key)], args=[keep, max(1, round(window_s * 1000)), secrets.token_hex(4)]))
+            keys=[self._key("fail", w.key) for w in windows],
+            args=[max(1, round(window_s * 1000)), secrets.token_hex(4), *(w.keep for w in windows)]))
 
-    async def failure_ages(self, key: str, window_s: float) -> list[float]:
-        now, *times = await self._call(lambda: self._failure_times(
-            keys=[self._key("fail", key)], args=[max(1, round(window_s * 1000))]))
-        return [(int(now) - float(t)) / 1000 for t in times]
+    async def failure_ages(self, keys: Sequence[str], window_s: float) -> list[list[float]]:
+        if not keys:
+            return []
+        now, *windows = await self._call(lambda: self._failure_times(
+            keys=[self._key("fail", k) for k in keys], args=[max(1, round(window_s * 1000))]))
+        return [[(int(now) - float(t)) / 1000 for t in times] for times in windows]
 
     # ---- the LAN-share PIN
 

@@ -4,10 +4,13 @@ store (auth/store.py: this process's memory, or Redis shared by replicas).
 Tokens are stored under their SHA-256 digest, so a lookup's timing depends on
 the digest, never on how much of a guessed token matches, and the store does
 not hold a usable secret. The rules are here, the same for every store: how
-many live tokens there may be (``caps``: minting past a cap is refused with
-``QuotaFull``, nobody's tokens are evicted), that a ticket opens one socket
-on the path it was minted for, and that sessions minted from the PIN end
-together when the PIN changes.
+many live tokens each owner may hold (the principal that minted them, see
+``owner_of`` in auth/state.py; ``caps_for``: minting past a cap is refused with
+``QuotaFull``, nobody's tokens are evicted, so a PIN guest minting in a loop
+can neither grow the table without bound nor log the key holder out), that a
+ticket opens one socket on the path it was minted for, and that sessions
+minted from the PIN end together when the PIN changes. The store checks every
+cap and inserts in one step, so replicas cannot together pass a cap.
 """
 
 from __future__ import annotations
@@ -24,6 +27,9 @@ TICKET_PREFIX = "vgt_"
 SOURCE_KEY = "api_key"  # a session minted from the API key
 SOURCE_PIN = "pin"  # ... from the LAN-share PIN
 PIN_TAG = "pin"  # the tag of sessions minted from the PIN: they end together with it
+# Owners with a pool of their own: the API key holder and the gateway's own machine.
+PRIVILEGED_OWNERS = frozenset({"key", "loopback"})
+GUESTS = "guests"  # the counter every guest's tokens count in together
 
 
 def new_token(prefix: str) -> str:
@@ -36,16 +42,23 @@ def digest(token: str) -> str:
 
 
 class QuotaFull(Exception):
-    """As many live tokens exist as may; the message says so and is safe to show."""
+    """The owner holds as many live tokens as it may; the message says so and is safe to show."""
 
 
-def caps(limit: int) -> list[Cap]:
-    """The quota counters a new token counts in: all tokens of its kind, at most ``limit``."""
-    return [Cap("all", limit)]
+def caps_for(owner: str, total: int, per_guest: int) -> list[Cap]:
+    """The quota counters a token of ``owner`` counts in. A privileged owner may
+    hold ``total``; every other owner ``per_guest``, and all of them together ``total``."""
+    if owner in PRIVILEGED_OWNERS:
+        return [Cap(f"owner:{owner}", total)]
+    return [Cap(f"owner:{owner}", per_guest), Cap(GUESTS, total)]
 
 
 def _full(noun: str, cap: Cap) -> QuotaFull:
-    return QuotaFull(f"the server holds {cap.limit} live {noun}, the most it may; try again later")
+    if cap.counter == GUESTS:
+        return QuotaFull(f"the server holds {cap.limit} live {noun} of guests, the most it may; try again later")
+    holder = "this credential" if cap.counter.removeprefix("owner:") in PRIVILEGED_OWNERS else "this client"
+    return QuotaFull(f"{holder} holds {cap.limit} live {noun}, the most it may; "
+                     "revoke some or wait for them to expire")
 
 
 @dataclass(frozen=True)
@@ -54,25 +67,28 @@ class SessionGrant:
 
     ``source`` is ``"api_key"`` or ``"pin"``; ``binding`` ties it to the secret
     that minted it (a fingerprint of the key, or the PIN's generation), so the
-    session dies when that secret changes.
+    session dies when that secret changes. ``owner`` is who minted it.
     """
 
     source: str
     binding: str
+    owner: str = "key"
 
 
 class SessionStore:
-    def __init__(self, store: AuthStore, ttl_s: float, max_entries: int) -> None:
+    def __init__(self, store: AuthStore, ttl_s: float, max_entries: int, max_per_guest: int | None = None) -> None:
         self.store = store
         self.ttl_s = ttl_s
         self._max = max_entries
+        self._per_guest = max_per_guest if max_per_guest is not None else max_entries
 
-    async def mint(self, source: str, binding: str) -> str:
-        """A new token; ``QuotaFull`` at the cap."""
+    async def mint(self, source: str, binding: str, owner: str = "key") -> str:
+        """A new token held by ``owner``; ``QuotaFull`` when a cap it counts in is full."""
         token = new_token(SESSION_PREFIX)
-        value = json.dumps({"source": source, "binding": binding})
+        value = json.dumps({"source": source, "binding": binding, "owner": owner})
         tags = [PIN_TAG] if source == SOURCE_PIN else []
-        full = await self.store.put_token(SESSIONS, digest(token), value, self.ttl_s, caps(self._max), tags)
+        full = await self.store.put_token(SESSIONS, digest(token), value, self.ttl_s,
+                                          caps_for(owner, self._max, self._per_guest), tags)
         if full is not None:
             raise _full("sessions", full)
         return token
@@ -82,7 +98,7 @@ class SessionStore:
         if raw is None:
             return None
         data = json.loads(raw)
-        return SessionGrant(str(data["source"]), str(data["binding"]))
+        return SessionGrant(str(data["source"]), str(data["binding"]), str(data.get("owner", "key")))
 
     async def revoke(self, token: str) -> bool:
         return await self.store.delete_token(SESSIONS, digest(token))
@@ -94,15 +110,17 @@ class SessionStore:
 class TicketStore:
     """Single-use tickets, each bound to one WebSocket path."""
 
-    def __init__(self, store: AuthStore, ttl_s: float, max_entries: int) -> None:
+    def __init__(self, store: AuthStore, ttl_s: float, max_entries: int, max_per_guest: int | None = None) -> None:
         self.store = store
         self.ttl_s = ttl_s
         self._max = max_entries
+        self._per_guest = max_per_guest if max_per_guest is not None else max_entries
 
-    async def mint(self, path: str) -> str:
-        """A new ticket for ``path``; ``QuotaFull`` at the cap."""
+    async def mint(self, path: str, owner: str = "key") -> str:
+        """A new ticket for ``path`` held by ``owner``; ``QuotaFull`` when a cap it counts in is full."""
         ticket = new_token(TICKET_PREFIX)
-        full = await self.store.put_token(TICKETS, digest(ticket), path, self.ttl_s, caps(self._max))
+        full = await self.store.put_token(TICKETS, digest(ticket), path, self.ttl_s,
+                                          caps_for(owner, self._max, self._per_guest))
         if full is not None:
             raise _full("tickets", full)
         return ticket

@@ -24,11 +24,13 @@ from auth import AuthMiddleware, AuthState, ShareListener, auth_routes
 from auth.access import make_classifier
 from auth.store import AuthStore
 from engines.base import AsrService, TtsEngine
-from gateway.config import Settings
+from gateway.config import Settings, child_environment
 from gateway.dictation.routes import dictation_routes
 from gateway.drain import Drainer
 from gateway.errors import GatewayError
 from gateway.fronts.deepgram.routes import deepgram_routes
+from gateway.fronts.elevenlabs.routes import elevenlabs_routes
+from gateway.fronts.openai_realtime.routes import openai_realtime_routes
 from gateway.http_api import core_routes, static_routes
 from gateway.registry import SessionRegistry
 from gateway.startup import Startup
@@ -104,7 +106,8 @@ def build_asr(settings: Settings) -> AsrService | None:
         return None
     from gateway.dictation.sidecar import AsrSupervisor
 
-    return AsrSupervisor.from_settings(settings)
+    # The sidecar needs none of the gateway's secrets (the API key above all).
+    return AsrSupervisor.from_settings(settings, env=child_environment())
 
 
 def build_auth_store(settings: Settings) -> AuthStore | None:
@@ -144,7 +147,8 @@ def create_app(
             listener = UvicornShareListener(settings)
         auth_state = AuthState(settings.auth_config(), share_listener=listener, store=build_auth_store(settings))
         sessions = SessionRegistry(limits={"tts": settings.max_tts_sessions,
-                                           "dictation": settings.max_dictation_streams})
+                                           "dictation": settings.max_dictation_streams,
+                                           "transcription": settings.max_transcriptions})
         startup = Startup()
         state: dict[str, Any] = {
             "settings": app_settings,
@@ -182,7 +186,8 @@ def create_app(
                     await engine.close()
 
     routes: list[BaseRoute] = [*core_routes(), *auth_routes(), *tts_routes(), *dictation_routes(),
-                               *deepgram_routes(), *static_routes()]
+                               *deepgram_routes(), *openai_realtime_routes(),
+                               *elevenlabs_routes(), *static_routes()]
     app = Starlette(routes=routes, lifespan=lifespan,
                     exception_handlers={GatewayError: _gateway_error_response})
     app.add_middleware(AuthMiddleware, classify=make_classifier(routes))

@@ -109,6 +109,8 @@ _ROWS = (
              "more than 10 failed credential attempts in 60 s; wait `Retry-After` seconds"),
     WireCode(auth_codes.AUTH_NOT_READY, 503, CLOSE_POLICY, True, "the server is starting or stopping"),
     WireCode(auth_codes.SHARE_UNAVAILABLE, 503, None, False, "LAN sharing cannot start here; the detail says why"),
+    WireCode(auth_codes.HOST_REJECTED, 400, CLOSE_POLICY, False,
+             "the `Host` is not a name this server answers to; list it in `VOXGATE_ALLOWED_HOSTS`"),
     WireCode(auth_codes.TOO_MANY_TOKENS, 429, None, True,
              "the caller holds as many live sessions or tickets as it may; revoke some or wait for them to expire"),
     WireCode(auth_codes.AUTH_STORE_UNAVAILABLE, 503, CLOSE_TRY_AGAIN, True,

@@ -4,6 +4,9 @@ list, the admin session list and /metrics."""
 
 from __future__ import annotations
 
+import asyncio
+import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -27,13 +30,15 @@ ASR_QUEUED_LAG_S = 1.0
 async def health(request: Request) -> Response:
     """Readiness, with the engines' states: 503 ``starting`` while engines load,
     503 ``draining`` once a stop began, else 200 ``ok``. ``/health/ready`` is
-    the same answer (the name Kubernetes probes and balancers are set up with)."""
+    the same answer (the name Kubernetes probes and balancers are set up with).
+    Public: the state of each engine only. Details name files, directories and
+    a failed process's last stderr lines, so they are for ``/v1/engines`` (consume)."""
     state = request.state
     startup = state.startup
     body: dict[str, Any] = {"version": __version__,
-                  "engines": {name: e.status().to_dict() for name, e in state.tts.items()}}
+                            "engines": {name: {"state": e.status().state.value} for name, e in state.tts.items()}}
     if state.asr is not None:
-        body["asr"] = state.asr.status().to_dict()
+        body["asr"] = {"state": state.asr.status().state.value}
     body["auth_store"] = await auth_store_state(state.auth.store)
     if not startup.ready:
         body = {"status": "starting", "step": startup.step, **body}
@@ -88,7 +93,7 @@ async def metrics(request: Request) -> Response:
     """Prometheus text format: live sessions by kind, engine states, startup."""
     state = request.state
     lines = ["# HELP voxgate_sessions Live WebSocket sessions.", "# TYPE voxgate_sessions gauge"]
-    for kind in ("dictation", "tts"):
+    for kind in ("dictation", "tts", "transcription"):
         lines.append(f'voxgate_sessions{{kind="{kind}"}} {state.sessions.count(kind)}')
     lines += ["# HELP voxgate_engine_ready 1 when the engine is ready.", "# TYPE voxgate_engine_ready gauge"]
     statuses = {name: e.status() for name, e in state.tts.items()}
@@ -105,6 +110,7 @@ async def metrics(request: Request) -> Response:
     lines += ["# HELP voxgate_auth_store_up 1 when the auth store (memory or Redis) answers.",
               "# TYPE voxgate_auth_store_up gauge", f"voxgate_auth_store_up {1 if store_up else 0}"]
     lines += load_metrics(state)
+    lines += process_metrics(getattr(state.asr, "pid", None))
     return Response("\n".join(lines) + "\n", media_type="text/plain; version=0.0.4")
 
 
@@ -131,6 +137,33 @@ def load_metrics(state: Any) -> list[str]:
                   f"ASR: streams over {ASR_QUEUED_LAG_S:g} s behind).")
     lines += [help_depth, "# TYPE voxgate_queue_depth gauge"]
     lines += [f'voxgate_queue_depth{{engine="{name}"}} {value}' for name, value in depth.items()]
+    return lines
+
+
+def _resident_bytes(pid: int | str) -> int | None:
+    try:
+        with open(f"/proc/{pid}/statm", encoding="ascii") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def process_metrics(sidecar_pid: int | None) -> list[str]:
+    """Gauges of this process (and the ASR sidecar's memory) for leak hunting; Linux
+    /proc figures are left out where there is no /proc."""
+    gauges: list[tuple[str, str, float | None]] = [
+        ("voxgate_process_resident_bytes", "Resident memory of the gateway process.", _resident_bytes("self")),
+        ("voxgate_process_open_fds", "Open file descriptors of the gateway process.",
+         len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else None),
+        ("voxgate_process_threads", "Threads of the gateway process.", threading.active_count()),
+        ("voxgate_asyncio_tasks", "Tasks alive on the gateway's event loop.", len(asyncio.all_tasks())),
+        ("voxgate_asr_sidecar_resident_bytes", "Resident memory of the ASR sidecar process.",
+         _resident_bytes(sidecar_pid) if sidecar_pid else None),
+    ]
+    lines: list[str] = []
+    for name, help_text, value in gauges:
+        if value is not None:
+            lines += [f"# HELP {name} {help_text}", f"# TYPE {name} gauge", f"{name} {value:g}"]
     return lines
 
 

@@ -23,7 +23,8 @@ from starlette.requests import HTTPConnection
 
 from gateway.errors import Draining, OverCapacity
 
-KIND_NOUNS = {"tts": "TTS sessions", "dictation": "dictation streams"}  # for the over-capacity message
+# for the over-capacity message
+KIND_NOUNS = {"tts": "TTS sessions", "dictation": "dictation streams", "transcription": "file transcriptions"}
 
 
 def client_label(conn: HTTPConnection) -> str:
@@ -34,7 +35,7 @@ def client_label(conn: HTTPConnection) -> str:
 @dataclass
 class SessionEntry:
     id: str
-    kind: str  # "tts" | "dictation"
+    kind: str  # "tts" | "dictation" | "transcription"
     client: str
     started_at: float
     describe: Callable[[], dict[str, Any]]  # live counters and lag, read on demand

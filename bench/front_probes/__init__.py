@@ -15,4 +15,10 @@ Contract (add ``openai_realtime.py``, ``elevenlabs.py`` ... next to these):
 
 A probe may define either or both. ``base_url`` is ``http://host:port``; probes speak
 to 127.0.0.1 only and use plain ``websockets`` so the client's own overhead is equal.
+
+A probe that drives an agent framework's own client instead (its own table, since
+its overhead is not equal) defines ``METRIC: str`` (what the framework reports) and
+``async def framework_stt_latency(base_url, audio16k, *, speech_end_s, rounds) ->
+list[tuple[float, float]]``: per round, (the framework's own STT latency figure, our
+clock's end-of-speech chunk sent -> final transcript of the same run), in seconds.
 """

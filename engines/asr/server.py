@@ -7,6 +7,11 @@ Threads and who owns what:
 - the main thread owns every ``StreamPolicy``, picks the next job and writes
   every outgoing frame, so stream state is never shared between threads.
 
+A frame from the gateway that cannot be used (too large, a header that is not
+JSON) is answered with an ``error`` event for the stream or request it names,
+and the sidecar reads on. The ``lag`` event also carries ``busy_s``, how long
+the running decode has taken, which the gateway's watchdog watches.
+
 Scheduling: when the worker is free, the job that has waited longest across
 all streams runs next (a final counts as having waited 1 s longer than it has;
 finals of a stream go before its partials). A stream has at most one pending
@@ -29,8 +34,9 @@ from typing import Any, BinaryIO
 
 from .decoder import Transcript, WhisperDecoder
 from .files import FileJob
-from .framing import FrameError, encode_frame, pcm_from_bytes, read_frame
+from .framing import FrameError, FrameRejected, encode_frame, pcm_from_bytes, read_frame
 from .policy import DecodeJob, StreamOptions, StreamPolicy
+from .watch import BusyClock
 
 log = logging.getLogger("voxgate.asr")
 
@@ -41,7 +47,7 @@ MAX_STREAMS = 10000
 
 class SidecarServer:
     def __init__(self, decoder: WhisperDecoder, out: BinaryIO, model_id: str) -> None:
-        self.decoder = decoder
+        self.decoder = BusyClock(decoder)  # times every decode, for busy_s in the lag event
         self.out = out
         self.model_id = model_id
         self.languages = decoder.languages()
@@ -67,13 +73,25 @@ class SidecarServer:
     def _read_loop(self, stdin: BinaryIO) -> None:
         try:
             while True:
-                frame = read_frame(stdin)
+                try:
+                    frame = read_frame(stdin)
+                except FrameRejected as exc:  # answered on the main thread; the next frame is read as usual
+                    self.inbox.put(("rejected", exc, None))
+                    continue
                 if frame is None:
                     break
                 self.inbox.put(("frame", *frame))
         except (FrameError, OSError) as exc:
             log.error("bad input from the gateway: %s", exc)
         self.inbox.put(("eof", None, None))
+
+    def _reject(self, exc: FrameRejected) -> None:
+        """Answer a frame that could not be used: an error for the stream or request it names."""
+        log.error("rejected a frame from the gateway: %s", exc)
+        header = exc.header
+        req, sid = header.get("req"), header.get("stream")
+        target = {"req": req} if isinstance(req, str) else {"stream": sid if isinstance(sid, str) else None}
+        self.emit({"ev": "error", **target, "code": exc.code, "message": str(exc)})
 
     def _work_loop(self) -> None:
         while True:
@@ -112,7 +130,9 @@ class SidecarServer:
                 now = time.monotonic()
                 if kind == "eof":
                     return 0
-                if kind == "frame":
+                if kind == "rejected":
+                    self._reject(a)
+                elif kind == "frame":
                     self._guarded(a.get("stream"), self._on_frame, a, b, now)
                 elif kind == "result":
                     self._busy = False
@@ -237,7 +257,8 @@ class SidecarServer:
                 self._work.put(job)
 
     def _report_lag(self, now: float) -> None:
-        if now - self._last_lag_report < LAG_REPORT_S or not self.streams:
+        busy_s = self.decoder.oldest_s(now)
+        if now - self._last_lag_report < LAG_REPORT_S or not (self.streams or busy_s):
             return
         self._last_lag_report = now
         lags = {}
@@ -245,4 +266,4 @@ class SidecarServer:
             since = policy.want_since(head_start=False)
             waiting = now - since if since is not None else 0.0
             lags[sid] = round(max(policy.lag_s if since is not None else 0.0, waiting), 3)
-        self.emit({"ev": "lag", "streams": lags})
+        self.emit({"ev": "lag", "streams": lags, "busy_s": round(busy_s, 3)})

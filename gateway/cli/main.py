@@ -85,11 +85,15 @@ def serve(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     configure_logging(settings.log_level)
     from auth import refuse_unsafe_bind
+    from auth.bind import proxy_warning
 
     refusal = refuse_unsafe_bind(settings.auth_config(), settings.host)
     if refusal:
         print(f"voxgate: refusing to start: {refusal}", file=sys.stderr)
         return 2
+    warning = proxy_warning(settings.auth_config())
+    if warning:
+        log.warning("%s", warning)
     from gateway.fronts.wyoming.trust import refuse_wyoming_bind
 
     refusal = refuse_wyoming_bind(settings)
@@ -100,16 +104,14 @@ def serve(args: argparse.Namespace) -> int:
 
 
 async def _serve(settings: Settings) -> int:
-    import uvicorn
 
     from gateway.app import create_app
     from gateway.drain import DrainingServer
+    from gateway.serving import uvicorn_config
 
     app = create_app(settings)
-    config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level=settings.log_level, log_config=None,
-                            ws_max_size=16 * 1024 * 1024, proxy_headers=False, server_header=False,
-                            access_log=settings.log_level == "debug", timeout_graceful_shutdown=STOP_AFTER_DRAIN_S)
-    server = DrainingServer(config)  # SIGTERM drains first (VOXGATE_DRAIN_S), see gateway/drain.py
+    # SIGTERM drains first (VOXGATE_DRAIN_S), see gateway/drain.py
+    server = DrainingServer(uvicorn_config(app, settings, timeout_graceful_shutdown=STOP_AFTER_DRAIN_S))
     print(banner(settings), file=sys.stderr, flush=True)
     await server.serve()
     return 0 if server.started else 1

@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from gateway.audio import AudioFormatError, StreamResampler, read_wav
-from gateway.codecs.formats import AudioTooLong, check_source_rate
+from gateway.audio import AudioFormatError, AudioTooLong, StreamResampler, read_wav
+from gateway.codecs.formats import check_source_rate
 from gateway.codecs.pyav import ffmpeg_error, frame_to_mono, load_av
 
 ACCEPTED = "WAV, FLAC, MP3, Ogg (Opus, Vorbis, FLAC), WebM, M4A/MP4 or AAC"
@@ -73,10 +73,7 @@ def _too_long(seconds: float, max_duration_s: float) -> AudioTooLong:
 
 
 def _decode_wav(data: bytes, out_rate: int, max_duration_s: float) -> DecodedFile:
-    samples, rate = read_wav(data)
-    check_source_rate(rate, "the WAV file")
-    if len(samples) > max_duration_s * rate:
-        raise _too_long(len(samples) / rate, max_duration_s)
+    samples, rate = read_wav(data, max_duration_s)  # rate and length checked before decoding
     resampler = StreamResampler(rate, out_rate)
     out = np.concatenate([resampler.feed(samples), resampler.flush()])
     return DecodedFile(out.astype(np.float32, copy=False), rate, "wav", "pcm")

@@ -18,10 +18,6 @@ OPUS_DECODE_RATE = 48000  # Opus always decodes at 48 kHz here, whatever the enc
 G711_RATE = 8000
 
 
-class AudioTooLong(AudioFormatError):
-    """Decoded audio past the duration cap; the message gives the cap."""
-
-
 class InputEncoding(str, enum.Enum):
     """``encoding`` of a /v1/dictation socket."""
 

@@ -61,6 +61,11 @@ class Retention:
     def __len__(self) -> int:
         return len(self._log)
 
+    @property
+    def in_utterance(self) -> bool:
+        """True while an utterance the sidecar announced has no final yet."""
+        return bool(self._open_starts)
+
     def entries(self, start: int) -> list[np.ndarray | FinalizeEntry]:
         """Logged entries from index ``start`` on: audio arrays, or a ``FinalizeEntry``."""
         return [entry for _, entry in list(self._log)[start:]]
@@ -123,5 +128,5 @@ class Retention:
                 self._open_starts.pop(index)
                 self._stable.pop(index, None)
             self.trim()
-            return bool(kind == "final")
+            return True
         return True

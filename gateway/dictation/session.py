@@ -38,7 +38,8 @@ from engines.base import AsrService, AsrStreamHandle, EngineState
 from gateway.audio import AudioFormatError, StreamResampler
 from gateway.codecs.decoders import stream_decoder
 from gateway.config import Settings
-from gateway.dictation.sidecar import disabled_error, unavailable_error
+from gateway.dictation.faults import disabled_error, unavailable_error
+from gateway.dictation.pacing import Pacer
 from gateway.dictation.transport import DictationTransport
 from gateway.errors import (
     CLOSE_BAD_REQUEST,
@@ -115,6 +116,8 @@ class DictationSession:
         # raises CodecUnavailable (a GatewayError) when FFmpeg is missing: the route refuses the socket
         self._decoder = stream_decoder(params.encoding, params.sample_rate)
         self._resampler = StreamResampler(self._decoder.sample_rate, ASR_RATE)
+        self._pacer = Pacer(settings.dictation_max_ahead_s)
+        self._sender: asyncio.Task[None] | None = None
         self._send_lock = asyncio.Lock()
         self._closed = False
         self._draining = False
@@ -128,7 +131,8 @@ class DictationSession:
                 "language": self.params.language,
                 "audio_s": round(stream.audio_s, 3) if stream else 0.0,
                 "utterances": stream.finals if stream else 0,
-                "lag_s": round(stream.lag_s, 3) if stream else 0.0}
+                "lag_s": round(stream.lag_s, 3) if stream else 0.0,
+                "ahead_s": round(self._pacer.ahead_s, 3)}
 
     # ---- lifecycle
 
@@ -148,6 +152,7 @@ class DictationSession:
                    "silence_ms": self.params.silence_ms}
         self.stream = stream = await asr.open_stream(options)
         sender = asyncio.create_task(self._relay_events(stream), name=f"dictation-send-{session_id}")
+        self._sender = sender
         try:
             # a container carries its own rate: ready tells the one its audio decodes at
             rate = self._decoder.sample_rate if self.params.encoding.is_container else self.params.sample_rate
@@ -263,7 +268,10 @@ class DictationSession:
         except GatewayError as exc:  # FFmpeg turned out to be missing at the stream's header
             await self._refuse(exc)
             return False
-        await stream.send_audio(self._resampler.feed(samples))
+        audio = self._resampler.feed(samples)
+        await stream.send_audio(audio)
+        if self._sender is not None:  # past the pace limit, stop reading the socket for a while
+            await self._pacer.hold(len(audio) / ASR_RATE, self._sender)
         return True
 
     async def _bad_audio(self, exc: AudioFormatError) -> bool:
@@ -323,6 +331,11 @@ class DictationSession:
                 continue
             if isinstance(item, Finalized) and item.id == self._drain_mark:
                 await self._close(CLOSE_GOING_AWAY, GOING_AWAY_REASON)
+                return
+            if isinstance(item, GatewayError):  # the stream was dropped: say why, then close
+                with contextlib.suppress(Exception):
+                    await self._send(item.to_event())
+                await self._close(item.close_code, item.message)
                 return
             message = item if isinstance(item, dict) else item.to_dict()
             try:

@@ -22,7 +22,7 @@ from engines.asr.framing import encode_frame, pcm_to_bytes
 from gateway.dictation.retention import FinalizeEntry, Retention
 from gateway.errors import GatewayError
 from gateway.protocol.common import Closed
-from gateway.protocol.dictation import Final, Finalized, Partial, SpeechStarted
+from gateway.protocol.dictation import Discarded, Final, Finalized, Partial, SpeechStarted
 
 if TYPE_CHECKING:
     from gateway.dictation.sidecar import AsrSupervisor
@@ -61,6 +61,7 @@ class AsrStream:
         self.finals = 0
         self.ending = False
         self.ended = False
+        self.crashes = 0  # lost processes charged to this stream (gateway/dictation/faults.py)
 
     # ---- client side
 
@@ -105,9 +106,15 @@ class AsrStream:
                   else encode_frame({"op": "audio", "stream": self.id}, pcm_to_bytes(entry)) for entry in entries]
         return frames, start + len(entries)
 
+    @property
+    def in_utterance(self) -> bool:
+        return self.retention.in_utterance
+
     # ---- events from the sidecar
 
     def deliver(self, event: dict[str, Any]) -> None:
+        if event.get("ev") in ("final", "discarded"):
+            self.crashes = 0  # its audio was decoded: a later crash is not this audio's doing
         if not self.retention.accept(event):
             return
         kind = event.get("ev")
@@ -122,6 +129,8 @@ class AsrStream:
             self.lag_s = float(event.get("lag_s", self.lag_s))
             self._put(Final(event["utterance"], event["text"], event["start"], event["end"],
                             event.get("language", ""), event.get("words")), essential=True)
+        elif kind == "discarded":
+            self._put(Discarded(int(event["utterance"])))
         elif kind == "finalized":
             utterance = event.get("utterance")
             self._put(Finalized(str(event.get("id")), int(utterance) if utterance is not None else None),
@@ -135,6 +144,11 @@ class AsrStream:
     def report(self, event: dict[str, Any]) -> None:
         """Queue an error event for the client (the supervisor's own news)."""
         self._put(event)
+
+    def fail(self, error: GatewayError) -> None:
+        """End the stream with ``error``: the session sends its event and closes."""
+        self.live = False
+        self._put(error, essential=True)
 
     def _put(self, item: Any, essential: bool = False) -> None:
         try:

@@ -5,8 +5,8 @@ Exchange grammar (one socket)::
 
     server: ready
     client: (binary audio | finalize | keepalive)* end?
-    server: per utterance n: speech_started, partial*, final   (final may be absent
-            when the utterance held no words and was not finalized)
+    server: per utterance n: speech_started, partial*, then final, or discarded
+            when the utterance held no words and was not finalized
             finalized after the finals of the audio before a finalize that has an id
             error* at any point (the session goes on)
             closed after the client's end, then close 1000
@@ -209,7 +209,18 @@ class Finalized:
         return {"type": self.type, "id": self.id, "utterance": self.utterance}
 
 
-ServerEvent = Ready | SpeechStarted | Partial | Final | Finalized | Closed
+@dataclass(frozen=True)
+class Discarded:
+    """The utterance held no words (a cough, a door): it ends without a ``final``."""
+
+    utterance: int
+    type: Literal["discarded"] = "discarded"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "utterance": self.utterance}
+
+
+ServerEvent = Ready | SpeechStarted | Partial | Final | Discarded | Finalized | Closed
 
 
 def event_from_dict(data: Mapping[str, Any]) -> ServerEvent | dict[str, Any]:
@@ -217,6 +228,8 @@ def event_from_dict(data: Mapping[str, Any]) -> ServerEvent | dict[str, Any]:
     kind = data.get("type")
     if kind == "speech_started":
         return SpeechStarted(int(data["utterance"]), float(data["at"]))
+    if kind == "discarded":
+        return Discarded(int(data["utterance"]))
     if kind == "partial":
         return Partial(int(data["utterance"]), str(data["text"]), str(data.get("stable", "")),
                        float(data["start"]), float(data["end"]), float(data.get("lag_s", 0.0)))

@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator
 
 from starlette.background import BackgroundTask
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 from starlette.routing import BaseRoute
 from starlette.websockets import WebSocket
 
@@ -28,6 +28,7 @@ from gateway.errors import GatewayError, OverCapacity, refuse_socket
 from gateway.protocol.json import read_json_object
 from gateway.protocol.tts import Ready, SpeechRequest, SynthesisRequest, TextLimits, parse_tts_params
 from gateway.registry import client_label
+from gateway.streaming import StallGuardedResponse
 from gateway.tts.frames import AudioBytes, open_audio
 from gateway.tts.selection import check_ready, pick_engine, resolve_voice
 from gateway.tts.session import TtsSession
@@ -90,9 +91,10 @@ async def tts_socket(websocket: WebSocket) -> None:
 # ---- HTTP speech
 
 
-def _speech_response(request: Request, engine: TtsEngine, text: str, voice: str | None, rate: int,
-                     fmt: OutputFormat, seed: int | None, options: dict[str, str] | None = None) -> Response:
-    """Register the request as a TTS session and stream its audio, each piece as it is encoded."""
+def speech_response(request: Request, engine: TtsEngine, text: str, voice: str | None, rate: int,
+                    fmt: OutputFormat, seed: int | None, options: dict[str, str] | None = None) -> Response:
+    """Register the request as a TTS session and stream its audio, each piece as it is encoded
+    (the speech routes of the fronts answer with it too)."""
     sessions = request.state.sessions
     audio: AudioBytes | None = None
     entry = sessions.claim("tts", client_label(request), lambda: {
@@ -121,8 +123,8 @@ def _speech_response(request: Request, engine: TtsEngine, text: str, voice: str 
 
     media_type = f"audio/pcm;rate={rate};encoding={fmt.value}" if fmt in PCM_OUTPUTS else fmt.media_type
     headers = {"X-Sample-Rate": str(rate), "X-Encoding": fmt.value, "Cache-Control": "no-store"}
-    return StreamingResponse(body(), media_type=media_type, headers=headers,
-                             background=BackgroundTask(cleanup))
+    return StallGuardedResponse(body(), media_type=media_type, headers=headers, background=BackgroundTask(cleanup),
+                                stall_timeout_s=request.state.settings.idle_timeout_s)
 
 
 async def tts_http(request: Request) -> Response:
@@ -133,8 +135,8 @@ async def tts_http(request: Request) -> Response:
     check_ready(engine)
     voice = resolve_voice(engine, req.voice)
     rate = req.sample_rate or req.format.default_rate(engine.info().sample_rate)
-    return _speech_response(request, engine, req.text, voice, rate, req.format, seed=req.seed,
-                            options=req.engine_options())
+    return speech_response(request, engine, req.text, voice, rate, req.format, seed=req.seed,
+                           options=req.engine_options())
 
 
 async def openai_speech(request: Request) -> Response:
@@ -149,7 +151,7 @@ async def openai_speech(request: Request) -> Response:
     if voice in OPENAI_VOICES and voice not in {v.id for v in engine.voices()}:
         voice = None
     voice = resolve_voice(engine, voice)
-    return _speech_response(request, engine, req.input, voice, OPENAI_RATE, req.output, seed=None)
+    return speech_response(request, engine, req.input, voice, OPENAI_RATE, req.output, seed=None)
 
 
 def tts_routes() -> list[BaseRoute]:

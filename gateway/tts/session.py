@@ -59,6 +59,7 @@ from gateway.protocol.tts import (
     Start,
     TextFragment,
 )
+from gateway.tasks import cancel_and_wait
 from gateway.tts.frames import FrameEncoder
 from gateway.tts.outbound import OutboundQueue, OutItem, Stalled
 from gateway.tts.selection import gateway_error, resolve_voice
@@ -114,10 +115,10 @@ class TtsSession:
                     closing = closing or self._outcome(task)
         finally:
             self.state = TtsState.CLOSING
-            for task in tasks:
-                task.cancel()
-            if tasks:  # asyncio.wait, not gather: our own cancellation must propagate unchanged
-                await asyncio.wait(tasks, timeout=self.config.close_timeout_s)
+            # asyncio.wait inside, not gather: our own cancellation must propagate unchanged
+            stuck = await cancel_and_wait(tasks, self.config.close_timeout_s)
+            if stuck:
+                log.error("TTS session tasks did not end: %s", ", ".join(t.get_name() for t in stuck))
             for utt in self._live:
                 if utt.stream is not None:
                     utt.stream.cancel()
@@ -170,8 +171,14 @@ class TtsSession:
             self._check_queue_room()
             self._enqueue(msg.text, voice, msg.seed, msg.id, msg.engine_options())
         elif isinstance(msg, TextFragment):
-            self._check_queue_room()
-            for sentence in self._buffer.append(msg.text):
+            before = self._buffer.pending
+            sentences = self._buffer.append(msg.text)
+            try:  # every sentence is an utterance: one message must not overrun the queue
+                self._check_queue_room(len(sentences))
+            except BadMessage:
+                self._buffer.restore(before)
+                raise
+            for sentence in sentences:
                 self._enqueue(sentence, self.voice, None, None)
         elif isinstance(msg, Flush):
             self._flush_buffer()
@@ -188,11 +195,15 @@ class TtsSession:
             pass
         self.state = new_state
 
-    def _check_queue_room(self) -> None:
+    def _check_queue_room(self, adding: int = 1) -> None:
         queued = sum(1 for p in self._pending if isinstance(p, Utterance))
-        if queued >= self.config.max_queued_utterances:
-            raise BadMessage(f"{queued} utterances are already queued (the limit is "
-                             f"{self.config.max_queued_utterances}); wait for an \"end\" event",
+        limit = self.config.max_queued_utterances
+        if queued >= limit:
+            raise BadMessage(f"{queued} utterances are already queued (the limit is {limit}); "
+                             "wait for an \"end\" event", code="too_many_utterances")
+        if queued + adding > limit:
+            raise BadMessage(f"this text holds {adding} sentences and {queued} utterances are queued (the limit "
+                             f"is {limit}); nothing of it was taken: send less at once, or wait for \"end\" events",
                              code="too_many_utterances")
 
     def _flush_buffer(self) -> None:

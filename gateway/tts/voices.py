@@ -24,9 +24,11 @@ from engines.base import CloneRefused, EngineError
 from engines.files import write_bytes_atomically
 from gateway.audio import AudioFormatError, read_wav
 from gateway.errors import BadRequest, GatewayError, TooLarge
+from gateway.protocol.json import bounded_request
 from gateway.tts.selection import check_ready, gateway_error, pick_engine, voice_ids, voice_not_found
 
 MAX_UPLOAD_BYTES = 10 * 1024 * 1024
+MULTIPART_OVERHEAD_BYTES = 64 * 1024  # the form's other fields and part headers
 MIN_CLONE_S = 1.0
 MAX_CLONE_S = 30.0
 MAX_REF_TEXT_CHARS = 1000
@@ -56,12 +58,10 @@ async def add_voice(request: Request) -> Response:
     """Clone a voice: multipart form with ``id``, ``file`` (WAV, 1-30 s), optional ``engine`` and
     optional ``ref_text`` (what the clip says; OmniVoice needs it unless it can transcribe the clip)."""
     state = request.state
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > MAX_UPLOAD_BYTES + 65536:
-        raise TooLarge(f"upload of {declared} bytes; the limit is {MAX_UPLOAD_BYTES} bytes of WAV")
     if not request.headers.get("content-type", "").startswith("multipart/form-data"):
         raise BadRequest("body: send multipart/form-data with the fields id and file (a WAV)")
-    async with request.form(max_files=1, max_fields=8) as form:
+    async with bounded_request(request, MAX_UPLOAD_BYTES + MULTIPART_OVERHEAD_BYTES).form(
+            max_files=1, max_fields=8) as form:
         voice_id = form.get("id")
         if not isinstance(voice_id, str) or not VOICE_ID.match(voice_id):
             raise BadRequest("id: required, 1-64 characters of letters, digits, '_' or '-', starting with a letter "

@@ -1,7 +1,8 @@
 """The auth store contract, run on both stores: the in-memory one and a real
 redis-server. Single use, quota caps checked and taken in one step, expiry,
-tags, failure windows, the PIN record; for Redis also two replicas racing for
-one ticket and an unreachable server."""
+tags, failure windows (an address and its IPv6 /64 apart), per-guest session
+caps, the PIN record; for Redis also replicas racing for one ticket and for a
+guest's last places, and an unreachable server."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ import itertools
 
 import pytest
 
-from auth.store import Cap, SharedPin, StoreUnavailable
+from auth.lockout import FailureLimiter
+from auth.store import Cap, SharedPin, StoreUnavailable, Window
 from auth.store_memory import MemoryStore
 from auth.store_redis import RedisStore
+from auth.tokens import QuotaFull, SessionStore
 from tests.support.net import free_port
 from tests.support.redis_server import running_redis
 
@@ -95,17 +98,53 @@ async def test_tagged_tokens_end_together(store):
 
 
 async def test_failure_windows_keep_the_latest_and_forget_the_old(store):
+    own, block = Window("2001:db8::7", 2), Window("2001:db8::/64", 5)
     for _ in range(3):
-        await store.record_failure("198.51.100.7", keep=2, window_s=60)
-    ages = await store.failure_ages("198.51.100.7", 60)
-    assert len(ages) == 2 and all(0 <= age < 60 for age in ages) and ages[0] >= ages[1]
-    assert await store.failure_ages("198.51.100.8", 60) == []
-    await store.record_failure("2001:db8::/64", keep=5, window_s=0.05)
+        await store.record_failure([own, block], window_s=60)
+    await store.record_failure([Window("2001:db8::8", 2), block], window_s=60)
+    ages = await store.failure_ages(["2001:db8::7", "2001:db8::/64", "2001:db8::9"], 60)
+    assert [len(a) for a in ages] == [2, 4, 0]
+    assert all(0 <= age < 60 for age in ages[0]) and ages[0][0] >= ages[0][1]
+    assert await store.failure_ages([], 60) == []
+    await store.record_failure([Window("198.51.100.7", 5)], window_s=0.05)
 
     async def forgotten() -> bool:
-        return await store.failure_ages("2001:db8::/64", 0.05) == []
+        return await store.failure_ages(["198.51.100.7"], 0.05) == [[]]
 
     await eventually(forgotten, "the failure leaves its window")
+
+
+async def test_the_lockout_counts_an_address_and_its_ipv6_block_apart(store):
+    limiter = FailureLimiter(store, limit=3, window_s=60, block_limit=5)
+    for _ in range(3):
+        await limiter.record_failure("2001:db8::1")
+    assert await limiter.retry_after_s("2001:db8::1") == 60
+    assert await limiter.retry_after_s("2001:db8::2") is None  # a neighbour in the /64 is not locked out
+    for _ in range(2):
+        await limiter.record_failure("2001:db8::2")
+    assert await limiter.retry_after_s("2001:db8::3") == 60  # 5 from the /64: the block is
+    assert await limiter.retry_after_s("2001:db8:0:1::1") is None
+    for _ in range(3):
+        await limiter.record_failure("198.51.100.7")
+    assert await limiter.retry_after_s("198.51.100.7") == 60
+    assert await limiter.retry_after_s("198.51.100.8") is None
+
+
+async def test_sessions_are_capped_per_guest_and_for_all_guests(store):
+    sessions = SessionStore(store, ttl_s=30, max_entries=3, max_per_guest=2)
+    for _ in range(2):
+        await sessions.mint("pin", "g1", "pin:192.0.2.1")
+    with pytest.raises(QuotaFull, match="^this client holds 2 live sessions, the most it may; "):
+        await sessions.mint("pin", "g1", "pin:192.0.2.1")
+    await sessions.mint("pin", "g1", "pin:192.0.2.2")
+    with pytest.raises(QuotaFull, match="^the server holds 3 live sessions of guests, the most it may; "):
+        await sessions.mint("pin", "g1", "pin:192.0.2.3")
+    for _ in range(3):  # the key holder has a pool of its own
+        await sessions.mint("api_key", "fp", "key")
+    with pytest.raises(QuotaFull, match="^this credential holds 3 live sessions, the most it may; "):
+        await sessions.mint("api_key", "fp", "key")
+    assert await sessions.revoke_pin_sessions() == 3
+    await sessions.mint("pin", "g2", "pin:192.0.2.3")
 
 
 async def test_the_pin_record_and_its_failures_follow_the_generation(store):
@@ -137,6 +176,11 @@ async def test_replicas_share_one_salt_and_race_for_one_ticket(redis_server):
             assert await replicas[0].put_token("ticket", key, "/v1/dictation", 30, [Cap("owner:key", 100)]) is None
             taken = await asyncio.gather(*(r.take_token("ticket", key) for r in replicas for _ in range(3)))
             assert sorted(taken, key=str) == ["/v1/dictation"] + [None] * 11
+        # a guest racing through every replica at once still gets exactly its cap
+        guest, everyone = Cap("owner:pin:192.0.2.9", 5), Cap("guests", 100)
+        puts = await asyncio.gather(*(r.put_token("session", f"race{i}-{n}", "x", 30, [guest, everyone])
+                                      for i, r in enumerate(replicas) for n in range(6)))
+        assert puts.count(None) == 5 and puts.count(guest) == 19
     finally:
         for r in replicas:
             await r.aclose()

@@ -5,6 +5,7 @@ network. (A real Redis killed under real replicas: tests/e2e/test_replicas.py.)"
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 
 import pytest
@@ -14,7 +15,7 @@ from starlette.websockets import WebSocketDisconnect
 from auth import AuthConfig, AuthState
 from auth.store import StoreUnavailable
 from auth.store_memory import MemoryStore
-from tests.auth.auth_harness import KEY, LOOPBACK, REMOTE, TRUSTED, build_test_app
+from tests.auth.auth_harness import KEY, LOOPBACK, REMOTE, TRUSTED, build_test_app, with_test_host
 from tests.auth.auth_table import TRUSTED_NET
 from tests.support.listeners import FakeListener
 
@@ -41,7 +42,7 @@ class SwitchableStore(MemoryStore):
 @pytest.fixture
 def clients():
     store = SwitchableStore()
-    state = AuthState(AuthConfig(server_mode=True, api_key=KEY, trusted_networks=(TRUSTED_NET,)),
+    state = AuthState(with_test_host(AuthConfig(server_mode=True, api_key=KEY, trusted_networks=(TRUSTED_NET,))),
                       share_listener=FakeListener(), store=store)
     app = build_test_app(state)
     with contextlib.ExitStack() as stack:
@@ -97,3 +98,35 @@ def test_what_needs_the_store_is_refused_and_the_rest_is_served(clients) -> None
     with remote.websocket_connect(f"/v1/tts?ticket={ticket}") as ws:
         assert ws.receive_json()["principal"] == "ticket"
     assert remote.get("/consume", headers={"X-Voxgate-Pin": pin}).json()["principal"] == "pin"
+
+
+def test_an_inband_socket_may_still_bring_the_key_while_the_store_is_down() -> None:
+    from auth.access import RouteClass
+    from auth.credentials import Credential, CredentialKind
+    from auth.inband import settle
+    from auth.policy import Refusal, decide
+    from auth.principal import SCOPE_KEY
+
+    store = SwitchableStore()
+    store.down = True
+    state = AuthState(AuthConfig(server_mode=True, api_key=KEY), store=store)
+    unreachable = Refusal(503, "authentication store unavailable", 1)
+
+    def socket_scope() -> dict:
+        return {"type": "websocket", "client": ("198.51.100.9", 1), "query_string": b"",
+                "path": "/v1/text-to-speech/v1d/stream-input", "headers": [], "subprotocols": []}
+
+    async def run() -> None:
+        s = socket_scope()
+        s[SCOPE_KEY] = pending = await decide(s, RouteClass.CONSUME_INBAND, state)
+        assert (pending.kind.value, pending.pending_detail) == ("pending", "authentication store unavailable")
+        assert (await settle(s, state, Credential(CredentialKind.API_KEY, KEY))).kind.value == "api_key"
+        assert await settle(s, state, Credential(CredentialKind.API_KEY, "wrong")) == Refusal(401, "API key required")
+        for refusal in (await settle(s, state, None),
+                        await settle(s, state, Credential(CredentialKind.BEARER, "vgs_not-checkable-now"))):
+            assert refusal == unreachable and refusal.close_code == 1013
+        # a plain consume route has no first message to wait for
+        plain = await decide(socket_scope(), RouteClass.CONSUME, state)
+        assert plain == unreachable
+
+    asyncio.run(run())

@@ -4,7 +4,9 @@ Chromium runs on this machine, so to the gateway it is loopback, which may do
 everything. To be a remote client it sends ``X-Forwarded-For`` (a documentation
 address that is never contacted) to a gateway told to trust 127.0.0.1 as its
 proxy: the gateway then judges it exactly as a phone on the LAN, on HTTP and on
-the WebSocket upgrade alike. The LAN-share listener binds 127.0.0.1 here.
+the WebSocket upgrade alike. A trusted proxy must name every client, so the
+local page and the test's own requests name 127.0.0.1. The LAN-share listener
+binds 127.0.0.1 here.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
 KEY = "vgk-browser-test-Hq3mX8tR2pLw"
 REMOTE = {"X-Forwarded-For": "198.51.100.9"}
+LOCAL = {"X-Forwarded-For": "127.0.0.1"}  # a client on this machine, as the trusted proxy names it
 PROXY_TRUST = {"VOXGATE_FORWARDED_ALLOW_IPS": "127.0.0.1/32"}
 PIN_LABEL = "PIN shown by the gateway's owner"
 
@@ -47,7 +50,7 @@ def open_page(browser):
     contexts = []
 
     def make(url: str, *, remote: bool):
-        context = browser.new_context(viewport=DESKTOP, extra_http_headers=REMOTE if remote else {})
+        context = browser.new_context(viewport=DESKTOP, extra_http_headers=REMOTE if remote else LOCAL)
         context.set_default_timeout(UI_TIMEOUT_MS)
         page = context.new_page()
         contexts.append((context, no_page_errors(page)))
@@ -68,7 +71,7 @@ def test_local_mode_on_the_gateways_machine_is_admin_and_shares_a_scannable_link
     switch = page.get_by_role("switch", name="Share this gateway on the local network")
     switch.check()
     expect(page.locator("#share-details")).to_be_visible()
-    share = httpx.get(url + "/v1/admin/share", timeout=10).json()
+    share = httpx.get(url + "/v1/admin/share", headers=LOCAL, timeout=10).json()
     assert share["enabled"] and share["url"] == f"http://127.0.0.1:{share['port']}/?pin={share['pin']}"
     expect(page.locator("#share-pin")).to_have_text(share["pin"])
     assert decode_qr(page.get_by_role("img", name="QR code of the share link").screenshot()) == [share["url"]]
@@ -76,12 +79,12 @@ def test_local_mode_on_the_gateways_machine_is_admin_and_shares_a_scannable_link
     screenshots.take(page, "admin")
     switch.uncheck()
     expect(page.locator("#share-details")).to_be_hidden()
-    assert httpx.get(url + "/v1/admin/share", timeout=10).json()["enabled"] is False
+    assert httpx.get(url + "/v1/admin/share", headers=LOCAL, timeout=10).json()["enabled"] is False
 
 
 def test_a_phone_opens_the_share_link_signs_in_with_the_pin_and_is_no_admin(gateway, open_page):
     url = gateway({})
-    share = httpx.post(url + "/v1/admin/share", timeout=10).json()
+    share = httpx.post(url + "/v1/admin/share", headers=LOCAL, timeout=10).json()
     page = open_page(share["url"], remote=True)
     expect(page.locator("#app")).to_be_visible()
     expect(page.locator("#who")).to_have_text("Signed in with the PIN")

@@ -59,9 +59,12 @@ def test_health_is_503_starting_while_engines_load_then_200(tmp_path):
         engine.gate.set()
         body = wait_until_ready(client)
         assert body["status"] == "ok"
-        # a missing model is reported, the gateway keeps serving
-        assert body["engines"] == {"pocket": {"state": "missing", "detail": "model.safetensors not found",
-                                              "hint": "voxgate models pull pocket"}}
+        # a missing model is reported, the gateway keeps serving; the public /health says
+        # only the state, the details (paths, errors) are for consumers of /v1/engines
+        assert body["engines"] == {"pocket": {"state": "missing"}}
+        listed = client.get("/v1/engines").json()["engines"][0]
+        assert (listed["state"], listed["detail"], listed["hint"]) == (
+            "missing", "model.safetensors not found", "voxgate models pull pocket")
     assert engine.closed, "the lifespan closes the engines it owns"
 
 
@@ -107,9 +110,11 @@ def test_metrics_in_prometheus_text_format(tmp_path):
         wait_until_ready(client)
         r = client.get("/metrics")
         assert r.status_code == 200 and r.headers["content-type"] == "text/plain; version=0.0.4; charset=utf-8"
-        assert r.text.splitlines() == [
+        lines = r.text.splitlines()
+        assert lines[:24] == [
             "# HELP voxgate_sessions Live WebSocket sessions.", "# TYPE voxgate_sessions gauge",
             'voxgate_sessions{kind="dictation"} 0', 'voxgate_sessions{kind="tts"} 0',
+            'voxgate_sessions{kind="transcription"} 0',
             "# HELP voxgate_engine_ready 1 when the engine is ready.", "# TYPE voxgate_engine_ready gauge",
             'voxgate_engine_ready{engine="pocket",state="missing"} 0',
             "# HELP voxgate_started 1 once engine loading is over.", "# TYPE voxgate_started gauge",
@@ -121,7 +126,13 @@ def test_metrics_in_prometheus_text_format(tmp_path):
             "# HELP voxgate_load Live streams / capacity, per engine (1 = full: new ones are refused).",
             "# TYPE voxgate_load gauge", 'voxgate_load{engine="pocket"} 0',
             "# HELP voxgate_queue_depth Work waiting for each engine (TTS: queued utterances; ASR: streams over 1 s behind).",
-            "# TYPE voxgate_queue_depth gauge", 'voxgate_queue_depth{engine="pocket"} 0']
+            "# TYPE voxgate_queue_depth gauge", 'voxgate_queue_depth{engine="pocket"} 0',
+            "# HELP voxgate_process_resident_bytes Resident memory of the gateway process."]
+        gauges = {line.split()[0]: float(line.split()[1]) for line in lines if not line.startswith("#")}
+        assert {"voxgate_process_resident_bytes", "voxgate_process_open_fds", "voxgate_process_threads",
+                "voxgate_asyncio_tasks"} <= set(gauges)
+        assert gauges["voxgate_process_resident_bytes"] > 1e6 and gauges["voxgate_process_open_fds"] >= 3
+        assert gauges["voxgate_process_threads"] >= 2 and gauges["voxgate_asyncio_tasks"] >= 1
 
 
 def test_metrics_is_admin_only(tmp_path):

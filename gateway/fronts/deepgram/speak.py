@@ -11,11 +11,21 @@ session's errors that do not end it become ``Warning`` messages.
 
 ``sequence_id`` counts the client's ``Flush`` and ``Clear`` messages of the
 socket, from 0, in the order they were sent.
+
+Idle: Deepgram keeps a quiet ``/v1/speak`` socket for about an hour, and the
+agent frameworks (Pipecat, LiveKit) hold one open between answers without
+sending anything, so the transport keeps the session's idle rule satisfied for
+the client (a ``keepalive`` whenever the client has been quiet for a third of
+``VOXGATE_IDLE_TIMEOUT_S``) until the client has been quiet for
+``HOLD_IDLE_S``. A client that stops reading audio is still closed after
+``VOXGATE_IDLE_TIMEOUT_S``: that rule does not look at messages.
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
+import time
 from collections import deque
 from typing import Any
 
@@ -26,26 +36,46 @@ from gateway.errors import BadMessage, GatewayError, OverCapacity, TooLarge, clo
 from gateway.fronts.deepgram import messages as dg
 from gateway.fronts.deepgram.params import OUTPUT_FORMATS, SpeakParams, parse_speak_params
 from gateway.fronts.deepgram.refusal import new_request_id, refuse, request_headers
-from gateway.protocol.tts import Cancel, ClientMessage, End, Flush, TextFragment, TextLimits, text_too_long
+from gateway.protocol.tts import (
+    Cancel,
+    ClientMessage,
+    End,
+    Flush,
+    Keepalive,
+    TextFragment,
+    TextLimits,
+    text_too_long,
+)
 from gateway.registry import client_label
 from gateway.tts.selection import check_ready, pick_engine, voice_ids
 from gateway.tts.session import TtsSession
 from gateway.tts.states import SessionConfig
 
 TEXT_LIMITS = TextLimits()  # Deepgram's own limit is 2000 characters a Speak message too
+HOLD_IDLE_S = 3600.0  # how long a quiet socket stays open, as at Deepgram (which then closes it, NET-0003)
 
 
 class SpeakTransport:
     """The ``TtsTransport`` of one ``/v1/speak`` socket."""
 
-    def __init__(self, websocket: WebSocket, params: SpeakParams) -> None:
+    def __init__(self, websocket: WebSocket, params: SpeakParams, idle_timeout_s: float) -> None:
         self.websocket = websocket
         self.params = params
         self._sequence = itertools.count(0)
         self._clears: deque[int] = deque()  # sequence ids of Clears not answered yet
+        self._keepalive_after_s = idle_timeout_s / 3
+        self._heard_at = time.monotonic()  # the client's last message
+        self._ending = False
 
     async def receive(self) -> ClientMessage | None:
-        message = await self.websocket.receive()
+        if self._ending or time.monotonic() - self._heard_at >= HOLD_IDLE_S:
+            message = await self.websocket.receive()
+        else:
+            try:  # cancelling a pending ASGI receive loses no message
+                message = await asyncio.wait_for(self.websocket.receive(), self._keepalive_after_s)
+            except asyncio.TimeoutError:
+                return Keepalive()
+        self._heard_at = time.monotonic()
         if message["type"] == "websocket.disconnect":
             return None
         text = message.get("text")
@@ -64,6 +94,7 @@ class SpeakTransport:
         if parsed.kind == "Clear":
             self._clears.append(next(self._sequence))
             return Cancel()
+        self._ending = True
         return End()
 
     async def send_audio(self, data: bytes) -> None:
@@ -104,7 +135,8 @@ async def speak_socket(websocket: WebSocket) -> None:
         return
     info = engine.info()
     voice = _voice_for(voice_ids(engine), params.model, info.default_voice)
-    session = TtsSession(transport=SpeakTransport(websocket, params), engine=engine, voice=voice,
+    transport = SpeakTransport(websocket, params, settings.idle_timeout_s)
+    session = TtsSession(transport=transport, engine=engine, voice=voice,
                          sample_rate=params.sample_rate, encoding=OUTPUT_FORMATS[params.encoding],
                          config=SessionConfig(limits=TEXT_LIMITS, idle_timeout_s=settings.idle_timeout_s))
     try:

@@ -24,7 +24,7 @@ import logging
 from typing import Any
 
 from engines.base import AsrService, AsrStreamHandle, EngineState
-from gateway.dictation.sidecar import disabled_error, unavailable_error
+from gateway.dictation.faults import disabled_error, unavailable_error
 from gateway.errors import BadRequest, GatewayError
 from gateway.fronts.wyoming import messages as msg
 from gateway.fronts.wyoming.link import Link, PcmIn

@@ -90,6 +90,8 @@ def _length(header: dict[str, Any], name: str, limit: int, kind: str) -> int:
 def _json_object(raw: bytes, what: str) -> dict[str, Any]:
     try:
         value = json.loads(raw)
+    except RecursionError:
+        raise WireError(f"{what} is nested too deeply") from None
     except (UnicodeDecodeError, ValueError):
         raise WireError(f"{what} is not valid JSON") from None
     if not isinstance(value, dict):

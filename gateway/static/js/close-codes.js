@@ -11,6 +11,7 @@ const REFUSAL_CODES = {
   "browser origin rejected": "origin_rejected",
   "Too many authentication attempts": "too_many_attempts",
   "authentication is not ready": "auth_not_ready",
+  "host not allowed: VOXGATE_ALLOWED_HOSTS lists the names this server answers to": "host_rejected",
 };
 
 /** Codes after which signing in again can help. */

@@ -4,13 +4,14 @@ frame stream of a real process staying clean when a library prints."""
 from __future__ import annotations
 
 import io
+import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from engines.asr.framing import encode_frame, read_frame
+from engines.asr.framing import MAX_PAYLOAD_BYTES, encode_frame, read_frame
 from engines.asr.policy import StreamOptions, StreamPolicy
 from engines.asr.server import SidecarServer
 
@@ -135,3 +136,33 @@ def test_a_stream_that_hits_a_bug_is_dropped_and_the_others_go_on():
     assert read_frame(out)[0] == {"ev": "error", "stream": "bad", "code": "asr_failed",
                                   "message": "the ASR sidecar dropped this stream after an internal error: boom"}
     assert list(server.streams) == ["ok"]
+
+
+def test_frames_that_cannot_be_used_are_answered_and_the_sidecar_reads_on():
+    server, out = make_server()
+    oversize = {"op": "transcribe", "req": "r1", "len": MAX_PAYLOAD_BYTES + 1}
+    stdin = io.BytesIO(json.dumps(oversize).encode() + b"\n" + bytes(MAX_PAYLOAD_BYTES + 1)
+                       + b"{not json\n"
+                       + encode_frame({"op": "open", "stream": "s1"}) + encode_frame({"op": "end", "stream": "s1"}))
+    assert server.serve(stdin) == 0
+    out.seek(0)
+    events = []
+    while (frame := read_frame(out)) is not None:
+        if frame[0]["ev"] != "lag":  # once a second, whenever the loop gets there
+            events.append(frame[0])
+    assert events[1:] == [
+        {"ev": "error", "req": "r1", "code": "too_large",
+         "message": f"frame payload of {MAX_PAYLOAD_BYTES + 1} bytes exceeds {MAX_PAYLOAD_BYTES}"},
+        {"ev": "error", "stream": None, "code": "bad_request", "message": events[2]["message"]},
+        {"ev": "ended", "stream": "s1", "utterances": 0, "audio_s": 0.0},
+    ]
+    assert events[2]["message"].startswith("frame header is not JSON")
+
+
+def test_the_lag_event_says_how_long_the_running_decode_has_taken():
+    server, out = make_server()
+    server.streams = {"a": Due("a", None)}
+    server.decoder._running[1] = 10.0  # a decode thread began a call at t=10
+    server._report_lag(12.5)
+    out.seek(0)
+    assert read_frame(out)[0] == {"ev": "lag", "streams": {"a": 0.0}, "busy_s": 2.5}

@@ -17,6 +17,7 @@ from engines.omnivoice.random_model import build_random_model
 from gateway.app import create_app
 from gateway.config import Settings
 from tests.engines.omnivoice.fakes import wav_bytes
+from tests.support.hosts import TEST_HOST
 from tests.support.listeners import FakeListener
 
 pytestmark = pytest.mark.slow
@@ -32,7 +33,7 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def client(tmp_path: Path, model_dir: Path) -> Iterator[TestClient]:
     settings = Settings(engines=("omnivoice",), tts_engine="omnivoice", data_dir=tmp_path,
-                        omnivoice_model=str(model_dir), omnivoice_steps=4)
+                        omnivoice_model=str(model_dir), omnivoice_steps=4, allowed_hosts=(TEST_HOST,))
     with TestClient(create_app(settings, share_listener=FakeListener()), client=("127.0.0.1", 5000)) as c:
         for _ in range(600):
             if c.get("/health").status_code == 200:

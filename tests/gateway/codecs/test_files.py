@@ -9,9 +9,8 @@ import struct
 import numpy as np
 import pytest
 
-from gateway.audio import AudioFormatError, write_wav
+from gateway.audio import AudioFormatError, AudioTooLong, write_wav
 from gateway.codecs.files import decode_file, sniff
-from gateway.codecs.formats import AudioTooLong
 from tests.support.media import ffmpeg_file, ffmpeg_video_only, tone
 
 CAP_S = 60.0

@@ -46,10 +46,11 @@ def test_replayed_events_are_not_shown_twice():
     assert not r.accept({"ev": "partial", "utterance": 0, "stable": "one two three"})
 
 
-def test_an_utterance_without_words_is_finished_but_not_shown():
+def test_an_utterance_without_words_is_finished_and_reported_once():
     r = Retention()
     r.accept({"ev": "speech_started", "utterance": 0, "start_sample": 0})
-    assert not r.accept({"ev": "discarded", "utterance": 0, "end_sample": 8000})
+    assert r.accept({"ev": "discarded", "utterance": 0, "end_sample": 8000})
+    assert not r.accept({"ev": "discarded", "utterance": 0, "end_sample": 8000})  # a replay's duplicate
     assert r.resume_fields()["first_utterance"] == 1
 
 

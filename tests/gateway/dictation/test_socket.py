@@ -213,6 +213,16 @@ def test_sidecar_events_are_relayed_as_protocol_events(tmp_path):
         assert close_code(ws) == (1000, "")
 
 
+def test_an_utterance_without_words_ends_with_discarded(tmp_path):
+    fake = FakeSidecar()
+    with dictation_client(tmp_path, fake) as client, client.websocket_connect("/v1/dictation") as ws:
+        receive(ws)
+        deliver(client, fake, {"ev": "speech_started", "utterance": 0, "at": 0.5, "start_sample": 1600},
+                {"ev": "discarded", "utterance": 0, "end_sample": 16000})
+        assert receive(ws) == {"type": "speech_started", "utterance": 0, "at": 0.5}
+        assert receive(ws) == {"type": "discarded", "utterance": 0}
+
+
 def test_duplicates_from_a_replay_never_reach_the_client(tmp_path):
     fake = FakeSidecar()
     with dictation_client(tmp_path, fake) as client, client.websocket_connect("/v1/dictation") as ws:

@@ -354,6 +354,26 @@ def test_engine_queue_full_is_a_retryable_error_event(tmp_path):
         assert read_utterance(ws)[2]["type"] == "end"
 
 
+def test_one_text_message_cannot_queue_more_sentences_than_the_limit(tmp_path):
+    engine = FakeTtsEngine(frame_delay_s=0.05)
+    with tts_client(tmp_path, engine) as client, client.websocket_connect("/v1/tts") as ws:
+        receive(ws)
+        ws.send_json({"type": "text", "text": "Go. " * 143})
+        error = receive(ws)
+        assert error == {"type": "error", "code": "too_many_utterances", "retryable": True,
+                         "message": "this text holds 143 sentences and 0 utterances are queued (the limit is 32); "
+                                    'nothing of it was taken: send less at once, or wait for "end" events'}
+        ws.send_json({"type": "text", "text": "One. Two. Three"})
+        ws.send_json({"type": "flush", "id": "f"})
+        starts = []
+        while True:
+            message = receive(ws)
+            if isinstance(message, dict) and message["type"] == "start":
+                starts.append(message["text"])
+            if isinstance(message, dict) and message["type"] == "flushed":
+                break
+        assert starts == ["One.", "Two.", "Three"]
+
 
 def test_speak_passes_language_and_instruct_to_the_engine(tmp_path):
     engine = FakeTtsEngine()

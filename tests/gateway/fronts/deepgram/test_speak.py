@@ -136,3 +136,26 @@ def test_over_capacity_is_refused_1013(tmp_path):
         with client.websocket_connect("/v1/speak") as second:
             assert receive(second)["variant"] == "over_capacity"
             assert close_code(second)[0] == 1013
+
+
+def test_a_quiet_socket_outlives_the_idle_timeout_as_at_deepgram(tmp_path):
+    """Agent frameworks keep /v1/speak open between answers and send nothing meanwhile."""
+    import time
+
+    with tts_client(tmp_path, idle_timeout_s=1) as client, client.websocket_connect("/v1/speak") as ws:
+        receive(ws)
+        time.sleep(2.5)  # more than twice VOXGATE_IDLE_TIMEOUT_S without a message
+        ws.send_json({"type": "Speak", "text": "Still here."})
+        ws.send_json({"type": "Flush"})
+        audio, events = read_until(ws, "Flushed")
+        assert events == [{"type": "Flushed", "sequence_id": 0}]
+        assert audio == encode(expected_audio("Still here."), Encoding.S16LE)
+
+
+def test_a_socket_quiet_for_the_hold_time_is_closed_4408(tmp_path, monkeypatch):
+    from gateway.fronts.deepgram import speak
+
+    monkeypatch.setattr(speak, "HOLD_IDLE_S", 0.5)
+    with tts_client(tmp_path, idle_timeout_s=1) as client, client.websocket_connect("/v1/speak") as ws:
+        receive(ws)
+        assert close_code(ws) == (4408, "idle: no message for 1 s (send keepalive to stay open)")
