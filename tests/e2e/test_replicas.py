@@ -133,6 +133,44 @@ def test_failed_attempts_lock_a_client_out_on_every_replica(cluster):
     assert httpx.get(cluster.b.url + "/v1/engines", headers=remote("198.51.100.14", **KEY_HEADERS)).status_code == 200
 
 
+def test_an_ipv6_address_and_its_block_are_locked_out_apart_on_every_replica(cluster):
+    wrong = {"X-API-Key": "not-the-key"}
+
+    def status(url: str, ip: str, headers: dict[str, str]) -> int:
+        return httpx.get(url + "/v1/engines", headers=remote(ip, **headers)).status_code
+
+    # one address: ten failures over both replicas lock out that address only
+    assert [status(url, "2001:db8:5::1", wrong) for url in (cluster.a.url, cluster.b.url) * 5] == [401] * 10
+    assert status(cluster.lb.url, "2001:db8:5::1", KEY_HEADERS) == 429
+    assert status(cluster.lb.url, "2001:db8:5::2", KEY_HEADERS) == 200  # its neighbour in the /64 is not
+    # the /64: 100 failures from its addresses together (none of them locked out alone) lock out all of it
+    codes = [status((cluster.a.url, cluster.b.url)[n % 2], f"2001:db8:5::{16 + n // 9:x}", wrong) for n in range(90)]
+    assert codes == [401] * 90
+    assert status(cluster.lb.url, "2001:db8:5::ff", KEY_HEADERS) == 429
+    assert status(cluster.lb.url, "2001:db8:6::1", KEY_HEADERS) == 200
+
+
+def test_a_guest_holds_its_cap_of_tickets_over_all_replicas(cluster):
+    r = httpx.post(cluster.a.url + "/v1/admin/share", headers=KEY_HEADERS)
+    assert r.status_code == 201, r.text
+    pin = {"X-Voxgate-Pin": r.json()["pin"]}
+    try:
+        def mint(url: str, ip: str, headers: dict[str, str]) -> httpx.Response:
+            return httpx.post(url + "/v1/auth/ticket", json={"path": "/v1/tts"}, headers=remote(ip, **headers))
+
+        statuses = [mint((cluster.a.url, cluster.b.url)[n % 2], "198.51.100.40", pin).status_code for n in range(100)]
+        assert statuses == [201] * 100
+        for url in (cluster.a.url, cluster.b.url, cluster.lb.url):
+            r = mint(url, "198.51.100.40", pin)
+            assert (r.status_code, r.json()) == (429, {
+                "detail": "this client holds 100 live tickets, the most it may; revoke some or wait for them to expire",
+                "code": "too_many_tokens"})
+        assert mint(cluster.b.url, "198.51.100.41", pin).status_code == 201  # another guest has a cap of its own
+        assert mint(cluster.b.url, "198.51.100.40", KEY_HEADERS).status_code == 201  # the key holder is no guest
+    finally:
+        httpx.request("DELETE", cluster.a.url + "/v1/admin/share", headers=KEY_HEADERS)
+
+
 def test_the_pin_and_its_global_budget_are_shared(cluster):
     r = httpx.post(cluster.a.url + "/v1/admin/share", headers=KEY_HEADERS)
     assert r.status_code == 201, r.text
@@ -219,10 +257,11 @@ def test_redis_killed_fails_closed_for_what_needs_it(tmp_path):
         # Redis back (empty: no persistence): the old session is gone, new ones work everywhere
         cluster.redis = stack.enter_context(running_redis(tmp_path / "redis2", port=cluster.redis.port))
         deadline = time.monotonic() + 10
-        while httpx.post(cluster.a.url + "/v1/auth/ticket", json={"path": "/v1/tts"},
-                         headers=remote(ip, **KEY_HEADERS)).status_code != 201:
-            assert time.monotonic() < deadline, "the gateway never used Redis again"
-            time.sleep(0.2)
+        for replica in (cluster.a, cluster.b):  # each finds Redis again on its own (stale connections, backoff)
+            while httpx.post(replica.url + "/v1/auth/ticket", json={"path": "/v1/tts"},
+                             headers=remote(ip, **KEY_HEADERS)).status_code != 201:
+                assert time.monotonic() < deadline, f"{replica.url} never used Redis again"
+                time.sleep(0.2)
         r = httpx.get(cluster.b.url + "/v1/engines", headers=remote(ip, **bearer))
         assert (r.status_code, r.json()["code"]) == (401, "api_key_required")
         assert open_socket(cluster.b.url, f"/v1/dictation?ticket={mint_ticket(cluster.a.url, ip)}", ip)[1][0] == 1011
