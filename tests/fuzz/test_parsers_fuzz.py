@@ -71,6 +71,7 @@ def test_dictation_query_parameters(query: dict[str, str]) -> None:
 @given(st.dictionaries(st.sampled_from(["text", "voice", "engine", "format", "sample_rate", "seed", "input",
                                         "model", "response_format"]) | st.text(max_size=6), JSON_VALUES, max_size=6))
 @example({"format": []})  # once a 500: the format was looked up in a dict before its type was checked
+@example({"input": "0", "response_format": [None]})  # likewise OpenAI's response_format
 def test_http_request_bodies(data: dict[str, Any]) -> None:
     assert_clear(outcome(lambda: tts_protocol.SynthesisRequest.from_dict(data, LIMITS)))
     assert_clear(outcome(lambda: tts_protocol.SpeechRequest.from_dict(data, LIMITS)))
