@@ -6,16 +6,20 @@ failures inside ``window_s`` is locked out until the oldest of them leaves the
 window; a /64 is locked out at ``block_limit`` failures from all its addresses
 together. So a neighbour in the same /64 who guesses wrong locks out only its
 own address, while one host rotating through its 2^64 addresses still gets at
-most ``block_limit`` guesses a window. The table is bounded: past
-``max_clients`` the counter that failed least recently is forgotten.
+most ``block_limit`` guesses a window.
+
+The windows live in the auth store, so with a shared store a client's failures
+count on every replica (both windows in one store step); the store bounds them
+(memory: the least recently failing counter is forgotten past its cap; Redis:
+a window expires with its last failure).
 """
 
 from __future__ import annotations
 
 import ipaddress
 import math
-from collections import OrderedDict, deque
-from collections.abc import Callable
+
+from .store import AuthStore, Window
 
 
 def client_bucket(address: str) -> str:
@@ -38,52 +42,27 @@ def client_key(address: str) -> str:
 
 
 class FailureLimiter:
-    def __init__(self, limit: int, window_s: float, max_clients: int, clock: Callable[[], float],
-                 block_limit: int | None = None) -> None:
+    def __init__(self, store: AuthStore, limit: int, window_s: float, block_limit: int | None = None) -> None:
+        self.store = store
         self.limit = limit
         self.block_limit = block_limit if block_limit is not None else 10 * limit
         self.window_s = window_s
-        self._max_clients = max_clients
-        self._clock = clock
-        self._failures: OrderedDict[str, deque[float]] = OrderedDict()
 
-    def _counters(self, address: str) -> list[tuple[str, int]]:
-        """(key, limit) of every counter ``address`` is subject to."""
+    def _windows(self, address: str) -> list[Window]:
+        """Every counter ``address`` is subject to, with its limit."""
         own, block = client_key(address), client_bucket(address)
-        counters = [(own, self.limit)]
+        windows = [Window(own, self.limit)]
         if block != own:
-            counters.append((block, self.block_limit))
-        return counters
+            windows.append(Window(block, self.block_limit))
+        return windows
 
-    def retry_after_s(self, address: str) -> int | None:
+    async def retry_after_s(self, address: str) -> int | None:
         """Seconds until the client may try again, or None when it is not locked out."""
-        waits = []
-        for key, limit in self._counters(address):
-            times = self._recent(key)
-            if times is not None and len(times) >= limit:
-                waits.append(max(1, math.ceil(times[-limit] + self.window_s - self._clock())))
+        windows = self._windows(address)
+        ages = await self.store.failure_ages([w.key for w in windows], self.window_s)
+        waits = [max(1, math.ceil(self.window_s - times[-w.keep]))
+                 for w, times in zip(windows, ages, strict=True) if len(times) >= w.keep]
         return max(waits) if waits else None
 
-    def record_failure(self, address: str) -> None:
-        now = self._clock()
-        for key, limit in self._counters(address):
-            times = self._recent(key)
-            if times is None:
-                times = deque(maxlen=limit)
-                self._failures[key] = times
-            times.append(now)
-            self._failures.move_to_end(key)
-        while len(self._failures) > self._max_clients:
-            self._failures.popitem(last=False)
-
-    def _recent(self, key: str) -> deque[float] | None:
-        times = self._failures.get(key)
-        if times is None:
-            return None
-        cutoff = self._clock() - self.window_s
-        while times and times[0] <= cutoff:
-            times.popleft()
-        if not times:
-            del self._failures[key]
-            return None
-        return times
+    async def record_failure(self, address: str) -> None:
+        await self.store.record_failure(self._windows(address), self.window_s)

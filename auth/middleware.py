@@ -3,9 +3,10 @@
 The decision is ``policy.decide``; this module reads the auth state from the
 lifespan state in ``scope["state"]["auth"]``, records the principal in
 ``scope["voxgate.principal"]`` and turns a refusal into the wire form:
-HTTP JSON ``{"detail": ..., "code": ...}`` (+ ``Retry-After`` on 429), or for a WebSocket
-accept-then-close 1008 with the detail as reason, because a browser cannot read
-the status of a refused handshake.
+HTTP JSON ``{"detail": ..., "code": ...}`` (+ ``Retry-After`` on 429 and 503), or for
+a WebSocket accept-then-close 1008 (1013 when only an outage of the auth store
+stands in the way) with the detail as reason, because a browser cannot read the
+status of a refused handshake.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-CLOSE_POLICY_VIOLATION = 1008
 STATE_KEY = "auth"
 
 log = logging.getLogger("voxgate.auth")
@@ -46,7 +46,7 @@ class AuthMiddleware:
             log.error("auth state missing from the lifespan state; refusing %s", scope.get("path", ""))
             await refuse(scope, receive, send, Refusal(503, NOT_READY))
             return
-        decision = decide(scope, self.classify(scope), state)
+        decision = await decide(scope, self.classify(scope), state)
         if isinstance(decision, Refusal):
             log.debug("auth: refused %s %s from %s: %s", scope["type"], scope.get("path", ""),
                       _client(scope), decision.detail)
@@ -63,7 +63,7 @@ async def refuse(scope: Scope, receive: Receive, send: Send, refusal: Refusal) -
         if message["type"] != "websocket.connect":  # the client left before the handshake
             return
         await send({"type": "websocket.accept", "subprotocol": answer_subprotocol(scope)})
-        await send({"type": "websocket.close", "code": CLOSE_POLICY_VIOLATION, "reason": refusal.detail})
+        await send({"type": "websocket.close", "code": refusal.close_code, "reason": refusal.detail})
         return
     body = json.dumps(refusal.body()).encode("utf-8")
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]

@@ -14,6 +14,11 @@ Order of checks:
    let in *pending* instead, and the route settles it (auth/inband.py).
 Ambient authority (a cookie, or the loopback / trusted-network address) also
 needs an acceptable Origin on mutations and WebSocket upgrades (see origin.py).
+
+The auth store may be a network store (Redis, shared by replicas). When it is
+unreachable the decision fails closed for what needs it (a session, a ticket,
+a PIN, a client without a credential: 503 ``authentication store unavailable``)
+and goes on for what does not: loopback, the API key, the trusted network.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from .hosts import host_allowed
 from .origin import needs_origin_check, origin_acceptable
 from .principal import Principal, PrincipalKind, Scope
 from .state import AuthState
+from .store import StoreUnavailable
 
 log = logging.getLogger("voxgate.auth")
 
@@ -39,6 +45,11 @@ ADMIN_GATE = "loopback origin or admin API key required"
 ORIGIN_REJECTED = "browser origin rejected"
 TOO_MANY_ATTEMPTS = "Too many authentication attempts"
 NOT_READY = "authentication is not ready"
+STORE_UNAVAILABLE = "authentication store unavailable"
+RETRY_AFTER_STORE_S = 1
+STORE_WARNING_EVERY_S = 10.0  # an outage is logged at most this often, not once per request
+CLOSE_POLICY_VIOLATION = 1008
+CLOSE_TRY_AGAIN = 1013
 HOST_REJECTED = "host not allowed: VOXGATE_ALLOWED_HOSTS lists the names this server answers to"
 UNKNOWN_PROXY_WARNING_S = 60.0  # at most one warning a minute about an unconfigured local proxy
 
@@ -51,6 +62,7 @@ DETAIL_CODES = {
     ORIGIN_REJECTED: codes.ORIGIN_REJECTED,
     TOO_MANY_ATTEMPTS: codes.TOO_MANY_ATTEMPTS,
     NOT_READY: codes.AUTH_NOT_READY,
+    STORE_UNAVAILABLE: codes.AUTH_STORE_UNAVAILABLE,
     HOST_REJECTED: codes.HOST_REJECTED,
 }
 
@@ -65,16 +77,27 @@ class Refusal:
     def code(self) -> str:
         return DETAIL_CODES[self.detail]
 
+    @property
+    def close_code(self) -> int:
+        """How a WebSocket is closed with this refusal: 1008, or 1013 (retry) when
+        only an outage of the auth store stands in the way."""
+        return CLOSE_TRY_AGAIN if self.detail == STORE_UNAVAILABLE else CLOSE_POLICY_VIOLATION
+
     def body(self) -> dict[str, str]:
         """The HTTP JSON body: the exact detail and its machine code."""
         return {"detail": self.detail, "code": self.code}
 
 
-def decide(scope: Scope, route_class: RouteClass, state: AuthState) -> Principal | Refusal:
+def store_refusal(state: AuthState, exc: StoreUnavailable) -> Refusal:
+    if state.warning_due("store-unavailable", STORE_WARNING_EVERY_S):
+        log.warning("auth: %s; refusing what needs it (sessions, tickets, the PIN)", exc)
+    return Refusal(503, STORE_UNAVAILABLE, RETRY_AFTER_STORE_S)
+
+
+async def decide(scope: Scope, route_class: RouteClass, state: AuthState) -> Principal | Refusal:
     config = state.config
-    share = state.share.active
     if not host_allowed(scope, bind_host=config.bind_host, allowed_hosts=config.allowed_hosts,
-                        share_host=share.host if share is not None else None):
+                        share_host=state.share.listening_host):
         return Refusal(400, HOST_REJECTED)
     client = resolve_client(scope, config.forwarded_allow_ips)
     if client.via_unknown_proxy and state.warning_due("unknown-proxy", UNKNOWN_PROXY_WARNING_S):
@@ -92,19 +115,20 @@ def decide(scope: Scope, route_class: RouteClass, state: AuthState) -> Principal
             return Refusal(403, ORIGIN_REJECTED)
         return Principal(PrincipalKind.LOOPBACK, client.host, may_admin=True)
     ambient_ok = not check_origin or origin_acceptable(scope, client.scheme, config.allowed_origins)
-
-    retry_after = state.failures.retry_after_s(client.host)
-    if retry_after is not None:
-        return Refusal(429, TOO_MANY_ATTEMPTS, retry_after)
-
     credential = presented_credential(scope)
-    if credential is not None and credential.from_cookie and not ambient_ok:
-        return Refusal(403, ORIGIN_REJECTED)
-    if route_class is RouteClass.ADMIN:
-        return _decide_admin(scope, credential, client, state)
-    if credential is not None:
-        return judge_credential(scope, credential, client, state)
-    decision = _no_credential(client, state, ambient_ok)
+    try:
+        retry_after = await state.failures.retry_after_s(client.host)
+        if retry_after is not None:
+            return Refusal(429, TOO_MANY_ATTEMPTS, retry_after)
+        if credential is not None and credential.from_cookie and not ambient_ok:
+            return Refusal(403, ORIGIN_REJECTED)
+        if route_class is RouteClass.ADMIN:
+            return await _decide_admin(scope, credential, client, state)
+        if credential is not None:
+            return await judge_credential(scope, credential, client, state)
+        decision = await _no_credential(client, state, ambient_ok)
+    except StoreUnavailable as exc:
+        return without_store(route_class, credential, client, state, ambient_ok, exc)
     if route_class is RouteClass.CONSUME_INBAND and isinstance(decision, Refusal) \
             and decision.detail in (PIN_REQUIRED, KEY_REQUIRED):
         # a credential could still help and may come in the first message: nothing is
@@ -113,10 +137,34 @@ def decide(scope: Scope, route_class: RouteClass, state: AuthState) -> Principal
     return decision
 
 
-def missing_credential_refusal(state: AuthState) -> Refusal:
+def without_store(route_class: RouteClass, credential: Credential | None, client: ClientAddress,
+                   state: AuthState, ambient_ok: bool, exc: StoreUnavailable) -> Principal | Refusal:
+    """The decision while the store is unreachable: only what needs no store passes
+    (failures can be neither read nor counted meanwhile)."""
+    if credential is not None and credential.from_cookie and not ambient_ok:
+        return Refusal(403, ORIGIN_REJECTED)
+    if credential is not None and credential.kind in (CredentialKind.BEARER, CredentialKind.API_KEY) \
+            and state.key_matches(credential.value):
+        principal = state.key_principal(client.host)
+        if route_class is RouteClass.ADMIN and not principal.may_admin:
+            return admin_refusal(state)
+        return principal
+    if route_class is RouteClass.ADMIN and (credential is None or credential.kind.is_pin):
+        return admin_refusal(state)  # no credential could help: no store is needed to say so
+    if credential is not None and credential.kind in (CredentialKind.API_KEY, CredentialKind.UNSUPPORTED):
+        return Refusal(401, KEY_REQUIRED)  # can only be the key, and is not: no store is needed to say so
+    if credential is None and client.in_networks(state.config.trusted_networks):
+        return Principal(PrincipalKind.TRUSTED_NETWORK, client.host) if ambient_ok else Refusal(403, ORIGIN_REJECTED)
+    if credential is None and route_class is RouteClass.CONSUME_INBAND and state.config.has_key:
+        # the key, which needs no store, may still come in the first message
+        return Principal(PrincipalKind.PENDING, client.host, pending_detail=STORE_UNAVAILABLE)
+    return store_refusal(state, exc)
+
+
+async def missing_credential_refusal(state: AuthState) -> Refusal:
     """What a non-loopback client without a credential is told on a consume route
     when neither the trusted network nor --allow-anonymous lets it in."""
-    if state.pin_active:
+    if await state.pin_active():
         return Refusal(401, PIN_REQUIRED)
     if state.config.has_key:
         return Refusal(401, KEY_REQUIRED)
@@ -130,28 +178,37 @@ def admin_refusal(state: AuthState) -> Refusal:
     return Refusal(403, LOOPBACK_REQUIRED)
 
 
-def _decide_admin(scope: Scope, credential: Credential | None, client: ClientAddress,
-                  state: AuthState) -> Principal | Refusal:
+async def _decide_admin(scope: Scope, credential: Credential | None, client: ClientAddress,
+                        state: AuthState) -> Principal | Refusal:
     gate = admin_refusal(state)
     # Without a key that can satisfy the gate, and for a PIN (which never can),
     # nothing is checked: no answer could differ, so none is counted either.
     if credential is None or gate.detail == LOOPBACK_REQUIRED or credential.kind.is_pin:
         return gate
-    judged = judge_credential(scope, credential, client, state)
+    judged = await judge_credential(scope, credential, client, state)
     if isinstance(judged, Refusal):
         return judged
     return judged if judged.may_admin else gate
 
 
-def judge_credential(scope: Scope, credential: Credential, client: ClientAddress,
-                     state: AuthState) -> Principal | Refusal:
-    """Check one presented credential; a failure is counted and its refusal returned."""
-    pin_was_active = state.pin_active  # a failed check may revoke it
-    principal = state.verify(credential, client.host, path=scope.get("path", ""),
-                             websocket=scope["type"] == "websocket")
+async def judge_credential(scope: Scope, credential: Credential, client: ClientAddress,
+                           state: AuthState) -> Principal | Refusal:
+    """Check one presented credential; a failure is counted and its refusal returned.
+    Raises ``StoreUnavailable`` when the store is needed and unreachable."""
+    pin_was_active = False
+    if credential.kind is CredentialKind.API_KEY and not state.key_matches(credential.value):
+        principal = None  # a wrong key needs no store to be judged; only counting it does
+    else:
+        pin_was_active = credential.kind is CredentialKind.PIN and await state.pin_active()  # a check may revoke it
+        principal = await state.verify(credential, client.host, path=scope.get("path", ""),
+                                       websocket=scope["type"] == "websocket")
     if principal is not None:
         return principal
-    state.failures.record_failure(client.host)
+    try:
+        await state.failures.record_failure(client.host)
+    except StoreUnavailable as exc:
+        if state.warning_due("store-uncounted", STORE_WARNING_EVERY_S):
+            log.warning("auth: failed attempts are not counted while %s", exc)
     log.info("auth: invalid %s credential from %s for %s", credential.kind.value, client.host, scope.get("path", ""))
     if credential.kind is not CredentialKind.PIN:
         return Refusal(401, KEY_REQUIRED)
@@ -161,10 +218,10 @@ def judge_credential(scope: Scope, credential: Credential, client: ClientAddress
     return Refusal(401, KEY_REQUIRED) if state.config.has_key else Refusal(403, LOOPBACK_REQUIRED)
 
 
-def _no_credential(client: ClientAddress, state: AuthState, ambient_ok: bool) -> Principal | Refusal:
+async def _no_credential(client: ClientAddress, state: AuthState, ambient_ok: bool) -> Principal | Refusal:
     config = state.config
     if client.in_networks(config.trusted_networks):
         return Principal(PrincipalKind.TRUSTED_NETWORK, client.host) if ambient_ok else Refusal(403, ORIGIN_REJECTED)
-    if config.allow_anonymous and not config.has_key and not state.pin_active:
+    if config.allow_anonymous and not config.has_key and not await state.pin_active():
         return Principal(PrincipalKind.ANONYMOUS, client.host)
-    return missing_credential_refusal(state)
+    return await missing_credential_refusal(state)

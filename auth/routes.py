@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
 from starlette.requests import Request
@@ -22,10 +24,19 @@ from .body import BodyInvalid, BodyTooLarge, parse_json_object, read_body
 from .client_address import resolve_client
 from .credentials import PIN_COOKIE, SESSION_COOKIE, Credential, CredentialKind, presented_credential
 from .origin import origin_acceptable
-from .policy import ORIGIN_REJECTED, TOO_MANY_ATTEMPTS, Refusal, decide, judge_credential, missing_credential_refusal
+from .policy import (
+    ORIGIN_REJECTED,
+    TOO_MANY_ATTEMPTS,
+    Refusal,
+    decide,
+    judge_credential,
+    missing_credential_refusal,
+    store_refusal,
+)
 from .principal import PrincipalKind, principal_of
 from .share import VIA_SHARE_SCOPE_KEY, ShareUnavailable
 from .state import SOURCE_KEY, SOURCE_PIN, AuthState, owner_of
+from .store import StoreUnavailable
 from .tokens import QuotaFull
 
 MAX_BODY_BYTES = 4096
@@ -50,6 +61,24 @@ def _refusal(refusal: Refusal) -> JSONResponse:
     return JSONResponse(refusal.body(), status_code=refusal.status, headers=headers)
 
 
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+def needs_store(endpoint: Endpoint) -> Endpoint:
+    """An unreachable auth store answers 503 ``authentication store unavailable``."""
+
+    @functools.wraps(endpoint)
+    async def wrapped(request: Request) -> Response:
+        try:
+            return await endpoint(request)
+        except StoreUnavailable as exc:
+            return _refusal(store_refusal(request.state.auth, exc))
+        except QuotaFull as exc:
+            return _detail(429, str(exc), codes.TOO_MANY_TOKENS)
+
+    return wrapped
+
+
 async def _json_object(request: Request) -> dict[str, Any]:
     try:
         return parse_json_object(await read_body(request, MAX_BODY_BYTES))
@@ -68,11 +97,12 @@ def _cookie_header(name: str, value: str, *, secure: bool, max_age_s: int | None
     return "; ".join(parts)
 
 
+@needs_store
 async def create_session(request: Request) -> Response:
     state: AuthState = request.state.auth
     scope = request.scope
     client = resolve_client(scope, state.config.forwarded_allow_ips)
-    retry_after = state.failures.retry_after_s(client.host)
+    retry_after = await state.failures.retry_after_s(client.host)
     if retry_after is not None:
         return _refusal(Refusal(429, TOO_MANY_ATTEMPTS, retry_after))
     try:
@@ -93,10 +123,10 @@ async def create_session(request: Request) -> Response:
     else:
         credential = presented_credential(scope)
     if credential is None or not credential.value:
-        return _refusal(missing_credential_refusal(state))
+        return _refusal(await missing_credential_refusal(state))
     if credential.from_cookie and not origin_acceptable(scope, client.scheme, state.config.allowed_origins):
         return _refusal(Refusal(403, ORIGIN_REJECTED))
-    judged = judge_credential(scope, credential, client, state)
+    judged = await judge_credential(scope, credential, client, state)
     if isinstance(judged, Refusal):
         return _refusal(judged)
     source = MINTING_KINDS.get(judged.kind)
@@ -110,10 +140,7 @@ async def create_session(request: Request) -> Response:
         response.headers.append("set-cookie",
                                 _cookie_header(PIN_COOKIE, credential.value, secure=secure, max_age_s=None))
         return response
-    try:
-        token = state.mint_session(source, owner_of(judged))
-    except QuotaFull as exc:
-        return _detail(429, str(exc), codes.TOO_MANY_TOKENS)
+    token = await state.mint_session(source, owner_of(judged))  # QuotaFull: 429 (needs_store)
     if transport == "bearer":
         return JSONResponse({"token": token, "expires_in": int(state.config.session_ttl_s)}, status_code=201)
     response = Response(status_code=204)
@@ -122,20 +149,22 @@ async def create_session(request: Request) -> Response:
     return response
 
 
+@needs_store
 async def delete_session(request: Request) -> Response:
     state: AuthState = request.state.auth
     credential = presented_credential(request.scope)
     if credential is not None and credential.kind in (CredentialKind.BEARER, CredentialKind.SESSION_COOKIE):
-        state.sessions.revoke(credential.value)
+        await state.sessions.revoke(credential.value)
     token = request.cookies.get(SESSION_COOKIE)
     if token:
-        state.sessions.revoke(token)
+        await state.sessions.revoke(token)
     response = Response(status_code=204)
     for name in (SESSION_COOKIE, PIN_COOKIE):
         response.headers.append("set-cookie", _cookie_header(name, "", secure=False, max_age_s=0))
     return response
 
 
+@needs_store
 async def who_am_i(request: Request) -> Response:
     """``{"principal", "admin", "session"}``: what the caller's credential makes it on a
     consume route (``principal`` null when it would be refused), whether it may use
@@ -153,12 +182,16 @@ async def who_am_i(request: Request) -> Response:
         # Loopback needs no credential; a session cookie it carries is only looked
         # up (a pure read), never counted as a failure.
         token = request.cookies.get(SESSION_COOKIE, "")
-        session = bool(token) and state.verify(Credential(CredentialKind.SESSION_COOKIE, token, from_cookie=True),
-                                               client.host, path=scope.get("path", ""), websocket=False) is not None
+        try:
+            session = bool(token) and await state.verify(
+                Credential(CredentialKind.SESSION_COOKIE, token, from_cookie=True), client.host,
+                path=scope.get("path", ""), websocket=False) is not None
+        except StoreUnavailable:  # loopback needs no session: it is served all the same
+            session = False
         return _identity(PrincipalKind.LOOPBACK.value, admin=True, session=session)
-    judged = decide(scope, RouteClass.CONSUME, state)
+    judged = await decide(scope, RouteClass.CONSUME, state)
     if isinstance(judged, Refusal):
-        if judged.status == 429:
+        if judged.status in (429, 503):
             return _refusal(judged)
         return _identity(None, admin=False, session=False)
     session = judged.kind in (PrincipalKind.SESSION, PrincipalKind.PIN_SESSION) or (
@@ -171,6 +204,7 @@ def _identity(principal: str | None, *, admin: bool, session: bool) -> JSONRespo
                         headers={"Cache-Control": "no-store"})
 
 
+@needs_store
 async def create_ticket(request: Request) -> Response:
     state: AuthState = request.state.auth
     allowed = state.config.ticket_paths
@@ -184,13 +218,12 @@ async def create_ticket(request: Request) -> Response:
     except BodyRefused as exc:
         return _detail(413, str(exc), codes.TOO_LARGE)
     principal = principal_of(request.scope)
-    try:
-        ticket = state.mint_ticket(path, owner_of(principal) if principal is not None else "unknown")
-    except QuotaFull as exc:
-        return _detail(429, str(exc), codes.TOO_MANY_TOKENS)
+    # QuotaFull: 429 (needs_store)
+    ticket = await state.mint_ticket(path, owner_of(principal) if principal is not None else "unknown")
     return JSONResponse({"ticket": ticket, "expires_in": int(state.config.ticket_ttl_s)}, status_code=201)
 
 
+@needs_store
 async def start_share(request: Request) -> Response:
     state: AuthState = request.state.auth
     try:
@@ -200,9 +233,10 @@ async def start_share(request: Request) -> Response:
     return JSONResponse({"pin": info.pin, "url": info.url, "port": info.port}, status_code=201)
 
 
+@needs_store
 async def share_status(request: Request) -> Response:
     state: AuthState = request.state.auth
-    info = state.share.active
+    info = await state.share.current()
     if info is None:
         return JSONResponse({"enabled": False, "url": None, "port": None})
     body: dict[str, Any] = {"enabled": True, "url": info.url, "port": info.port}
@@ -214,6 +248,7 @@ async def share_status(request: Request) -> Response:
     return JSONResponse(body)
 
 
+@needs_store
 async def stop_share(request: Request) -> Response:
     state: AuthState = request.state.auth
     await state.stop_sharing(wait=not request.scope.get(VIA_SHARE_SCOPE_KEY, False))

@@ -1,11 +1,13 @@
 """LAN sharing: a second listener on the LAN, guarded by a fresh 6-digit PIN.
 
-The PIN lives in memory only. Every enable draws a new one (and a new
-generation number, which sessions minted from a PIN are bound to), so turning
-sharing off or on again kills every PIN credential in circulation. After
-``failure_budget`` failed PIN attempts in total, from any number of clients,
-the PIN is revoked: guessing one of 10^6 values with 100 tries has a 1-in-10^4
-chance at most.
+The PIN lives in the auth store (this process's memory, or Redis shared by
+replicas; never on disk). Every enable draws a new one (and a new generation
+number, which sessions minted from a PIN are bound to), so turning sharing off
+or on again kills every PIN credential in circulation. After
+``failure_budget`` failed PIN attempts in total, from any number of clients
+(on any replica), the PIN is revoked: guessing one of 10^6 values with 100
+tries has a 1-in-10^4 chance at most. The listener itself belongs to the
+process that was asked to share.
 """
 
 from __future__ import annotations
@@ -14,9 +16,11 @@ import asyncio
 import contextlib
 import hmac
 import secrets
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
+
+from .store import AuthStore
 
 PIN_DIGITS = 6
 # Set in the scope by a share listener, so a route can tell it is running on it.
@@ -63,22 +67,33 @@ def new_pin() -> str:
 
 
 class LanShare:
-    """The PIN and the listener, enabled and disabled together."""
+    """The PIN (in the store) and this process's listener, enabled and disabled together."""
 
-    def __init__(self, listener: ShareListener | None, failure_budget: int,
-                 on_new_generation: Callable[[], None]) -> None:
+    def __init__(self, store: AuthStore, listener: ShareListener | None, failure_budget: int,
+                 on_new_generation: Callable[[], Awaitable[None]]) -> None:
+        self._store = store
         self._listener = listener
         self._budget = failure_budget
         self._on_new_generation = on_new_generation
-        self._info: ShareInfo | None = None
-        self.generation = 0
-        self._failures = 0
         self._lock = asyncio.Lock()
         self._stop_tasks: set[asyncio.Task[None]] = set()
+        self._listening_host: str | None = None
 
     @property
-    def active(self) -> ShareInfo | None:
-        return self._info
+    def listening_host(self) -> str | None:
+        """The LAN address this process's listener serves, while it runs. Known
+        without the store: the Host allow-list checks it on every request."""
+        if self._listener is None or not self._listener.running:
+            return None
+        return self._listening_host
+
+    async def current(self) -> ShareInfo | None:
+        """The live PIN and where it was shared, or None."""
+        shared = await self._store.current_share()
+        return ShareInfo(shared.pin, shared.host, shared.port) if shared is not None else None
+
+    async def generation(self) -> int:
+        return await self._store.share_generation()
 
     async def enable(self, app: Any) -> ShareInfo:
         """Start the listener (if needed) and draw a new PIN."""
@@ -89,40 +104,45 @@ class LanShare:
                 host, port = await self._listener.start(app)
             except OSError as exc:
                 raise ShareUnavailable(f"LAN sharing could not start its listener: {exc.strerror or exc}") from None
-            self._new_generation()
-            self._info = ShareInfo(new_pin(), host, port)
-            self._failures = 0
-            return self._info
+            self._listening_host = host
+            shared = await self._store.open_share(new_pin(), host, port)
+            await self._on_new_generation()
+            return ShareInfo(shared.pin, shared.host, shared.port)
 
     async def disable(self, *, wait: bool = True) -> None:
         """Revoke the PIN at once and stop the listener. ``wait=False`` stops it in
         the background: a request served by the listener itself must not wait for
         the listener to finish serving it."""
         if not wait:
-            self._revoke()
+            await self._revoke()
             self._stop_in_background()
             return
         async with self._lock:
-            self._revoke()
+            await self._revoke()
             if self._listener is not None:
                 await self._listener.stop()
 
-    def check(self, presented: str) -> bool:
+    async def check(self, presented: str) -> bool:
         """Constant-time PIN check. A failure spends the budget; the last one
         revokes the PIN and stops the listener in the background."""
-        info = self._info
-        if info is None:
+        shared = await self._store.current_share()
+        if shared is None:
             return False
-        if hmac.compare_digest(presented.encode("utf-8", "surrogatepass"), info.pin.encode("ascii")):
+        if hmac.compare_digest(presented.encode("utf-8", "surrogatepass"), shared.pin.encode("ascii")):
             return True
-        self._failures += 1
-        if self._failures >= self._budget:
-            self._revoke()
+        if await self._store.pin_failure(shared.generation) >= self._budget:
+            if await self._store.close_share(if_generation=shared.generation):
+                await self._on_new_generation()
             self._stop_in_background()
         return False
 
     async def aclose(self) -> None:
-        await self.disable()
+        """Stop this process's listener; with a shared store the PIN outlives one replica."""
+        if not self._store.shared:
+            await self.disable()
+        elif self._listener is not None:
+            async with self._lock:
+                await self._listener.stop()
         await self.wait_stopped()
 
     async def wait_stopped(self) -> None:
@@ -131,21 +151,16 @@ class LanShare:
             with contextlib.suppress(asyncio.TimeoutError):  # wait_for has cancelled it; shutdown goes on
                 await asyncio.wait_for(task, LISTENER_STOP_TIMEOUT_S)
 
-    def _revoke(self) -> None:
-        if self._info is not None:
-            self._info = None
-            self._new_generation()
-
-    def _new_generation(self) -> None:
-        self.generation += 1
-        self._on_new_generation()
+    async def _revoke(self) -> None:
+        if await self._store.close_share():
+            await self._on_new_generation()
 
     def _stop_in_background(self) -> None:
         # The request that spent the budget may be running on the share listener
         # itself; stopping it inline would wait on that very request.
         async def stop() -> None:
             async with self._lock:
-                if self._info is None and self._listener is not None:
+                if await self._store.current_share() is None and self._listener is not None:
                     await self._listener.stop()
 
         task = asyncio.get_running_loop().create_task(stop(), name="lan-share-stop")

@@ -1,27 +1,35 @@
-"""Session tokens and WebSocket tickets: random, in memory only, with a TTL.
+"""Session tokens and WebSocket tickets: random, with a TTL, kept in the auth
+store (auth/store.py: this process's memory, or Redis shared by replicas).
 
 Tokens are stored under their SHA-256 digest, so a lookup's timing depends on
-the digest, never on how much of a guessed token matches, and the table does
-not hold a usable secret.
-
-Both stores are bounded per owner (the principal that minted an entry, see
-``owner_of`` in auth/state.py): minting past a cap raises ``QuotaFull`` and
-nobody's entries are evicted, so a PIN guest minting in a loop can neither
-grow the table without bound nor log the key holder out.
+the digest, never on how much of a guessed token matches, and the store does
+not hold a usable secret. The rules are here, the same for every store: how
+many live tokens each owner may hold (the principal that minted them, see
+``owner_of`` in auth/state.py; ``caps_for``: minting past a cap is refused with
+``QuotaFull``, nobody's tokens are evicted, so a PIN guest minting in a loop
+can neither grow the table without bound nor log the key holder out), that a
+ticket opens one socket on the path it was minted for, and that sessions
+minted from the PIN end together when the PIN changes. The store checks every
+cap and inserts in one step, so replicas cannot together pass a cap.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import secrets
-from collections import Counter, OrderedDict
-from collections.abc import Callable
 from dataclasses import dataclass
+
+from .store import SESSIONS, TICKETS, AuthStore, Cap
 
 SESSION_PREFIX = "vgs_"
 TICKET_PREFIX = "vgt_"
+SOURCE_KEY = "api_key"  # a session minted from the API key
+SOURCE_PIN = "pin"  # ... from the LAN-share PIN
+PIN_TAG = "pin"  # the tag of sessions minted from the PIN: they end together with it
 # Owners with a pool of their own: the API key holder and the gateway's own machine.
 PRIVILEGED_OWNERS = frozenset({"key", "loopback"})
+GUESTS = "guests"  # the counter every guest's tokens count in together
 
 
 def new_token(prefix: str) -> str:
@@ -29,50 +37,28 @@ def new_token(prefix: str) -> str:
     return prefix + secrets.token_urlsafe(32)
 
 
-def digest(token: str) -> bytes:
-    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
+def digest(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class QuotaFull(Exception):
-    """The owner holds as many live entries as it may; the message says so and is safe to show."""
+    """The owner holds as many live tokens as it may; the message says so and is safe to show."""
 
 
-class Quota:
-    """Live entries per owner. A privileged owner may hold ``total``; every other
-    owner ``per_guest``, and all of them together ``total``."""
+def caps_for(owner: str, total: int, per_guest: int) -> list[Cap]:
+    """The quota counters a token of ``owner`` counts in. A privileged owner may
+    hold ``total``; every other owner ``per_guest``, and all of them together ``total``."""
+    if owner in PRIVILEGED_OWNERS:
+        return [Cap(f"owner:{owner}", total)]
+    return [Cap(f"owner:{owner}", per_guest), Cap(GUESTS, total)]
 
-    def __init__(self, noun: str, total: int, per_guest: int) -> None:
-        self.noun = noun
-        self.total = total
-        self.per_guest = per_guest
-        self._owners: Counter[str] = Counter()
-        self._guests = 0
 
-    def check(self, owner: str) -> None:
-        held = self._owners[owner]
-        if owner in PRIVILEGED_OWNERS:
-            if held >= self.total:
-                raise QuotaFull(f"this credential holds {held} live {self.noun}, the most it may; "
-                                "revoke some or wait for them to expire")
-            return
-        if held >= self.per_guest:
-            raise QuotaFull(f"this client holds {held} live {self.noun}, the most it may; "
-                            "revoke some or wait for them to expire")
-        if self._guests >= self.total:
-            raise QuotaFull(f"the server holds {self._guests} live {self.noun} of guests, the most it may; "
-                            "try again later")
-
-    def add(self, owner: str) -> None:
-        self._owners[owner] += 1
-        if owner not in PRIVILEGED_OWNERS:
-            self._guests += 1
-
-    def remove(self, owner: str) -> None:
-        self._owners[owner] -= 1
-        if self._owners[owner] <= 0:
-            del self._owners[owner]
-        if owner not in PRIVILEGED_OWNERS:
-            self._guests -= 1
+def _full(noun: str, cap: Cap) -> QuotaFull:
+    if cap.counter == GUESTS:
+        return QuotaFull(f"the server holds {cap.limit} live {noun} of guests, the most it may; try again later")
+    holder = "this credential" if cap.counter.removeprefix("owner:") in PRIVILEGED_OWNERS else "this client"
+    return QuotaFull(f"{holder} holds {cap.limit} live {noun}, the most it may; "
+                     "revoke some or wait for them to expire")
 
 
 @dataclass(frozen=True)
@@ -86,103 +72,61 @@ class SessionGrant:
 
     source: str
     binding: str
-    expires_at: float
     owner: str = "key"
 
 
 class SessionStore:
-    def __init__(self, ttl_s: float, max_entries: int, clock: Callable[[], float],
-                 max_per_guest: int | None = None) -> None:
+    def __init__(self, store: AuthStore, ttl_s: float, max_entries: int, max_per_guest: int | None = None) -> None:
+        self.store = store
         self.ttl_s = ttl_s
-        self._clock = clock
-        self._quota = Quota("sessions", max_entries, max_per_guest if max_per_guest is not None else max_entries)
-        self._grants: OrderedDict[bytes, SessionGrant] = OrderedDict()
+        self._max = max_entries
+        self._per_guest = max_per_guest if max_per_guest is not None else max_entries
 
-    def mint(self, source: str, binding: str, owner: str = "key") -> str:
-        """A new token for ``owner``; ``QuotaFull`` when ``owner`` holds its cap."""
-        self._prune()
-        self._quota.check(owner)
+    async def mint(self, source: str, binding: str, owner: str = "key") -> str:
+        """A new token held by ``owner``; ``QuotaFull`` when a cap it counts in is full."""
         token = new_token(SESSION_PREFIX)
-        self._grants[digest(token)] = SessionGrant(source, binding, self._clock() + self.ttl_s, owner)
-        self._quota.add(owner)
+        value = json.dumps({"source": source, "binding": binding, "owner": owner})
+        tags = [PIN_TAG] if source == SOURCE_PIN else []
+        full = await self.store.put_token(SESSIONS, digest(token), value, self.ttl_s,
+                                          caps_for(owner, self._max, self._per_guest), tags)
+        if full is not None:
+            raise _full("sessions", full)
         return token
 
-    def lookup(self, token: str) -> SessionGrant | None:
-        key = digest(token)
-        grant = self._grants.get(key)
-        if grant is None:
+    async def lookup(self, token: str) -> SessionGrant | None:
+        raw = await self.store.get_token(SESSIONS, digest(token))
+        if raw is None:
             return None
-        if grant.expires_at <= self._clock():
-            self._drop(key)
-            return None
-        return grant
+        data = json.loads(raw)
+        return SessionGrant(str(data["source"]), str(data["binding"]), str(data.get("owner", "key")))
 
-    def revoke(self, token: str) -> bool:
-        return self._drop(digest(token))
+    async def revoke(self, token: str) -> bool:
+        return await self.store.delete_token(SESSIONS, digest(token))
 
-    def revoke_where(self, predicate: Callable[[SessionGrant], bool]) -> int:
-        doomed = [k for k, g in self._grants.items() if predicate(g)]
-        for k in doomed:
-            self._drop(k)
-        return len(doomed)
-
-    def __len__(self) -> int:
-        return len(self._grants)
-
-    def _drop(self, key: bytes) -> bool:
-        grant = self._grants.pop(key, None)
-        if grant is None:
-            return False
-        self._quota.remove(grant.owner)
-        return True
-
-    def _prune(self) -> None:
-        now = self._clock()
-        # Insertion order is expiry order (one TTL for all), so stop at the first live one.
-        while self._grants:
-            key, grant = next(iter(self._grants.items()))
-            if grant.expires_at > now:
-                break
-            self._drop(key)
+    async def revoke_pin_sessions(self) -> int:
+        return await self.store.delete_tagged(SESSIONS, PIN_TAG)
 
 
 class TicketStore:
     """Single-use tickets, each bound to one WebSocket path."""
 
-    def __init__(self, ttl_s: float, max_entries: int, clock: Callable[[], float],
-                 max_per_guest: int | None = None) -> None:
+    def __init__(self, store: AuthStore, ttl_s: float, max_entries: int, max_per_guest: int | None = None) -> None:
+        self.store = store
         self.ttl_s = ttl_s
-        self._clock = clock
-        self._quota = Quota("tickets", max_entries, max_per_guest if max_per_guest is not None else max_entries)
-        self._tickets: OrderedDict[bytes, tuple[str, float, str]] = OrderedDict()
+        self._max = max_entries
+        self._per_guest = max_per_guest if max_per_guest is not None else max_entries
 
-    def mint(self, path: str, owner: str = "key") -> str:
-        """A new ticket for ``path``; ``QuotaFull`` when ``owner`` holds its cap."""
-        self._prune()
-        self._quota.check(owner)
+    async def mint(self, path: str, owner: str = "key") -> str:
+        """A new ticket for ``path`` held by ``owner``; ``QuotaFull`` when a cap it counts in is full."""
         ticket = new_token(TICKET_PREFIX)
-        self._tickets[digest(ticket)] = (path, self._clock() + self.ttl_s, owner)
-        self._quota.add(owner)
+        full = await self.store.put_token(TICKETS, digest(ticket), path, self.ttl_s,
+                                          caps_for(owner, self._max, self._per_guest))
+        if full is not None:
+            raise _full("tickets", full)
         return ticket
 
-    def redeem(self, ticket: str, path: str) -> bool:
+    async def redeem(self, ticket: str, path: str) -> bool:
         """True when the ticket is live and bound to ``path``. Any presentation
-        uses the ticket up, including one on the wrong path."""
-        entry = self._tickets.pop(digest(ticket), None)
-        if entry is None:
-            return False
-        bound_path, expires_at, owner = entry
-        self._quota.remove(owner)
-        return expires_at > self._clock() and bound_path == path
-
-    def __len__(self) -> int:
-        return len(self._tickets)
-
-    def _prune(self) -> None:
-        now = self._clock()
-        while self._tickets:
-            key, (_, expires_at, owner) = next(iter(self._tickets.items()))
-            if expires_at > now:
-                break
-            del self._tickets[key]
-            self._quota.remove(owner)
+        uses the ticket up (on any replica), including one on the wrong path."""
+        bound_path = await self.store.take_token(TICKETS, digest(ticket))
+        return bound_path is not None and bound_path == path

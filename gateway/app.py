@@ -22,9 +22,11 @@ from starlette.routing import BaseRoute
 
 from auth import AuthMiddleware, AuthState, ShareListener, auth_routes
 from auth.access import make_classifier
+from auth.store import AuthStore
 from engines.base import AsrService, TtsEngine
 from gateway.config import Settings, child_environment
 from gateway.dictation.routes import dictation_routes
+from gateway.drain import Drainer
 from gateway.errors import GatewayError
 from gateway.fronts.deepgram.routes import deepgram_routes
 from gateway.fronts.elevenlabs.routes import elevenlabs_routes
@@ -108,6 +110,18 @@ def build_asr(settings: Settings) -> AsrService | None:
     return AsrSupervisor.from_settings(settings, env=child_environment())
 
 
+def build_auth_store(settings: Settings) -> AuthStore | None:
+    """Redis when ``VOXGATE_REDIS_URL`` is set (replicas share the auth state), else
+    None: the auth state keeps its own memory store."""
+    if not settings.redis_url:
+        return None
+    from auth.store_redis import RedisStore
+
+    store = RedisStore(settings.redis_url, settings.redis_prefix)
+    log.info("auth state in Redis at %s (prefix %r)", store.where, settings.redis_prefix)
+    return store
+
+
 def create_app(
     settings: Settings,
     *,
@@ -131,7 +145,7 @@ def create_app(
             from gateway.lan_share import UvicornShareListener
 
             listener = UvicornShareListener(settings)
-        auth_state = AuthState(settings.auth_config(), share_listener=listener)
+        auth_state = AuthState(settings.auth_config(), share_listener=listener, store=build_auth_store(settings))
         sessions = SessionRegistry(limits={"tts": settings.max_tts_sessions,
                                            "dictation": settings.max_dictation_streams,
                                            "transcription": settings.max_transcriptions})
@@ -144,6 +158,7 @@ def create_app(
             "tts": engines,
             "asr": asr_service,
             "startup": startup,
+            "drain": Drainer(sessions, settings.drain_s),
         }
         if hasattr(listener, "bind_state"):
             listener.bind_state(state)

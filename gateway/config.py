@@ -8,7 +8,6 @@ against this list. Nothing below the app factory reads ``os.environ``.
 
 from __future__ import annotations
 
-import ipaddress
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -17,154 +16,30 @@ from typing import Any
 
 from auth import AuthConfig
 from auth.config import IPNetwork
-from auth.hosts import normalize_pattern
+from gateway.config_parsers import (
+    _bool,
+    _choice,
+    _device,
+    _engines,
+    _float_range,
+    _hosts,
+    _int_range,
+    _networks,
+    _opt_path,
+    _opt_str,
+    _origins,
+    _path,
+    _paths,
+    _str,
+    _wyoming_uri,
+    parse_tcp_uri,
+)
 
 ENV_PREFIX = "VOXGATE_"
 
 
 class ConfigError(ValueError):
     """A setting has a bad value; the message names the variable and why."""
-
-
-# ---- parsers: each takes the raw string and returns the typed value or raises ValueError
-
-
-def _bool(raw: str) -> bool:
-    low = raw.strip().lower()
-    if low in ("1", "true", "yes", "on"):
-        return True
-    if low in ("0", "false", "no", "off", ""):
-        return False
-    raise ValueError("is not a boolean (use 1/0, true/false, yes/no, on/off)")
-
-
-def _int_range(lo: int, hi: int) -> Callable[[str], int]:
-    def parse(raw: str) -> int:
-        try:
-            value = int(raw.strip())
-        except ValueError:
-            raise ValueError("is not an integer") from None
-        if not lo <= value <= hi:
-            raise ValueError(f"is out of range ({lo}..{hi})")
-        return value
-
-    return parse
-
-
-def _float_range(lo: float, hi: float) -> Callable[[str], float]:
-    def parse(raw: str) -> float:
-        try:
-            value = float(raw.strip())
-        except ValueError:
-            raise ValueError("is not a number") from None
-        if not lo <= value <= hi:
-            raise ValueError(f"is out of range ({lo}..{hi})")
-        return value
-
-    return parse
-
-
-def _str(raw: str) -> str:
-    return raw.strip()
-
-
-def _opt_str(raw: str) -> str | None:
-    return raw.strip() or None
-
-
-def _path(raw: str) -> Path:
-    if not raw.strip():
-        raise ValueError("is empty")
-    return Path(raw.strip()).expanduser()
-
-
-def _opt_path(raw: str) -> Path | None:
-    return Path(raw.strip()).expanduser() if raw.strip() else None
-
-
-def _choice(*allowed: str) -> Callable[[str], str]:
-    def parse(raw: str) -> str:
-        value = raw.strip().lower()
-        if value not in allowed:
-            raise ValueError(f"must be one of: {', '.join(allowed)}")
-        return value
-
-    return parse
-
-
-def _csv(raw: str) -> tuple[str, ...]:
-    return tuple(part.strip() for part in raw.split(",") if part.strip())
-
-
-def _networks(raw: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
-    out = []
-    for part in _csv(raw):
-        try:
-            out.append(ipaddress.ip_network(part, strict=False))
-        except ValueError:
-            raise ValueError(f"has {part!r}, which is not an IP network (CIDR like 192.168.1.0/24)") from None
-    return tuple(out)
-
-
-def _origins(raw: str) -> tuple[str, ...]:
-    out = []
-    for part in _csv(raw):
-        if not (part.startswith(("http://", "https://"))) or part.count("/") > 2:
-            raise ValueError(f"has {part!r}; an origin is scheme://host[:port] with no path")
-        out.append(part.lower())
-    return tuple(out)
-
-
-def _hosts(raw: str) -> tuple[str, ...]:
-    return tuple(normalize_pattern(part) for part in _csv(raw))
-
-
-def _engines(raw: str) -> tuple[str, ...]:
-    known = ("pocket", "piper", "omnivoice", "asr")
-    values = tuple(v.lower() for v in _csv(raw))
-    for value in values:
-        if value not in known and value != "none":
-            raise ValueError(f"has {value!r}; known engines: {', '.join(known)} (or none)")
-    return tuple(v for v in values if v != "none")
-
-
-def _device(raw: str) -> str:
-    value = raw.strip().lower()
-    if value in ("auto", "cpu", "cuda", "mps") or (value.startswith("cuda:") and value[5:].isdigit()):
-        return value
-    raise ValueError("must be auto, cpu, cuda, cuda:N or mps")
-
-
-def _paths(raw: str) -> tuple[Path, ...]:
-    return tuple(Path(part).expanduser() for part in _csv(raw))
-
-
-def _wyoming_uri(raw: str) -> str | None:
-    value = raw.strip()
-    if not value:
-        return None
-    if not value.startswith("tcp://"):
-        raise ValueError("must be tcp://HOST:PORT (the only Wyoming transport served)")
-    try:
-        parse_tcp_uri(value)
-    except ValueError as exc:
-        raise ValueError(str(exc)) from None
-    return value
-
-
-def parse_tcp_uri(uri: str) -> tuple[str, int]:
-    """(host, port) of ``tcp://HOST:PORT`` (IPv6 hosts in brackets); ValueError saying why not."""
-    rest = uri.removeprefix("tcp://")
-    host, sep, port_text = rest.rpartition(":")
-    if not sep or not host or "/" in rest:
-        raise ValueError("must be tcp://HOST:PORT")
-    try:
-        port = int(port_text)
-    except ValueError:
-        raise ValueError(f"has port {port_text!r}, which is not an integer") from None
-    if not 0 <= port <= 65535:
-        raise ValueError(f"has port {port}, out of range (0..65535)")
-    return host.strip("[]"), port
 
 
 @dataclass(frozen=True)
@@ -237,6 +112,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("header_timeout_s", _float_range(1, 300), "10", "Close a connection whose request headers are not complete within this time."),
     Option("max_transcriptions", _int_range(1, 64), "2", "Concurrent file transcriptions; more get 503 + Retry-After (live dictation streams are counted apart)."),
     Option("dictation_max_ahead_s", _float_range(1, 3600), "30", "Audio a dictation stream may send ahead of real time; past it the gateway reads that socket only as fast as real time."),
+    # replicas: the drain before a stop and the shared auth state (docs/deployment.md)
+    Option("drain_s", _float_range(0, 3600), "30", "On SIGTERM, how long open sessions may take to finish their work (ready answers 503 meanwhile) before they close 1001."),
+    Option("redis_url", _opt_str, "", "Redis for auth state shared by replicas (sessions, tickets, lockout, PIN), e.g. redis://host:6379/0; unset: in memory.", secret=True),
+    Option("redis_prefix", _str, "voxgate:", "Prefix of every Redis key, so deployments can share one Redis."),
 )
 
 _BY_NAME = {opt.name: opt for opt in OPTIONS}
@@ -283,6 +162,9 @@ class Settings:
     header_timeout_s: float = 10.0
     max_transcriptions: int = 2
     dictation_max_ahead_s: float = 30.0
+    drain_s: float = 30.0
+    redis_url: str | None = field(default=None, repr=False)
+    redis_prefix: str = "voxgate:"
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -351,7 +233,7 @@ class Settings:
         out = {}
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.name == "api_key":
+            if f.name in ("api_key", "redis_url"):  # a Redis URL may hold a password
                 value = "(set)" if value else "(unset)"
             elif isinstance(value, tuple):
                 value = [str(v) for v in value]

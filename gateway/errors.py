@@ -82,6 +82,11 @@ _ROWS = (
              "the ASR sidecar is (re)starting; live audio is kept and replayed, nothing is lost"),
     WireCode("asr_timeout", 503, None, True, "a file transcription did not finish in time"),
     WireCode("asr_failed", 500, None, False, "the recognizer failed on this audio"),
+    WireCode("draining", 503, CLOSE_TRY_AGAIN, True,
+             "the server is draining before it stops and takes no new sessions or work; retry (behind a "
+             "load balancer the retry reaches another replica)"),
+    WireCode("going_away", 503, CLOSE_GOING_AWAY, True,
+             "the server is stopping: this session's work up to the drain is done; reconnect and retry"),
     WireCode("engine_error", 500, None, False, "the TTS engine failed on this utterance"),
     WireCode("engine_timeout", 503, None, True, "the TTS engine produced no frame in time"),
     # the socket itself
@@ -108,6 +113,9 @@ _ROWS = (
              "the `Host` is not a name this server answers to; list it in `VOXGATE_ALLOWED_HOSTS`"),
     WireCode(auth_codes.TOO_MANY_TOKENS, 429, None, True,
              "the caller holds as many live sessions or tickets as it may; revoke some or wait for them to expire"),
+    WireCode(auth_codes.AUTH_STORE_UNAVAILABLE, 503, CLOSE_TRY_AGAIN, True,
+             "the shared auth store (Redis) is unreachable: sessions, tickets and the PIN cannot be checked; "
+             "the API key and loopback still work (`detail`: `authentication store unavailable`)"),
 )
 
 CODES: dict[str, WireCode] = {row.code: row for row in _ROWS}
@@ -200,6 +208,13 @@ class OverCapacity(GatewayError):
     def __init__(self, message: str, **kw: Any) -> None:
         kw.setdefault("retry_after_s", 5)
         super().__init__(message, **kw)
+
+
+class Draining(OverCapacity):
+    """New sessions and work are refused while the server drains (it is an
+    over-capacity answer: retry, elsewhere when there is an elsewhere)."""
+
+    code = "draining"
 
 
 class Unavailable(GatewayError):

@@ -1,5 +1,6 @@
-"""Core HTTP routes: /health, the browser client and its static files, the
-engine list, the admin session list and /metrics."""
+"""Core HTTP routes: /health (and its /health/ready and /health/live forms for
+balancers and probes), the browser client and its static files, the engine
+list, the admin session list and /metrics."""
 
 from __future__ import annotations
 
@@ -15,15 +16,22 @@ from starlette.routing import BaseRoute
 from starlette.staticfiles import StaticFiles
 
 from auth.access import RouteClass, http_route, mount
+from auth.store import AuthStore, StoreUnavailable
 from gateway import __version__
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"  # packaged with gateway/, so a wheel carries it
 
 RETRY_AFTER_STARTING_S = 2
+RETRY_AFTER_DRAINING_S = 1
+# A dictation stream whose recognition is this far behind its audio waits for the decoder.
+ASR_QUEUED_LAG_S = 1.0
 
 
 async def health(request: Request) -> Response:
-    """Public: the state of each engine only. Details name files, directories and
+    """Readiness, with the engines' states: 503 ``starting`` while engines load,
+    503 ``draining`` once a stop began, else 200 ``ok``. ``/health/ready`` is
+    the same answer (the name Kubernetes probes and balancers are set up with).
+    Public: the state of each engine only. Details name files, directories and
     a failed process's last stderr lines, so they are for ``/v1/engines`` (consume)."""
     state = request.state
     startup = state.startup
@@ -31,10 +39,30 @@ async def health(request: Request) -> Response:
                             "engines": {name: {"state": e.status().state.value} for name, e in state.tts.items()}}
     if state.asr is not None:
         body["asr"] = {"state": state.asr.status().state.value}
+    body["auth_store"] = await auth_store_state(state.auth.store)
     if not startup.ready:
         body = {"status": "starting", "step": startup.step, **body}
         return JSONResponse(body, status_code=503, headers={"Retry-After": str(RETRY_AFTER_STARTING_S)})
+    if state.sessions.draining:
+        return JSONResponse({"status": "draining", **body}, status_code=503,
+                            headers={"Retry-After": str(RETRY_AFTER_DRAINING_S)})
     return JSONResponse({"status": "ok", **body})
+
+
+async def auth_store_state(store: AuthStore) -> str:
+    """``memory``, ``redis`` (answering) or ``unavailable``. Readiness does not depend
+    on it: every replica shares the store, and what needs no store is still served."""
+    try:
+        await store.ping()
+    except StoreUnavailable:
+        return "unavailable"
+    return "redis" if store.shared else "memory"
+
+
+async def live(request: Request) -> Response:
+    """Liveness: 200 whenever the event loop answers, loading and draining included
+    (a restart would not help either)."""
+    return JSONResponse({"status": "alive", "version": __version__})
 
 
 async def index(request: Request) -> Response:
@@ -76,8 +104,40 @@ async def metrics(request: Request) -> Response:
         lines.append(f'voxgate_engine_ready{{engine="{name}",state="{status.state.value}"}} {ready}')
     lines += ["# HELP voxgate_started 1 once engine loading is over.", "# TYPE voxgate_started gauge",
               f"voxgate_started {1 if state.startup.ready else 0}"]
+    lines += ["# HELP voxgate_draining 1 while the server drains before a stop.", "# TYPE voxgate_draining gauge",
+              f"voxgate_draining {1 if state.sessions.draining else 0}"]
+    store_up = await auth_store_state(state.auth.store) != "unavailable"
+    lines += ["# HELP voxgate_auth_store_up 1 when the auth store (memory or Redis) answers.",
+              "# TYPE voxgate_auth_store_up gauge", f"voxgate_auth_store_up {1 if store_up else 0}"]
+    lines += load_metrics(state)
     lines += process_metrics(getattr(state.asr, "pid", None))
     return Response("\n".join(lines) + "\n", media_type="text/plain; version=0.0.4")
+
+
+def load_metrics(state: Any) -> list[str]:
+    """``voxgate_load`` (live streams / capacity, per engine: what an autoscaler
+    targets) and ``voxgate_queue_depth`` (work waiting for each engine: TTS
+    utterances queued in sessions, dictation streams whose recognition lags)."""
+    settings, sessions = state.settings, state.sessions
+    live = sessions.list()
+    load: dict[str, float] = {}
+    depth: dict[str, int] = {}
+    for name in state.tts:
+        tts = [s for s in live if s["kind"] == "tts" and s.get("engine") == name]
+        load[name] = len(tts) / settings.max_tts_sessions
+        depth[name] = sum(int(s.get("pending_utterances", 0)) for s in tts)
+    if state.asr is not None:
+        streams = [s for s in live if s["kind"] == "dictation"]
+        load["asr"] = len(streams) / settings.max_dictation_streams
+        depth["asr"] = sum(1 for s in streams if float(s.get("lag_s", 0.0)) > ASR_QUEUED_LAG_S)
+    lines = ["# HELP voxgate_load Live streams / capacity, per engine (1 = full: new ones are refused).",
+             "# TYPE voxgate_load gauge"]
+    lines += [f'voxgate_load{{engine="{name}"}} {value:.4g}' for name, value in load.items()]
+    help_depth = ("# HELP voxgate_queue_depth Work waiting for each engine (TTS: queued utterances; "
+                  f"ASR: streams over {ASR_QUEUED_LAG_S:g} s behind).")
+    lines += [help_depth, "# TYPE voxgate_queue_depth gauge"]
+    lines += [f'voxgate_queue_depth{{engine="{name}"}} {value}' for name, value in depth.items()]
+    return lines
 
 
 def _resident_bytes(pid: int | str) -> int | None:
@@ -116,6 +176,8 @@ def core_routes() -> list[BaseRoute]:
     return [
         http_route("/", index, access=RouteClass.PUBLIC, methods=["GET"]),
         http_route("/health", health, access=RouteClass.PUBLIC, methods=["GET"]),
+        http_route("/health/ready", health, access=RouteClass.PUBLIC, methods=["GET"]),
+        http_route("/health/live", live, access=RouteClass.PUBLIC, methods=["GET"]),
         http_route("/v1/engines", list_engines, access=RouteClass.CONSUME, methods=["GET"]),
         http_route("/v1/admin/sessions", admin_sessions, access=RouteClass.ADMIN, methods=["GET"]),
         http_route("/metrics", metrics, access=RouteClass.ADMIN, methods=["GET"]),

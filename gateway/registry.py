@@ -1,11 +1,17 @@
-"""Registry of live WebSocket sessions: capacity limits and the admin listing.
+"""Registry of live WebSocket sessions: capacity limits, the admin listing and
+the drain before a stop.
 
 Owned by the lifespan. Sessions register on accept and unregister in a
-``finally``; the registry never holds a session past its socket.
+``finally``; the registry never holds a session past its socket. While it
+drains, new sessions are refused (``Draining``) and every live session that
+registered a ``drain`` callback is asked to finish: ``drain(False)`` when the
+drain begins (finish the work already taken, then close), ``drain(True)`` at
+its deadline (stop now).
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import secrets
 import time
@@ -15,7 +21,7 @@ from typing import Any
 
 from starlette.requests import HTTPConnection
 
-from gateway.errors import OverCapacity
+from gateway.errors import Draining, OverCapacity
 
 # for the over-capacity message
 KIND_NOUNS = {"tts": "TTS sessions", "dictation": "dictation streams", "transcription": "file transcriptions"}
@@ -33,6 +39,7 @@ class SessionEntry:
     client: str
     started_at: float
     describe: Callable[[], dict[str, Any]]  # live counters and lag, read on demand
+    drain: Callable[[bool], None] | None = None  # see the module docstring; None: it ends by itself
 
     def to_dict(self) -> dict[str, Any]:
         out = {"id": self.id, "kind": self.kind, "client": self.client,
@@ -46,6 +53,8 @@ class SessionRegistry:
     limits: dict[str, int]  # kind -> max concurrent sessions
     _entries: dict[str, SessionEntry] = field(default_factory=dict)
     _counter: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+    draining: bool = False
+    _changed: asyncio.Event = field(default_factory=asyncio.Event)  # set (and replaced) on every removal
 
     def count(self, kind: str) -> int:
         return sum(1 for e in self._entries.values() if e.kind == kind)
@@ -53,25 +62,66 @@ class SessionRegistry:
     def has_room(self, kind: str) -> bool:
         return self.count(kind) < self.limits.get(kind, 1 << 30)
 
-    def claim(self, kind: str, client: str, describe: Callable[[], dict[str, Any]]) -> SessionEntry:
-        """Register a session; ``OverCapacity`` (retryable) when ``kind`` is at its limit."""
-        entry = self.add(kind, client, describe)
+    def claim(self, kind: str, client: str, describe: Callable[[], dict[str, Any]],
+              drain: Callable[[bool], None] | None = None) -> SessionEntry:
+        """Register a session; ``OverCapacity`` (retryable) when ``kind`` is at its limit,
+        ``Draining`` (retryable, elsewhere) while the server drains."""
+        if self.draining:
+            raise Draining("the server is draining before it stops; retry (another replica will answer)",
+                           retry_after_s=1)
+        entry = self.add(kind, client, describe, drain)
         if entry is None:
             raise OverCapacity(f"too many {KIND_NOUNS.get(kind, kind + ' sessions')} "
                                f"(limit {self.limits[kind]}); try again later")
         return entry
 
-    def add(self, kind: str, client: str, describe: Callable[[], dict[str, Any]]) -> SessionEntry | None:
+    def add(self, kind: str, client: str, describe: Callable[[], dict[str, Any]],
+            drain: Callable[[bool], None] | None = None) -> SessionEntry | None:
         """Register a session, or return None if ``kind`` is at its limit."""
         if not self.has_room(kind):
             return None
         sid = f"{kind[:3]}-{next(self._counter)}-{secrets.token_hex(3)}"
-        entry = SessionEntry(sid, kind, client, time.monotonic(), describe)
+        entry = SessionEntry(sid, kind, client, time.monotonic(), describe, drain)
         self._entries[sid] = entry
         return entry
 
     def remove(self, session_id: str) -> None:
-        self._entries.pop(session_id, None)
+        if self._entries.pop(session_id, None) is not None:
+            self._changed.set()
+            self._changed = asyncio.Event()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    # ---- the drain
+
+    def begin_drain(self) -> None:
+        """Refuse new sessions from now on and ask every live one to finish its work."""
+        self.draining = True
+        self._call_drains(now=False)
+
+    def stop_all(self) -> None:
+        """The drain's deadline: every live session stops now."""
+        self._call_drains(now=True)
+
+    async def wait_empty(self, timeout_s: float) -> bool:
+        """True once no session is live; False when ``timeout_s`` passed first."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while self._entries:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return False
+            try:
+                await asyncio.wait_for(self._changed.wait(), remaining)
+            except asyncio.TimeoutError:
+                return False
+        return True
+
+    def _call_drains(self, *, now: bool) -> None:
+        for entry in list(self._entries.values()):
+            if entry.drain is not None:
+                entry.drain(now)
 
     def list(self) -> list[dict[str, Any]]:
         return [e.to_dict() for e in list(self._entries.values())]

@@ -20,6 +20,9 @@ from gateway.logging_setup import configure_logging
 log = logging.getLogger("voxgate")
 
 FEATURE_COMMANDS = ("gateway.cli.models", "gateway.cli.say", "gateway.cli.transcribe")
+# After the drain, what is still open (a streaming HTTP response, a keep-alive
+# connection) gets this long before uvicorn cancels it.
+STOP_AFTER_DRAIN_S = 5
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -101,13 +104,14 @@ def serve(args: argparse.Namespace) -> int:
 
 
 async def _serve(settings: Settings) -> int:
-    import uvicorn
 
     from gateway.app import create_app
+    from gateway.drain import DrainingServer
     from gateway.serving import uvicorn_config
 
     app = create_app(settings)
-    server = uvicorn.Server(uvicorn_config(app, settings))
+    # SIGTERM drains first (VOXGATE_DRAIN_S), see gateway/drain.py
+    server = DrainingServer(uvicorn_config(app, settings, timeout_graceful_shutdown=STOP_AFTER_DRAIN_S))
     print(banner(settings), file=sys.stderr, flush=True)
     await server.serve()
     return 0 if server.started else 1

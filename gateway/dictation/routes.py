@@ -55,7 +55,7 @@ async def dictation_socket(websocket: WebSocket) -> None:
         await refuse_socket(websocket, exc)
         return
     try:
-        entry = state.sessions.claim("dictation", client_label(websocket), session.describe)
+        entry = state.sessions.claim("dictation", client_label(websocket), session.describe, drain=session.drain)
     except OverCapacity as exc:
         await refuse_socket(websocket, exc)
         return

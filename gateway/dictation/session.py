@@ -12,6 +12,14 @@ are serialised by a lock; every wait has a timeout.
 
 The session's phase is explicit and ``TRANSITIONS`` says which client message
 each phase accepts; anything else is a ``bad_message``.
+
+Drain (``drain``, called by the registry before a stop): the stream goes on
+until no utterance is open (every ``speech_started`` has its ``final``), so a
+speaker is not cut mid-sentence; then the session stops reading, finalizes
+everything it has read (a mark answered by the sidecar once every final of
+that audio is out), sends those finals and closes 1001. At the drain's
+deadline it does the same at once. Every word read before the close is in a
+``final``; the close reason tells the client to reconnect and retry.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ import asyncio
 import contextlib
 import enum
 import logging
+import secrets
 from typing import Any
 
 import numpy as np
@@ -34,6 +43,7 @@ from gateway.dictation.pacing import Pacer
 from gateway.dictation.transport import DictationTransport
 from gateway.errors import (
     CLOSE_BAD_REQUEST,
+    CLOSE_GOING_AWAY,
     CLOSE_IDLE,
     CLOSE_NORMAL,
     CLOSE_SERVER_ERROR,
@@ -45,7 +55,16 @@ from gateway.errors import (
     TooLarge,
 )
 from gateway.protocol.common import Closed
-from gateway.protocol.dictation import ClientMessage, DictationParams, End, Finalize, Ready
+from gateway.protocol.dictation import (
+    ClientMessage,
+    DictationParams,
+    End,
+    Final,
+    Finalize,
+    Finalized,
+    Ready,
+    SpeechStarted,
+)
 
 log = logging.getLogger("voxgate.dictation")
 
@@ -53,11 +72,13 @@ ASR_START_WAIT_S = 30.0  # a socket opened while the sidecar loads waits this lo
 END_WAIT_S = 120.0  # after ``end``: the last finals may queue behind other streams' decodes
 ASR_RATE = 16000
 AUDIO = "audio"  # the transition name of a binary message
+GOING_AWAY_REASON = "server stopping; every final is sent; retry on a new connection"
 
 
 class Phase(str, enum.Enum):
     STREAMING = "streaming"
     ENDING = "ending"  # the client sent ``end``; waiting for the last finals and ``closed``
+    DRAINING = "draining"  # the server stops: reading is over, waiting for the last finals, then 1001
     CLOSED = "closed"
 
 
@@ -66,6 +87,7 @@ TRANSITIONS: dict[Phase, dict[str, Phase]] = {
     Phase.STREAMING: {AUDIO: Phase.STREAMING, "finalize": Phase.STREAMING, "keepalive": Phase.STREAMING,
                       "end": Phase.ENDING},
     Phase.ENDING: {},
+    Phase.DRAINING: {},
     Phase.CLOSED: {},
 }
 
@@ -98,6 +120,10 @@ class DictationSession:
         self._sender: asyncio.Task[None] | None = None
         self._send_lock = asyncio.Lock()
         self._closed = False
+        self._draining = False
+        self._stop_reading = asyncio.Event()  # the drain: finalize what was read and close
+        self._open_utterances: set[int] = set()  # speech_started sent, final not yet
+        self._drain_mark = f"drain-{secrets.token_hex(8)}"  # never relayed: the client did not ask
 
     def describe(self) -> dict[str, Any]:
         stream = self.stream
@@ -109,6 +135,13 @@ class DictationSession:
                 "ahead_s": round(self._pacer.ahead_s, 3)}
 
     # ---- lifecycle
+
+    def drain(self, now: bool) -> None:
+        """Stop reading once no utterance is open (``now``: at once), then send the
+        last finals and close 1001."""
+        self._draining = True
+        if now or not self._open_utterances:
+            self._stop_reading.set()
 
     async def run(self, session_id: str) -> None:
         asr = await self._usable_asr()
@@ -178,34 +211,52 @@ class DictationSession:
     # ---- client -> server
 
     async def _receive_loop(self, stream: AsrStreamHandle, sender: asyncio.Task[None]) -> None:
+        stop = asyncio.ensure_future(self._stop_reading.wait())
+        try:
+            if not await self._read_until_end(stream, sender, stop):
+                return
+        finally:
+            stop.cancel()
+        await self._wait_for_end(sender)
+
+    async def _read_until_end(self, stream: AsrStreamHandle, sender: asyncio.Task[None],
+                              stop: asyncio.Future[Any]) -> bool:
+        """Read the client until ``end`` or the drain (True: wait for the last
+        events), or until the session is over (False)."""
         idle_s = self.idle_timeout_s
         while self.phase is Phase.STREAMING:
             receive = asyncio.ensure_future(self.transport.receive())
-            done, _ = await asyncio.wait({receive, sender}, timeout=idle_s, return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait({receive, sender, stop}, timeout=idle_s,
+                                         return_when=asyncio.FIRST_COMPLETED)
             if receive not in done:
                 receive.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await receive
                 if sender in done:
-                    return  # the sender closed the socket (broken client or sidecar error)
+                    return False  # the sender closed the socket (broken client or sidecar error)
+                if stop in done:
+                    self.phase = Phase.DRAINING
+                    await stream.send_audio(self._resampler.flush())
+                    await stream.finalize(self._drain_mark)
+                    return True
                 await self._close(CLOSE_IDLE, f"no audio or message for {idle_s:.0f} s")
-                return
+                return False
             try:
                 message = receive.result()
             except TooLarge as exc:
                 await self._close(CLOSE_TOO_BIG, exc.message)
-                return
+                return False
             except GatewayError as exc:
                 await self._send(exc.to_event())
                 continue
             if message is None:
-                return
+                return False
             if isinstance(message, bytes):
                 if not await self._on_audio(stream, message):
-                    return
+                    return False
             else:
                 await self._on_message(stream, message)
-        await self._wait_for_end(sender)
+        return True
 
     async def _on_audio(self, stream: AsrStreamHandle, data: bytes) -> bool:
         """False when the session must end (the close is decided)."""
@@ -253,6 +304,14 @@ class DictationSession:
             await stream.end()
         self.phase = next_phase
 
+    def _track_utterances(self, item: Any) -> None:
+        if isinstance(item, SpeechStarted):
+            self._open_utterances.add(item.utterance)
+        elif isinstance(item, Final):
+            self._open_utterances.discard(item.utterance)
+            if self._draining and not self._open_utterances:
+                self._stop_reading.set()
+
     async def _wait_for_end(self, sender: asyncio.Task[None]) -> None:
         try:
             await asyncio.wait_for(asyncio.shield(sender), END_WAIT_S)
@@ -270,6 +329,9 @@ class DictationSession:
                 item = await asyncio.wait_for(stream.events.get(), 1.0)
             except asyncio.TimeoutError:
                 continue
+            if isinstance(item, Finalized) and item.id == self._drain_mark:
+                await self._close(CLOSE_GOING_AWAY, GOING_AWAY_REASON)
+                return
             if isinstance(item, GatewayError):  # the stream was dropped: say why, then close
                 with contextlib.suppress(Exception):
                     await self._send(item.to_event())
@@ -281,6 +343,7 @@ class DictationSession:
             except asyncio.TimeoutError:
                 await self._close(CLOSE_IDLE, f"the client did not read for {self.idle_timeout_s:.0f} s")
                 return
+            self._track_utterances(item)
             if isinstance(item, Closed):
                 await self._close(CLOSE_NORMAL)
                 return

@@ -252,7 +252,7 @@ class SpeechRequest:
     def from_dict(cls, data: Mapping[str, Any], limits: TextLimits) -> SpeechRequest:
         text = body_text(data, "input", limits)
         fmt = data.get("response_format") or "mp3"
-        if fmt not in OPENAI_OUTPUTS:
+        if not isinstance(fmt, str) or fmt not in OPENAI_OUTPUTS:
             raise BadRequest(f"response_format: {str(fmt)[:20]!r} is not supported; use one of: "
                              f"{', '.join(OPENAI_OUTPUTS)}")
         if data.get("stream_format") not in (None, "audio"):

@@ -27,13 +27,15 @@ class Stalled(Exception):
 @dataclass
 class OutItem:
     """One message to send: ``data`` (binary audio) or ``event`` (a dict, or a
-    callable building it at send time so counters are final)."""
+    callable building it at send time so counters are final); neither: a final
+    item that only closes."""
 
     owner: Any = None  # the utterance it belongs to (None: session-level)
     data: bytes | None = None
     samples: int = 0
     event: dict[str, Any] | Callable[[], dict[str, Any]] | None = None
     final: bool = False  # the last message of the session: the sender stops after it
+    close: tuple[int, str] | None = None  # with ``final``: the close code and reason (default 1000)
 
     def event_dict(self) -> dict[str, Any]:
         return self.event() if callable(self.event) else dict(self.event or {})

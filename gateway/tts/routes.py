@@ -31,7 +31,8 @@ from gateway.registry import client_label
 from gateway.streaming import StallGuardedResponse
 from gateway.tts.frames import AudioBytes, open_audio
 from gateway.tts.selection import check_ready, pick_engine, resolve_voice
-from gateway.tts.session import SessionConfig, TtsSession
+from gateway.tts.session import TtsSession
+from gateway.tts.states import SessionConfig
 from gateway.tts.transport import NativeTtsTransport
 from gateway.tts.voices import voice_routes
 
@@ -74,7 +75,7 @@ async def tts_socket(websocket: WebSocket) -> None:
                          sample_rate=rate, encoding=params.encoding,
                          config=SessionConfig(limits=TEXT_LIMITS, idle_timeout_s=settings.idle_timeout_s))
     try:
-        entry = state.sessions.claim("tts", client_label(websocket), session.describe)
+        entry = state.sessions.claim("tts", client_label(websocket), session.describe, drain=session.drain)
     except OverCapacity as exc:
         await refuse_socket(websocket, exc)
         return

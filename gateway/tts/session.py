@@ -12,6 +12,11 @@ Four tasks, all owned by ``TtsSession.run`` (which cancels and awaits them):
 - the watchdog closes a stalled client (a send blocked for ``idle_timeout_s``)
   or an idle one (no message and nothing to do for ``idle_timeout_s``) with 4408.
 
+Drain (``drain``, called by the registry before a stop): what the client sent
+is finished (the text buffer is flushed, every queued utterance is spoken),
+new ``speak``/``text`` are refused with a ``draining`` error, then the session
+closes 1001; at the deadline it stops at the next frame and closes 1001.
+
 Backpressure: the outbound queue holds at most ``max_buffer_s`` of audio, so a
 slow reader pauses only its own synthesizer; the engine's batch scheduler goes
 on with every other stream.
@@ -20,7 +25,6 @@ on with every other stream.
 from __future__ import annotations
 
 import asyncio
-import enum
 import logging
 import time
 from collections import deque
@@ -33,6 +37,7 @@ from starlette.websockets import WebSocketDisconnect
 from engines.base import EngineError, SynthesisOptions, TtsEngine
 from gateway.codecs.formats import OutputFormat
 from gateway.errors import (
+    CLOSE_GOING_AWAY,
     CLOSE_IDLE,
     CLOSE_NORMAL,
     CLOSE_SERVER_ERROR,
@@ -53,59 +58,17 @@ from gateway.protocol.tts import (
     Speak,
     Start,
     TextFragment,
-    TextLimits,
 )
 from gateway.tasks import cancel_and_wait
 from gateway.tts.frames import FrameEncoder
 from gateway.tts.outbound import OutboundQueue, OutItem, Stalled
 from gateway.tts.selection import gateway_error, resolve_voice
 from gateway.tts.sentences import SentenceBuffer
+from gateway.tts.states import GOING_AWAY_REASON, Closing, SessionConfig, TtsState, transition
 from gateway.tts.transport import TtsTransport
-from gateway.tts.utterance import END_OF_WORK, EndOfWork, FlushMark, QueueItem, Utterance
+from gateway.tts.utterance import DRAIN_MARK, END_OF_WORK, DrainMark, EndOfWork, FlushMark, QueueItem, Utterance
 
 log = logging.getLogger("voxgate.tts")
-
-
-class TtsState(str, enum.Enum):
-    OPEN = "open"  # accepting every message
-    ENDING = "ending"  # ``end`` received: finishing what is queued, then ``closed``
-    CLOSING = "closing"  # the close is decided; nothing more is read or produced
-
-
-# Which client messages each state accepts, and the state they lead to.
-TRANSITIONS: dict[TtsState, dict[str, TtsState]] = {
-    TtsState.OPEN: {"speak": TtsState.OPEN, "text": TtsState.OPEN, "flush": TtsState.OPEN,
-                    "cancel": TtsState.OPEN, "keepalive": TtsState.OPEN, "end": TtsState.ENDING},
-    TtsState.ENDING: {"keepalive": TtsState.ENDING},
-    TtsState.CLOSING: {},
-}
-
-
-def transition(state: TtsState, message_type: str) -> TtsState:
-    """The state after ``message_type`` in ``state``; ``BadMessage`` if illegal."""
-    nxt = TRANSITIONS[state].get(message_type)
-    if nxt is None:
-        if state is TtsState.ENDING:
-            raise BadMessage(f"{message_type!r} after \"end\": the session is finishing and accepts no more work")
-        raise BadMessage(f"{message_type!r} is not accepted while the session is {state.value}")
-    return nxt
-
-
-@dataclass(frozen=True)
-class SessionConfig:
-    limits: TextLimits
-    idle_timeout_s: float = 30.0
-    max_buffer_s: float = 2.0  # unsent audio per session before generation pauses
-    max_queued_utterances: int = 32
-    close_timeout_s: float = 5.0
-
-
-@dataclass(frozen=True)
-class Closing:
-    """How the session ends: ``code`` None means the client is already gone."""
-
-    code: int | None
-    reason: str = ""
 
 
 @dataclass
@@ -135,6 +98,7 @@ class TtsSession:
         self._sending_since: float | None = None
         self._last_activity = time.monotonic()
         self._synthesizing: Utterance | None = None
+        self._halt: Closing | None = None  # set at the drain's deadline; the watchdog acts on it
 
     # ---- lifecycle
 
@@ -219,12 +183,12 @@ class TtsSession:
         elif isinstance(msg, Flush):
             self._flush_buffer()
             if msg.id is not None:
-                self._pending.append(FlushMark(msg.id))
-                self._work.set()
+                self._queue(FlushMark(msg.id))
         elif isinstance(msg, Cancel):
             self._cancel_all()
         elif isinstance(msg, End):
             self._flush_buffer()
+            self._unqueue_drain()
             self._pending.append(END_OF_WORK)
             self._work.set()
         elif isinstance(msg, Keepalive):
@@ -252,9 +216,32 @@ class TtsSession:
         self._next_id += 1
         utt = Utterance(id=utt_id or f"u{self._next_id}", text=text, voice=voice, seed=seed,
                         options=dict(options or {}))
-        self._pending.append(utt)
+        self._queue(utt)
         self._live.append(utt)
+
+    def _queue(self, item: QueueItem) -> None:
+        """Queue ``item``; a drain's mark stays last."""
+        if self._pending and isinstance(self._pending[-1], DrainMark):
+            self._pending.insert(len(self._pending) - 1, item)
+        else:
+            self._pending.append(item)
         self._work.set()
+
+    def _unqueue_drain(self) -> None:
+        if self._pending and isinstance(self._pending[-1], DrainMark):
+            self._pending.pop()
+
+    # ---- drain
+
+    def drain(self, now: bool) -> None:
+        """Finish the work taken so far, then close 1001; ``now``: stop at once."""
+        if self.state is TtsState.OPEN:
+            self._flush_buffer()
+            self._pending.append(DRAIN_MARK)
+            self._work.set()
+            self.state = TtsState.DRAINING
+        if now and self.state is not TtsState.CLOSING:
+            self._halt = Closing(CLOSE_GOING_AWAY, GOING_AWAY_REASON)
 
     def _cancel_all(self) -> None:
         head = self._live[0] if self._live else None
@@ -264,6 +251,9 @@ class TtsSession:
                 utt.stream.cancel()
         self._live.clear()
         self._pending.clear()
+        if self.state is TtsState.DRAINING:  # nothing is left to finish: the close comes next
+            self._pending.append(DRAIN_MARK)
+            self._work.set()
         self._buffer.clear()
         self.outbound.purge(lambda item: isinstance(item.owner, Utterance) and item.owner.cancelled)
         self.outbound.wake()
@@ -294,6 +284,9 @@ class TtsSession:
             if isinstance(item, FlushMark):
                 self._emit(Flushed(item.id).to_dict())
                 continue
+            if isinstance(item, DrainMark):  # sent after everything before it, then the close
+                self.outbound.put_event(OutItem(final=True, close=(CLOSE_GOING_AWAY, GOING_AWAY_REASON)))
+                return None
             if item.cancelled:
                 continue
             try:
@@ -363,7 +356,7 @@ class TtsSession:
                 if item.data is not None:
                     await self.transport.send_audio(item.data)
                     self._count_sent(item)
-                else:
+                elif item.event is not None:
                     await self.transport.send_event(item.event_dict())
             except (WebSocketDisconnect, RuntimeError, OSError):
                 return Closing(None)
@@ -371,7 +364,7 @@ class TtsSession:
                 self._sending_since = None
             self._last_activity = time.monotonic()
             if item.final:
-                return Closing(CLOSE_NORMAL)
+                return Closing(*item.close) if item.close is not None else Closing(CLOSE_NORMAL)
 
     def _count_sent(self, item: OutItem) -> None:
         utt: Utterance = item.owner
@@ -389,6 +382,8 @@ class TtsSession:
         tick_s = min(1.0, idle_s / 4)
         while True:
             await asyncio.sleep(tick_s)
+            if self._halt is not None:
+                return self._halt
             now = time.monotonic()
             if self._sending_since is not None and now - self._sending_since > idle_s:
                 return Closing(CLOSE_IDLE, f"client read nothing for {idle_s:g} s")

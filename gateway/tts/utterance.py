@@ -1,6 +1,7 @@
 """The work items of a TTS session's queue: an ``Utterance`` (one engine stream
 and its counters), a ``FlushMark`` (answered with ``flushed`` once everything
-before it was sent) and ``EndOfWork`` (the client's ``end``)."""
+before it was sent), ``EndOfWork`` (the client's ``end``) and ``DrainMark``
+(the server stops: close 1001 once everything before it was sent)."""
 
 from __future__ import annotations
 
@@ -46,4 +47,11 @@ class EndOfWork:
 
 END_OF_WORK = EndOfWork()
 
-QueueItem = Utterance | FlushMark | EndOfWork
+
+class DrainMark:
+    """Queued last when the server drains; the session closes 1001 after it."""
+
+
+DRAIN_MARK = DrainMark()
+
+QueueItem = Utterance | FlushMark | EndOfWork | DrainMark

@@ -13,6 +13,7 @@ and close 1000); refused, close 1008 with the detail and nothing before it.
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -192,8 +193,8 @@ def test_an_inband_route_lets_in_pending_only_whom_a_credential_could_help(confi
     from auth.policy import Refusal, decide
 
     state = AuthState(AuthConfig(**config))
-    inband = decide(scope(client=client), RouteClass.CONSUME_INBAND, state)
-    plain = decide(scope(client=client), RouteClass.CONSUME, state)
+    inband = asyncio.run(decide(scope(client=client), RouteClass.CONSUME_INBAND, state))
+    plain = asyncio.run(decide(scope(client=client), RouteClass.CONSUME, state))
     if kind is None:
         assert isinstance(inband, Refusal) and inband == plain and inband.detail == detail
     else:
@@ -211,10 +212,14 @@ def test_settle_judges_and_counts_failures_towards_the_lockout() -> None:
 
     state = AuthState(AuthConfig(api_key=KEY))
     s = scope()
-    s[SCOPE_KEY] = decide(s, RouteClass.CONSUME_INBAND, state)
-    assert settle(s, state, None) == Refusal(401, KEY_REQUIRED)  # nothing presented: not a failure
-    assert settle(s, state, Credential(CredentialKind.API_KEY, KEY)).kind.value == "api_key"
-    for _ in range(10):
-        assert settle(s, state, Credential(CredentialKind.API_KEY, "wrong")) == Refusal(401, KEY_REQUIRED)
-    refusal = settle(s, state, Credential(CredentialKind.API_KEY, KEY))  # locked out: not even checked
-    assert isinstance(refusal, Refusal) and (refusal.status, refusal.detail) == (429, TOO_MANY)
+
+    async def run() -> None:
+        s[SCOPE_KEY] = await decide(s, RouteClass.CONSUME_INBAND, state)
+        assert await settle(s, state, None) == Refusal(401, KEY_REQUIRED)  # nothing presented: not a failure
+        assert (await settle(s, state, Credential(CredentialKind.API_KEY, KEY))).kind.value == "api_key"
+        for _ in range(10):
+            assert await settle(s, state, Credential(CredentialKind.API_KEY, "wrong")) == Refusal(401, KEY_REQUIRED)
+        refusal = await settle(s, state, Credential(CredentialKind.API_KEY, KEY))  # locked out: not even checked
+        assert isinstance(refusal, Refusal) and (refusal.status, refusal.detail) == (429, TOO_MANY)
+
+    asyncio.run(run())

@@ -131,11 +131,11 @@ def test_pin_budget_resets_with_a_new_pin(harness) -> None:
     h = harness(SERVER_PIN)
     h.enable_pin()
     for _ in range(60):
-        h.state.pin_matches("not-a-pin")
+        h.local.portal.call(h.state.pin_matches, "not-a-pin")
     pin = h.enable_pin()
     for _ in range(60):
-        assert h.state.pin_matches("not-a-pin") is False
-    assert h.state.pin_matches(pin) is True
+        assert h.local.portal.call(h.state.pin_matches, "not-a-pin") is False
+    assert h.local.portal.call(h.state.pin_matches, pin) is True
 
 
 def test_loopback_is_never_locked_out_of_routes(harness) -> None:

@@ -39,7 +39,7 @@ def test_loopback_with_a_dead_session_cookie_has_none_and_nothing_is_counted(har
     for _ in range(12):
         assert me(h.local, headers={"Cookie": "vg_session=vgs_gone"}) == {
             "principal": "loopback", "admin": True, "session": False}
-    assert h.state.failures.retry_after_s("127.0.0.1") is None
+    assert h.local.portal.call(h.state.failures.retry_after_s, "127.0.0.1") is None
 
 
 @pytest.mark.parametrize("config", [SERVER_KEY, LOCAL_KEY, AuthConfig()])

@@ -107,7 +107,7 @@ def test_wrong_key_is_401_and_mints_nothing(harness) -> None:
     h = harness(SERVER_KEY)
     r = h.remote.post("/v1/auth/session", headers={"Authorization": "Bearer wrong"}, json={"transport": "bearer"})
     assert (r.status_code, r.json()) == (401, {"detail": "API key required", "code": "api_key_required"})
-    assert len(h.state.sessions) == 0
+    assert h.state.store.count("session") == 0
 
 
 def test_no_credential_is_told_what_is_needed(harness) -> None:

@@ -88,4 +88,4 @@ def test_closing_the_state_stops_sharing(harness) -> None:
     h.enable_pin()
     h.local.portal.call(h.state.aclose)
     assert h.listener.running is False
-    assert h.state.share.active is None
+    assert h.local.portal.call(h.state.share.current) is None

@@ -13,6 +13,7 @@ from auth.lockout import FailureLimiter, client_bucket
 from auth.origin import normalize_origin
 from auth.redact import redact_secrets
 from auth.share import ShareInfo, new_pin
+from auth.store_memory import MemoryStore
 
 PROXY = (ipaddress.ip_network("10.0.0.0/8"),)
 
@@ -88,12 +89,16 @@ def test_ipv6_failures_are_counted_per_64() -> None:
     assert client_bucket("203.0.113.5") == "203.0.113.5"
 
 
-def test_failure_table_is_bounded() -> None:
+async def test_failure_table_is_bounded() -> None:
     now = [0.0]
-    limiter = FailureLimiter(limit=2, window_s=60, max_clients=3, clock=lambda: now[0])
+    store = MemoryStore(clock=lambda: now[0], max_failure_keys=3)
+    limiter = FailureLimiter(store, limit=2, window_s=60)
     for i in range(10):
-        limiter.record_failure(f"10.0.0.{i}")
-    assert len(limiter._failures) == 3
+        await limiter.record_failure(f"10.0.0.{i}")
+    assert len(store._failures) == 3
+    assert [await limiter.retry_after_s(f"10.0.0.{i}") for i in (0, 9)] == [None, None]
+    await limiter.record_failure("10.0.0.9")
+    assert await limiter.retry_after_s("10.0.0.9") == 60
 
 
 def test_pins_are_six_digits() -> None:

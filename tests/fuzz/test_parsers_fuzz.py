@@ -71,6 +71,7 @@ def test_dictation_query_parameters(query: dict[str, str]) -> None:
 @given(st.dictionaries(st.sampled_from(["text", "voice", "engine", "format", "sample_rate", "seed", "input",
                                         "model", "response_format"]) | st.text(max_size=6), JSON_VALUES, max_size=6))
 @example({"format": []})  # once a 500: the format was looked up in a dict before its type was checked
+@example({"input": "0", "response_format": [None]})  # likewise OpenAI's response_format
 def test_http_request_bodies(data: dict[str, Any]) -> None:
     assert_clear(outcome(lambda: tts_protocol.SynthesisRequest.from_dict(data, LIMITS)))
     assert_clear(outcome(lambda: tts_protocol.SpeechRequest.from_dict(data, LIMITS)))
@@ -139,7 +140,7 @@ def test_the_auth_decision(headers: list[tuple[str, str]], query: bytes, kind: s
                                  forwarded_allow_ips=(ipaddress.ip_network("127.0.0.1/32"),)))
     scope = {"type": kind, "method": "POST", "path": "/v1/tts", "query_string": query, "client": (peer, 1),
              "headers": [(name.encode(), value.encode("utf-8", "surrogateescape")) for name, value in headers]}
-    decision = outcome(lambda: decide(scope, route, state))
+    decision = outcome(lambda: asyncio.run(decide(scope, route, state)))
     assert isinstance(decision, Principal | Refusal), repr(decision)
     if isinstance(decision, Refusal):
         assert decision.code in CODES and CODES[decision.code].http_status == decision.status

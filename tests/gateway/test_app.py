@@ -111,7 +111,7 @@ def test_metrics_in_prometheus_text_format(tmp_path):
         r = client.get("/metrics")
         assert r.status_code == 200 and r.headers["content-type"] == "text/plain; version=0.0.4; charset=utf-8"
         lines = r.text.splitlines()
-        assert lines[:12] == [
+        assert lines[:24] == [
             "# HELP voxgate_sessions Live WebSocket sessions.", "# TYPE voxgate_sessions gauge",
             'voxgate_sessions{kind="dictation"} 0', 'voxgate_sessions{kind="tts"} 0',
             'voxgate_sessions{kind="transcription"} 0',
@@ -119,6 +119,14 @@ def test_metrics_in_prometheus_text_format(tmp_path):
             'voxgate_engine_ready{engine="pocket",state="missing"} 0',
             "# HELP voxgate_started 1 once engine loading is over.", "# TYPE voxgate_started gauge",
             "voxgate_started 1",
+            "# HELP voxgate_draining 1 while the server drains before a stop.", "# TYPE voxgate_draining gauge",
+            "voxgate_draining 0",
+            "# HELP voxgate_auth_store_up 1 when the auth store (memory or Redis) answers.",
+            "# TYPE voxgate_auth_store_up gauge", "voxgate_auth_store_up 1",
+            "# HELP voxgate_load Live streams / capacity, per engine (1 = full: new ones are refused).",
+            "# TYPE voxgate_load gauge", 'voxgate_load{engine="pocket"} 0',
+            "# HELP voxgate_queue_depth Work waiting for each engine (TTS: queued utterances; ASR: streams over 1 s behind).",
+            "# TYPE voxgate_queue_depth gauge", 'voxgate_queue_depth{engine="pocket"} 0',
             "# HELP voxgate_process_resident_bytes Resident memory of the gateway process."]
         gauges = {line.split()[0]: float(line.split()[1]) for line in lines if not line.startswith("#")}
         assert {"voxgate_process_resident_bytes", "voxgate_process_open_fds", "voxgate_process_threads",

@@ -169,7 +169,7 @@ async def listen_socket(websocket: WebSocket) -> None:
     transport = ListenTransport(websocket, params, request_id, model_name)
     session = DictationSession(transport, params.dictation, settings, state.asr, idle_timeout_s=IDLE_TIMEOUT_S)
     try:
-        entry = state.sessions.claim("dictation", client_label(websocket), session.describe)
+        entry = state.sessions.claim("dictation", client_label(websocket), session.describe, drain=session.drain)
     except OverCapacity as exc:
         await refuse(websocket, exc, dg.listen_error)
         return

@@ -48,7 +48,8 @@ from gateway.protocol.tts import (
 )
 from gateway.registry import client_label
 from gateway.tts.selection import check_ready, pick_engine, voice_ids
-from gateway.tts.session import SessionConfig, TtsSession
+from gateway.tts.session import TtsSession
+from gateway.tts.states import SessionConfig
 
 TEXT_LIMITS = TextLimits()  # Deepgram's own limit is 2000 characters a Speak message too
 HOLD_IDLE_S = 3600.0  # how long a quiet socket stays open, as at Deepgram (which then closes it, NET-0003)
@@ -139,7 +140,7 @@ async def speak_socket(websocket: WebSocket) -> None:
                          sample_rate=params.sample_rate, encoding=OUTPUT_FORMATS[params.encoding],
                          config=SessionConfig(limits=TEXT_LIMITS, idle_timeout_s=settings.idle_timeout_s))
     try:
-        entry = state.sessions.claim("tts", client_label(websocket), session.describe)
+        entry = state.sessions.claim("tts", client_label(websocket), session.describe, drain=session.drain)
     except OverCapacity as exc:
         await refuse(websocket, exc, dg.listen_error)
         return

@@ -35,7 +35,6 @@ from engines.base import TtsEngine
 from gateway.errors import (
     CLOSE_IDLE,
     CLOSE_NORMAL,
-    CLOSE_POLICY,
     CLOSE_TIMEOUT_S,
     CLOSE_TOO_BIG,
     GatewayError,
@@ -48,7 +47,8 @@ from gateway.fronts.elevenlabs.messages import error_message, final_message, par
 from gateway.fronts.elevenlabs.params import SocketParams
 from gateway.protocol.tts import ClientMessage, End, Flush, Keepalive, TextFragment, TextLimits
 from gateway.registry import SessionRegistry, client_label
-from gateway.tts.session import SessionConfig, TtsSession
+from gateway.tts.session import TtsSession
+from gateway.tts.states import SessionConfig
 
 log = logging.getLogger("voxgate.fronts.elevenlabs")
 
@@ -147,17 +147,17 @@ class Connection:
         except GatewayError as exc:
             await self._error(exc)
             return
-        if settled or self._settle(parsed):
+        if settled or await self._settle(parsed):
             await self._dispatch(parsed)
 
-    def _settle(self, message: ElevenLabsMessage) -> bool:
+    async def _settle(self, message: ElevenLabsMessage) -> bool:
         """Judge a credential a message carries (a context's first message may):
         an invalid one closes the socket 1008, as at the handshake."""
         if message.credential is None:
             return True
-        decision = settle(self.websocket.scope, self.auth, message.credential)
+        decision = await settle(self.websocket.scope, self.auth, message.credential)
         if isinstance(decision, Refusal):
-            self._finish(CLOSE_POLICY, decision.detail)
+            self._finish(decision.close_code, decision.detail)
             return False
         return True
 

@@ -41,9 +41,12 @@ async def settle_first(websocket: WebSocket, auth: AuthState) -> str | None:
     if message["type"] == "websocket.disconnect":
         return None
     text = message.get("text")
-    decision = settle(websocket.scope, auth, credential_of(text) if text is not None else None)
-    if isinstance(decision, Refusal) or text is None:
-        await close_socket(websocket, CLOSE_POLICY, decision.detail if isinstance(decision, Refusal) else "")
+    decision = await settle(websocket.scope, auth, credential_of(text) if text is not None else None)
+    if isinstance(decision, Refusal):
+        await close_socket(websocket, decision.close_code, decision.detail)
+        return None
+    if text is None:
+        await close_socket(websocket, CLOSE_POLICY, "")
         return None
     return str(text)
 

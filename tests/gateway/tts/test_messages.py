@@ -19,7 +19,7 @@ from gateway.protocol.tts import (
     parse_client_message,
     parse_tts_params,
 )
-from gateway.tts.session import TRANSITIONS, TtsState, transition
+from gateway.tts.states import TRANSITIONS, TtsState, transition
 
 LIMITS = TextLimits(max_chars=50)
 
@@ -116,6 +116,11 @@ ILLEGAL = [(state, kind) for state in TtsState for kind in MESSAGE_TYPES if kind
 def test_illegal_transitions_raise(state, kind):
     with pytest.raises(BadMessage) as info:
         transition(state, kind)
+    if state is TtsState.DRAINING:  # new work is refused: the client retries it on a new connection
+        assert info.value.code == "draining"
+        assert info.value.message == (f"{kind!r} was not taken: the server is stopping; reconnect and retry what "
+                                      "has no \"end\" event")
+        return
     assert info.value.code == "bad_message"
     if state is TtsState.ENDING:
         assert info.value.message == (f"{kind!r} after \"end\": the session is finishing and accepts no more work")
@@ -123,6 +128,7 @@ def test_illegal_transitions_raise(state, kind):
         assert info.value.message == f"{kind!r} is not accepted while the session is closing"
 
 
-def test_illegal_table_covers_ending_and_closing():
+def test_illegal_table_covers_ending_draining_and_closing():
     assert {(s.value, k) for s, k in ILLEGAL} == (
-        {("ending", k) for k in MESSAGE_TYPES if k != "keepalive"} | {("closing", k) for k in MESSAGE_TYPES})
+        {("ending", k) for k in MESSAGE_TYPES if k != "keepalive"} | {("closing", k) for k in MESSAGE_TYPES}
+        | {("draining", "speak"), ("draining", "text")})

@@ -1,0 +1,92 @@
+"""A real ``haproxy`` (the Debian package; scripts/setup.sh --test installs it) in
+front of gateway replicas on 127.0.0.1, with a config generated per test: the
+one docs/deployment.md recommends, with short health-check intervals."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from tests.support.net import free_port
+
+START_TIMEOUT_S = 30.0
+
+
+def haproxy_config(port: int, backends: Sequence[int], check_interval_ms: int = 300) -> str:
+    """The deployment guide's configuration, bound to 127.0.0.1:``port`` over ``backends``."""
+    servers = "\n".join(f"    server g{i} 127.0.0.1:{p} check" for i, p in enumerate(backends, 1))
+    return f"""global
+    maxconn 2000
+
+defaults
+    mode http
+    option forwardfor
+    option redispatch
+    retries 3
+    retry-on conn-failure empty-response response-timeout 503
+    timeout connect 2s
+    timeout client 60s
+    timeout server 60s
+    timeout tunnel 1h
+    timeout client-fin 5s
+
+frontend voxgate
+    bind 127.0.0.1:{port}
+    default_backend gateways
+
+backend gateways
+    balance leastconn
+    option httpchk GET /health/ready
+    http-check expect status 200
+    default-server inter {check_interval_ms}ms fall 2 rise 2
+{servers}
+"""
+
+
+@dataclass
+class Haproxy:
+    url: str
+    proc: subprocess.Popen[bytes]
+    config: Path
+
+
+@contextmanager
+def running_haproxy(workdir: Path, backends: Sequence[int]) -> Iterator[Haproxy]:
+    """Start haproxy over ``backends``; yields once a request through it reaches one."""
+    binary = shutil.which("haproxy")
+    assert binary, "haproxy is not installed: scripts/setup.sh --test installs it (Debian package haproxy)"
+    port = free_port()
+    workdir.mkdir(parents=True, exist_ok=True)
+    config = workdir / "haproxy.cfg"
+    config.write_text(haproxy_config(port, backends))
+    check = subprocess.run([binary, "-c", "-f", str(config)], capture_output=True, text=True, check=False)
+    assert check.returncode == 0, check.stdout + check.stderr
+    proc = subprocess.Popen([binary, "-db", "-f", str(config)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            assert proc.poll() is None, f"haproxy exited {proc.returncode}"
+            try:
+                if httpx.get(url + "/health/ready", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, "haproxy never reached a ready backend"
+            time.sleep(0.1)
+        yield Haproxy(url, proc, config)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
