@@ -167,6 +167,11 @@ OPTIONS: tuple[Option, ...] = (
     Option("asr_threads", _int_range(0, 256), "0", "CPU threads for the ASR sidecar (0: all cores)."),
     Option("max_dictation_streams", _int_range(1, 10000), "8", "Concurrent /v1/dictation sockets; above it new ones close 1013."),
     Option("idle_timeout_s", _float_range(1, 3600), "30", "Close a socket (4408) after this long with no message or read."),
+    # dictation at load: parallel decodes and batching in the ASR sidecar
+    Option("asr_lanes", _int_range(1, 64), "1",
+           "Decodes the ASR sidecar runs at once, each on VOXGATE_ASR_THREADS threads."),
+    Option("asr_batch", _int_range(1, 64), "1",
+           "Most finals (or partials) of different streams the ASR sidecar decodes together in one call."),
 )
 
 _BY_NAME = {opt.name: opt for opt in OPTIONS}
@@ -198,6 +203,8 @@ class Settings:
     asr_threads: int = 0
     max_dictation_streams: int = 8
     idle_timeout_s: float = 30.0
+    asr_lanes: int = 1
+    asr_batch: int = 1
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:

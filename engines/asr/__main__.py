@@ -23,7 +23,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", required=True, help="CTranslate2 model directory or faster-whisper name")
     parser.add_argument("--model-id", help="the name to report (default: --model)")
     parser.add_argument("--compute-type", default="int8")
-    parser.add_argument("--threads", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=0, help="CPU threads per decode")
+    parser.add_argument("--lanes", type=int, default=1, help="decodes that may run at once")
+    parser.add_argument("--batch", type=int, default=1, help="most decodes run together in one call")
     parser.add_argument("--log-level", default="warning")
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
@@ -34,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         from .decoder import WhisperDecoder
 
-        decoder = WhisperDecoder(args.model, compute_type=args.compute_type, threads=args.threads)
+        decoder = WhisperDecoder(args.model, compute_type=args.compute_type, threads=args.threads, lanes=args.lanes)
     except Exception as exc:  # report why, in one frame the gateway can show to users
         write_frame(frames_out, {"ev": "fatal", "message": f"cannot load ASR model {args.model!r}: "
                                  f"{type(exc).__name__}: {exc}"})
@@ -42,7 +44,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from .server import SidecarServer
 
-    server = SidecarServer(decoder, frames_out, args.model_id or args.model)
+    server = SidecarServer(decoder, frames_out, args.model_id or args.model, lanes=args.lanes,
+                           max_batch=args.batch)
     return server.serve(sys.stdin.buffer)
 
 

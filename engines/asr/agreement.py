@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from .decoder import Word
+
 _NORMALIZE = re.compile(r"[^\w']+")
 
 
@@ -49,3 +51,18 @@ class Agreement:
         if len(hypothesis) < len(self.committed):
             return False
         return all(normalize(a) == normalize(b) for a, b in zip(self.committed, hypothesis, strict=False))
+
+
+def keep_stable_words(stable: str, text: str, words: list[Word]) -> tuple[str, list[Word]]:
+    """The final text with the stable words in front, whatever the free decode said."""
+    committed = split_words(stable)
+    decoded = split_words(text)
+    if not committed or [normalize(w) for w in decoded[:len(committed)]] == [normalize(w) for w in committed]:
+        return (" ".join(committed + decoded[len(committed):]) if committed else text), words
+    merged = committed + decoded[len(committed):]
+    if len(words) == len(decoded):  # keep the timings, show the stable spelling
+        words = [Word(merged[i], w.start, w.end, w.probability) for i, w in enumerate(words)]
+        words += [Word(m, words[-1].end if words else 0.0, words[-1].end if words else 0.0, 0.0)
+                  for m in merged[len(words):]]
+    return " ".join(merged), words
+

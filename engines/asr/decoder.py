@@ -1,7 +1,7 @@
-"""The whisper wrapper: one loaded faster-whisper model, one decode at a time.
+"""The whisper wrapper: one loaded faster-whisper model.
 
-Not thread-safe by contract: the sidecar calls ``decode`` from its single
-decode worker thread only. Every call is deterministic (temperature 0, no
+Up to ``lanes`` threads may decode at once (CTranslate2 runs that many calls
+in parallel on the one model); each call is independent. Every call is deterministic (temperature 0, no
 fallback) and guarded against the known failure modes of short-window
 re-decoding: repetition loops (a cap on new tokens per audio second, segments
 with a compression ratio above 2.4 dropped) and text invented for non-speech
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -53,11 +54,14 @@ class Transcript:
 class WhisperDecoder:
     """Loads a model once; ``decode`` transcribes one window of 16 kHz audio."""
 
-    def __init__(self, source: str, compute_type: str = "int8", threads: int = 0) -> None:
+    def __init__(self, source: str, compute_type: str = "int8", threads: int = 0, lanes: int = 1) -> None:
         from faster_whisper import WhisperModel
 
-        self.model = WhisperModel(source, device="cpu", compute_type=compute_type, cpu_threads=threads)
+        # ``lanes`` decodes may run at once (from as many threads), ``threads`` each
+        self.model = WhisperModel(source, device="cpu", compute_type=compute_type, cpu_threads=threads,
+                                  num_workers=lanes)
         self.multilingual = bool(self.model.model.is_multilingual)
+        self._tokenizers: dict[str, Any] = {}
 
     def languages(self) -> list[str]:
         if not self.multilingual:
@@ -90,46 +94,103 @@ class WhisperDecoder:
                           decode_s=time.perf_counter() - started)
 
     def decode_short(self, audio: np.ndarray, *, language: str | None, prefix: str = "",
-                       beam_size: int = 1) -> Transcript:
+                     beam_size: int = 1) -> Transcript:
         """Transcribe one utterance window on a short encoder window (see
         SHORT_WINDOW_MARGIN_S); no word timings (those need ``decode``). Detecting
-        the language takes the full 30 s window.
+        the language takes the full 30 s window."""
+        return self.decode_batch([ShortWindow(audio, language, prefix)], beam_size=beam_size)[0]
+
+    def decode_batch(self, windows: list[ShortWindow], *, beam_size: int = 1,
+                     encode_together: bool = False) -> list[Transcript]:
+        """``decode_short`` for several windows in one beam search (cheaper per window
+        than a search each). All windows are encoded on the encoder window of the
+        longest one, one at a time unless ``encode_together``. A window without a
+        language on a multilingual model is decoded alone (its language is detected on
+        the full 30 s window).
 
         Goes to CTranslate2 directly because faster-whisper always pads to 30 s.
         Applies the same plausibility filters as ``decode``.
         """
         import ctranslate2
-        from faster_whisper.audio import pad_or_trim
-        from faster_whisper.tokenizer import Tokenizer
-        from faster_whisper.transcribe import get_compression_ratio
 
+        detect = [i for i, w in enumerate(windows) if self.multilingual and w.language is None]
+        if detect and len(windows) > 1:
+            alone = {i: self.decode_batch([windows[i]], beam_size=beam_size)[0] for i in detect}
+            rest = [i for i in range(len(windows)) if i not in alone]
+            together = self.decode_batch([windows[i] for i in rest], beam_size=beam_size,
+                                         encode_together=encode_together) if rest else []
+            done = {**alone, **dict(zip(rest, together, strict=True))}
+            return [done[i] for i in range(len(windows))]
         started = time.perf_counter()
         model = self.model
-        features = model.feature_extractor(audio)[:, :-1]
-        seconds = -(-features.shape[-1] // FRAMES_PER_S)  # rounded up
+        features = [model.feature_extractor(w.audio)[:, :-1] for w in windows]
+        seconds = max(-(-f.shape[-1] // FRAMES_PER_S) for f in features)  # rounded up
         frames = min(3000, (seconds + SHORT_WINDOW_MARGIN_S) * FRAMES_PER_S)
-        if self.multilingual and language is None:
+        if detect:
             frames = 3000  # language detection is only reliable on the window it was trained on
-        batch = np.ascontiguousarray(pad_or_trim(features, frames)[None], dtype=np.float32)
-        encoded = model.model.encode(ctranslate2.StorageView.from_array(batch), to_cpu=False)
-        if not self.multilingual:
-            language = "en"
-        elif language is None:
-            detected = model.model.detect_language(encoded)[0]
-            language = detected[0][0].strip("<|>")
-        tokenizer = Tokenizer(model.hf_tokenizer, self.multilingual, task="transcribe", language=language)
-        prompt = model.get_prompt(tokenizer, [], without_timestamps=True, prefix=prefix or None)
-        max_new = min(220, int(TOKENS_PER_AUDIO_S * len(audio) / SAMPLE_RATE) + 8 + len(prefix.split()) * 2)
-        result = model.model.generate(encoded, [prompt], beam_size=beam_size, max_length=len(prompt) + max_new,
-                                      return_scores=True, return_no_speech_prob=True, suppress_blank=True,
-                                      suppress_tokens=[-1])[0]
-        tokens = [t for t in result.sequences_ids[0] if t < tokenizer.eot]
-        text = tokenizer.decode(tokens).strip()
-        avg_logprob = result.scores[0] * len(tokens) / (len(tokens) + 1)
-        implausible = (get_compression_ratio(text) > MAX_COMPRESSION_RATIO if text else False) or (
-            result.no_speech_prob > NO_SPEECH_PROB and avg_logprob < LOW_LOGPROB)
-        return Transcript(text="" if implausible else text, language=language,
-                          decode_s=time.perf_counter() - started)
+        padded = [np.ascontiguousarray(_pad_or_trim(f, frames)[None], dtype=np.float32) for f in features]
+        if encode_together or len(padded) == 1:
+            encoded = model.model.encode(ctranslate2.StorageView.from_array(np.concatenate(padded)), to_cpu=True)
+        else:
+            parts = [np.asarray(model.model.encode(ctranslate2.StorageView.from_array(p), to_cpu=True))
+                     for p in padded]
+            encoded = ctranslate2.StorageView.from_array(np.concatenate(parts))
+        languages = ["en" if not self.multilingual else (w.language or "") for w in windows]
+        if detect:
+            languages = [model.model.detect_language(encoded)[0][0][0].strip("<|>")]
+        tokenizers = [self._tokenizer(lang) for lang in languages]
+        prompts = [model.get_prompt(tok, [], without_timestamps=True, prefix=w.prefix or None)
+                   for tok, w in zip(tokenizers, windows, strict=True)]
+        # the result holds the prefix tokens, not the start tokens before them
+        lengths = [len(p) + _max_new_tokens(w) for p, w in zip(prompts, windows, strict=True)]
+        limits = [n - len(p) + len(tok.encode(" " + w.prefix.strip())) if w.prefix else n - len(p)
+                  for n, p, tok, w in zip(lengths, prompts, tokenizers, windows, strict=True)]
+        results = model.model.generate(encoded, prompts, beam_size=beam_size, max_length=max(lengths),
+                                       return_scores=True, return_no_speech_prob=True, suppress_blank=True,
+                                       suppress_tokens=[-1])
+        each = (time.perf_counter() - started) / len(windows)
+        out = []
+        for result, tok, limit, language in zip(results, tokenizers, limits, languages, strict=True):
+            tokens = [t for t in result.sequences_ids[0][:limit] if t < tok.eot]
+            out.append(_short_transcript(tok.decode(tokens).strip(), len(tokens), result, language, each))
+        return out
+
+    def _tokenizer(self, language: str) -> Any:
+        from faster_whisper.tokenizer import Tokenizer
+
+        key = language
+        if key not in self._tokenizers:
+            self._tokenizers[key] = Tokenizer(self.model.hf_tokenizer, self.multilingual, task="transcribe",
+                                              language=language)
+        return self._tokenizers[key]
+
+
+@dataclass
+class ShortWindow:
+    """One utterance window for ``decode_batch``."""
+
+    audio: np.ndarray
+    language: str | None
+    prefix: str = ""
+
+
+def _max_new_tokens(window: ShortWindow) -> int:
+    return min(220, int(TOKENS_PER_AUDIO_S * len(window.audio) / SAMPLE_RATE) + 8 + len(window.prefix.split()) * 2)
+
+
+def _pad_or_trim(features: np.ndarray, frames: int) -> np.ndarray:
+    from faster_whisper.audio import pad_or_trim
+
+    return pad_or_trim(features, frames)
+
+
+def _short_transcript(text: str, n_tokens: int, result: Any, language: str, decode_s: float) -> Transcript:
+    from faster_whisper.transcribe import get_compression_ratio
+
+    avg_logprob = result.scores[0] * n_tokens / (n_tokens + 1)
+    implausible = (get_compression_ratio(text) > MAX_COMPRESSION_RATIO if text else False) or (
+        result.no_speech_prob > NO_SPEECH_PROB and avg_logprob < LOW_LOGPROB)
+    return Transcript(text="" if implausible else text, language=language, decode_s=decode_s)
 
 
 def _plausible(segment) -> bool:

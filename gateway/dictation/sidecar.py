@@ -64,12 +64,14 @@ class AsrSupervisor:
     """Owns the sidecar process. ``start`` never raises; ``status`` says what happened."""
 
     def __init__(self, *, model: str, data_dir: Path, compute_type: str = "int8", threads: int = 0,
-                 python: str = sys.executable, start_timeout_s: float = START_TIMEOUT_S,
+                 lanes: int = 1, batch: int = 1, python: str = sys.executable, start_timeout_s: float = START_TIMEOUT_S,
                  backoff_s: tuple[float, ...] = BACKOFF_S) -> None:
         self.model_name = model
         self.data_dir = data_dir
         self.compute_type = compute_type
         self.threads = threads
+        self.lanes = lanes
+        self.batch = batch
         self.python = python
         self.start_timeout_s = start_timeout_s
         self.backoff_s = backoff_s
@@ -91,7 +93,8 @@ class AsrSupervisor:
     @classmethod
     def from_settings(cls, settings: Settings) -> AsrSupervisor:
         return cls(model=settings.asr_model, data_dir=settings.data_dir,
-                   compute_type=settings.asr_compute_type, threads=settings.asr_threads)
+                   compute_type=settings.asr_compute_type, threads=settings.asr_threads,
+                   lanes=settings.asr_lanes, batch=settings.asr_batch)
 
     # ---- engine interface
 
@@ -246,7 +249,8 @@ class AsrSupervisor:
     async def _launch(self) -> bool:
         assert self._resolved is not None
         args = [self.python, "-m", "engines.asr", "--model", self._resolved.source, "--model-id",
-                self._resolved.id, "--compute-type", self.compute_type, "--threads", str(self.threads)]
+                self._resolved.id, "--compute-type", self.compute_type, "--threads", str(self.threads),
+                "--lanes", str(self.lanes), "--batch", str(self.batch)]
         try:
             proc = await asyncio.create_subprocess_exec(
                 *args, cwd=str(PROJECT_ROOT), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,

@@ -5,7 +5,8 @@ protocol events in.
 can be given the open utterances again) and filters the sidecar's events
 through it, so the client-facing invariants hold across a restart: one
 ``speech_started`` per utterance, ``stable`` only grows, one ``final`` per
-utterance, in order, never a partial after it.
+utterance, in order, never a partial after it; a ``final`` matches the
+``eager_final`` before it unless a ``turn_resumed`` came between.
 
 Runs on the event loop only.
 """
@@ -21,7 +22,7 @@ import numpy as np
 from engines.asr.framing import encode_frame, pcm_to_bytes
 from gateway.dictation.retention import Retention
 from gateway.errors import GatewayError
-from gateway.protocol.dictation import Closed, Final, Partial, SpeechStarted
+from gateway.protocol.dictation import Closed, EagerFinal, Final, Partial, SpeechStarted, TurnResumed
 
 if TYPE_CHECKING:
     from gateway.dictation.sidecar import AsrSupervisor
@@ -44,7 +45,7 @@ class AsrStream:
     def __init__(self, supervisor: AsrSupervisor, stream_id: str, options: dict[str, Any]) -> None:
         self.supervisor = supervisor
         self.id = stream_id
-        self.options = options  # language (None = auto), interim, word_timestamps, silence_ms
+        self.options = options  # language (None = auto), interim, word_timestamps, silence_ms, eager
         self.events: asyncio.Queue = asyncio.Queue(maxsize=EVENT_QUEUE_SIZE)
         self.retention = Retention()
         self.live = False  # the current process has this stream, with every logged entry replayed
@@ -99,6 +100,9 @@ class AsrStream:
     # ---- events from the sidecar
 
     def deliver(self, event: dict[str, Any]) -> None:
+        withdrawn = self.retention.withdrawn_eager(event)
+        if withdrawn is not None:
+            self.deliver(withdrawn)
         if not self.retention.accept(event):
             return
         kind = event.get("ev")
@@ -108,6 +112,11 @@ class AsrStream:
             self.lag_s = float(event.get("lag_s", self.lag_s))
             self._put(Partial(event["utterance"], event["text"], event["stable"], event["start"], event["end"],
                               self.lag_s))
+        elif kind == "eager_final":
+            self._put(EagerFinal(event["utterance"], event["text"], event["start"], event["end"],
+                                 event.get("language", ""), event.get("words")), essential=True)
+        elif kind == "turn_resumed":
+            self._put(TurnResumed(event["utterance"], event["at"]), essential=True)
         elif kind == "final":
             self.finals += 1
             self.lag_s = float(event.get("lag_s", self.lag_s))

@@ -5,8 +5,10 @@ Exchange grammar (one socket)::
 
     server: ready
     client: (binary audio | finalize | keepalive)* end?
-    server: per utterance n: speech_started, partial*, final   (final may be absent
-            when the utterance held no words and was not finalized)
+    server: per utterance n: speech_started, (partial | eager_final turn_resumed)*,
+            eager_final?, final   (final may be absent when the utterance held no
+            words and was not finalized; eager_final and turn_resumed only with
+            eager=true)
             error* at any point (the session goes on)
             closed after the client's end, then close 1000
 
@@ -15,6 +17,11 @@ Exchange grammar (one socket)::
 delta; ``partial.stable`` only grows within an utterance and ``text`` starts
 with it. Exactly one ``final`` per utterance, in order, never followed by a
 partial of the same utterance.
+
+``eager_final`` is the speculative final, sent as soon as it is decoded after
+speech stops; ``turn_resumed`` withdraws it (speech came back). A ``final``
+that follows an ``eager_final`` with no ``turn_resumed`` between them has the
+same text; no ``partial`` comes between an ``eager_final`` and what follows it.
 """
 
 from __future__ import annotations
@@ -46,6 +53,7 @@ class DictationParams:
     interim: bool = True
     word_timestamps: bool = False
     silence_ms: int = 500
+    eager: bool = False
 
 
 def _bool_param(query: Mapping[str, str], name: str, default: bool) -> bool:
@@ -87,7 +95,7 @@ def parse_dictation_params(query: Mapping[str, str]) -> DictationParams:
     return DictationParams(sample_rate=rate, encoding=encoding, language=language,
                            interim=_bool_param(query, "interim", True),
                            word_timestamps=_bool_param(query, "word_timestamps", False),
-                           silence_ms=silence_ms)
+                           silence_ms=silence_ms, eager=_bool_param(query, "eager", False))
 
 
 # ---- client -> server
@@ -187,6 +195,39 @@ class Final:
 
 
 @dataclass(frozen=True)
+class EagerFinal:
+    """The utterance's final as it stands if the silence lasts; ``turn_resumed``
+    withdraws it, otherwise the ``final`` repeats its text."""
+
+    utterance: int
+    text: str
+    start: float
+    end: float
+    language: str
+    words: list[dict[str, Any]] | None = None
+    type: Literal["eager_final"] = "eager_final"
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": self.type, "utterance": self.utterance, "text": self.text,
+                               "start": self.start, "end": self.end, "language": self.language}
+        if self.words is not None:
+            out["words"] = self.words
+        return out
+
+
+@dataclass(frozen=True)
+class TurnResumed:
+    """The last ``eager_final`` of the utterance no longer stands: speech came back at ``at``."""
+
+    utterance: int
+    at: float
+    type: Literal["turn_resumed"] = "turn_resumed"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "utterance": self.utterance, "at": self.at}
+
+
+@dataclass(frozen=True)
 class Closed:
     utterances: int
     audio_s: float
@@ -196,7 +237,7 @@ class Closed:
         return {"type": self.type, "utterances": self.utterances, "audio_s": self.audio_s}
 
 
-ServerEvent = Ready | SpeechStarted | Partial | Final | Closed
+ServerEvent = Ready | SpeechStarted | Partial | EagerFinal | TurnResumed | Final | Closed
 
 
 def event_from_dict(data: Mapping[str, Any]) -> ServerEvent | dict[str, Any]:
@@ -210,6 +251,11 @@ def event_from_dict(data: Mapping[str, Any]) -> ServerEvent | dict[str, Any]:
     if kind == "final":
         return Final(int(data["utterance"]), str(data["text"]), float(data["start"]), float(data["end"]),
                      str(data.get("language", "")), data.get("words"))
+    if kind == "eager_final":
+        return EagerFinal(int(data["utterance"]), str(data["text"]), float(data["start"]), float(data["end"]),
+                          str(data.get("language", "")), data.get("words"))
+    if kind == "turn_resumed":
+        return TurnResumed(int(data["utterance"]), float(data["at"]))
     if kind == "closed":
         return Closed(int(data["utterances"]), float(data["audio_s"]))
     if kind == "ready":

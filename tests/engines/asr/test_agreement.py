@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from engines.asr.agreement import Agreement
 
 
@@ -36,5 +38,5 @@ def test_stable_never_shrinks_over_a_sequence_of_hypotheses():
     for text in ["one", "one two", "one two three", "won", "one two three four", "one two three four five"]:
         a.update(text.split())
         seen.append(a.stable)
-    assert all(later.startswith(earlier) for earlier, later in zip(seen, seen[1:], strict=False))
+    assert all(later.startswith(earlier) for earlier, later in itertools.pairwise(seen))
     assert seen[-1] == "one two three four"

@@ -4,15 +4,18 @@ frame stream of a real process staying clean when a library prints."""
 from __future__ import annotations
 
 import io
+import queue
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from engines.asr.framing import encode_frame, read_frame
 from engines.asr.policy import StreamOptions, StreamPolicy
 from engines.asr.server import SidecarServer
+from tests.engines.asr.scripted import ScriptedVad
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -24,44 +27,31 @@ class NoModel:
         return ["en"]
 
 
-class Due:
-    """A policy stand-in whose pending work became due at ``since``."""
-
-    def __init__(self, name, since):
-        self.name = name
-        self.since = since
-
-    def want_since(self, head_start=True):
-        return self.since
-
-    def take_job(self):
-        self.since = None
-        return self.name
-
-
 def make_server() -> tuple[SidecarServer, io.BytesIO]:
     out = io.BytesIO()
     return SidecarServer(NoModel(), out, "tiny.en"), out
 
 
-def test_the_work_that_waited_longest_runs_first():
+def test_free_lanes_are_filled_finals_first_and_a_busy_server_takes_no_more():
     server, _ = make_server()
-    server.streams = {k: Due(k, since) for k, since in {"a": 5.0, "b": 2.0, "c": None, "d": 3.0}.items()}
-    order = []
-    for _ in range(4):
-        server._busy = False
-        server._dispatch()
-        if not server._work.empty():
-            order.append(server._work.get_nowait())
-    assert order == ["b", "d", "a"]
-
-
-def test_nothing_is_dispatched_while_the_worker_is_busy():
-    server, _ = make_server()
-    server.streams = {"a": Due("a", 1.0)}
-    server._busy = True
-    server._dispatch()
-    assert server._work.empty()
+    server.lanes = 2
+    server._work = queue.Queue(maxsize=2)
+    now = [0.0]
+    for name, speech in (("a", [(0.0, 9.0)]), ("b", [(0.5, 1.5)])):
+        server.streams[name] = StreamPolicy(name, StreamOptions(silence_ms=300), vad=ScriptedVad(speech))
+    for _ in range(20):  # 2 s: a talks, b spoke and fell silent
+        now[0] += 0.1
+        for policy in server.streams.values():
+            policy.feed(np.zeros(1600, dtype=np.float32), now[0])
+    server._dispatch(now[0])
+    first, second = server._work.get_nowait(), server._work.get_nowait()
+    assert [(j.stream, j.kind) for j in first + second] == [("b", "final"), ("a", "partial")]
+    assert server._busy == 2
+    for _ in range(10):
+        now[0] += 0.1
+        server.streams["a"].feed(np.zeros(1600, dtype=np.float32), now[0])
+    server._dispatch(now[0])
+    assert server._work.empty()  # both lanes busy
 
 
 def test_open_with_a_language_the_model_lacks_answers_unsupported_language():

@@ -36,13 +36,13 @@ def test_ready_echoes_the_parameters_and_names_the_model(tmp_path):
 
 def test_the_sidecar_is_opened_with_the_stream_options(tmp_path):
     fake = FakeSidecar()
-    url = "/v1/dictation?interim=false&word_timestamps=true&silence_ms=800&language=en"
+    url = "/v1/dictation?interim=false&word_timestamps=true&silence_ms=800&language=en&eager=true"
     with dictation_client(tmp_path, fake) as client, client.websocket_connect(url) as ws:
         receive(ws)
         header = fake.frames[0][0]
         assert header == {"op": "open", "stream": header["stream"], "language": "en", "interim": False,
-                          "word_timestamps": True, "silence_ms": 800, "offset": 0, "first_utterance": 0,
-                          "stable": ""}
+                          "word_timestamps": True, "silence_ms": 800, "eager": True, "offset": 0,
+                          "first_utterance": 0, "stable": ""}
 
 
 @pytest.mark.parametrize(("query", "reason"), [
@@ -53,6 +53,7 @@ def test_the_sidecar_is_opened_with_the_stream_options(tmp_path):
     ("silence_ms=1.5", "silence_ms: '1.5' is not an integer"),
     ("language=english", "language: 'english' is not an ISO 639-1 code or 'auto'"),
     ("interim=maybe", "interim: 'maybe' is not a boolean (use true or false)"),
+    ("eager=soon", "eager: 'soon' is not a boolean (use true or false)"),
 ])
 def test_a_bad_query_parameter_closes_4400_naming_it(tmp_path, query, reason):
     with dictation_client(tmp_path) as client, client.websocket_connect(f"/v1/dictation?{query}") as ws:
