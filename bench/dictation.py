@@ -80,6 +80,7 @@ class StreamResult:
     final_latency_s: list[float] = field(default_factory=list)
     eager_latency_s: list[float] = field(default_factory=list)
     first_partial_s: float | None = None
+    first_partials_s: list[float] = field(default_factory=list)  # per utterance: speech_started -> first partial
     lags: list[float] = field(default_factory=list)
     eager_finals: int = 0
     resumed: int = 0
@@ -131,6 +132,7 @@ async def stream_clip(url: str, clip: Clip) -> StreamResult:
     started_at: list[float] = []
     ended_at: dict[int, float] = {}  # sentence -> when its last voiced sample was sent
     eager_at: dict[int, float] = {}  # utterance -> latency of its standing eager final
+    opened_at: dict[int, float] = {}  # utterance -> when its speech_started arrived
 
     def on_sent(sent_s: float) -> None:
         if sent_s >= clip.speech_start_s and not started_at:
@@ -152,10 +154,14 @@ async def stream_clip(url: str, clip: Clip) -> StreamResult:
         sender = asyncio.create_task(send())
         async for event in client.events():
             now = time.monotonic()
-            if event["type"] == "partial":
+            if event["type"] == "speech_started":
+                opened_at[event["utterance"]] = now
+            elif event["type"] == "partial":
                 result.lags.append(event.get("lag_s", 0.0))
                 if event["text"] and result.first_partial_s is None and started_at:
                     result.first_partial_s = now - started_at[0]
+                if event["text"] and event["utterance"] in opened_at:
+                    result.first_partials_s.append(now - opened_at.pop(event["utterance"]))
             elif event["type"] == "turn_resumed":
                 result.resumed += 1
                 eager_at.pop(event["utterance"], None)
@@ -243,20 +249,23 @@ async def run(url: str, server_pid: int | None, levels: list[int], max_clips: in
         lags = [lag for r in results for lag in r.lags]
         lat = [x for r in results for x in r.final_latency_s]
         eager = [x for r in results for x in r.eager_latency_s]
+        first = [x for r in results for x in r.first_partials_s]
         errs = sum(word_errors(long_clip.text, " ".join(r.finals))[0] for r in results)
         rows.append((n, pct(lat, 50), pct(lat, 95), pct(eager, 50), pct(eager, 95), pct(lags, 95),
-                     max(lags, default=float("nan")), errs / (n * len(long_clip.text.split())),
-                     sum(r.resumed for r in results)))
+                     max(lags, default=float("nan")), pct(first, 50), len(first) / (4 * n),
+                     errs / (n * len(long_clip.text.split())), sum(r.resumed for r in results)))
         print(f"  {n} streams: final p50 {pct(lat, 50):.2f} p95 {pct(lat, 95):.2f} s, eager p50 {pct(eager, 50):.2f} "
               f"p95 {pct(eager, 95):.2f} s, lag p95 {pct(lags, 95):.2f} s ({len(lat)} finals)", file=sys.stderr)
+    # a level where no partial came at all has no lag figure: it does not pass
     ok = [n for n, _, f95, _, _, l95, *_ in rows if f95 < FINAL_P95_BAR_S and l95 < LAG_P95_BAR_S]
     sustained = max(ok, default=0)
     shown = f"at least {sustained} (the most tried)" if sustained == max(levels) else str(sustained)
-    lines += [("| streams | final p50 | final p95 | eager p50 | eager p95 | partial lag p95 | lag max | WER "
-               "| turn_resumed |"), "|---|---|---|---|---|---|---|---|---|"]
-    for n, f50, f95, e50, e95, l95, lmax, w, resumed in rows:
+    lines += [("| streams | final p50 | final p95 | eager p50 | eager p95 | partial lag p95 | lag max "
+               "| first partial p50 | utterances with a partial | WER | turn_resumed |"),
+              "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for n, f50, f95, e50, e95, l95, lmax, fp50, with_partial, w, resumed in rows:
         lines.append(f"| {n} | {f50:.2f} s | {f95:.2f} s | {e50:.2f} s | {e95:.2f} s | {l95:.2f} s | {lmax:.2f} s "
-                     f"| {w:.1%} | {resumed} |")
+                     f"| {fp50:.2f} s | {with_partial:.0%} | {w:.1%} | {resumed} |")
     lines += ["", (f"Most concurrent real-time streams with final p95 < {FINAL_P95_BAR_S} s and partial lag "
                    f"p95 < {LAG_P95_BAR_S} s: {shown}.")]
     return "\n".join(lines)

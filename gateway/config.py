@@ -170,7 +170,7 @@ OPTIONS: tuple[Option, ...] = (
     # dictation at load: parallel decodes and batching in the ASR sidecar
     Option("asr_lanes", _int_range(1, 64), "1",
            "Decodes the ASR sidecar runs at once, each on VOXGATE_ASR_THREADS threads."),
-    Option("asr_batch", _int_range(1, 64), "1",
+    Option("asr_batch", _int_range(1, 64), "4",
            "Most finals (or partials) of different streams the ASR sidecar decodes together in one call."),
 )
 
@@ -204,7 +204,7 @@ class Settings:
     max_dictation_streams: int = 8
     idle_timeout_s: float = 30.0
     asr_lanes: int = 1
-    asr_batch: int = 1
+    asr_batch: int = 4
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:

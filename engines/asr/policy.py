@@ -50,6 +50,7 @@ DETECT_LANGUAGE_AFTER = int(2 * RATE)  # a language detected on less audio is no
 MIN_CUT_OFFSET = int(5 * RATE)  # a forced cut leaves at least this much in the first part
 IDLE_KEEP = PAD + WINDOW * 4  # audio kept while idle, for the leading pad
 FINAL_BEAM = 5
+SPECULATE_AFTER_S = 0.16  # silence before the speculative final starts
 # Beam 5 on partials too: committed words are forced on every later decode and kept
 # in the final, so a greedy slip becomes a final error (streaming WER 0.25 vs 0.21
 # on the benchmark clips); on the short window it costs only ~10% more.
@@ -205,7 +206,7 @@ class StreamPolicy:
                            "at": round(at / RATE, 3)})
 
     def _spec_after(self) -> int:
-        return min(int(0.16 * RATE), self.options.silence_ms * RATE // 2000)
+        return min(int(SPECULATE_AFTER_S * RATE), self.options.silence_ms * RATE // 2000)
 
     def _open(self, speech_start: int, now: float, events: list[dict]) -> None:
         start = max(speech_start - PAD, self._audio_start, self._prev_end)

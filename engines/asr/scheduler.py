@@ -51,7 +51,7 @@ class FileWork(Protocol):
 
 PARTIAL_STEP_S = 0.5
 PARTIAL_SHARE = 0.6  # at most this share of the decode time goes to partials when streams compete
-MAX_PARTIAL_STEP_S = 3.0
+MAX_PARTIAL_STEP_S = 1.5  # a stream still gets a partial within a short sentence
 FIRST_PARTIAL_COST_S = 0.1  # a guess until partials have been measured
 COST_SMOOTHING = 0.2
 

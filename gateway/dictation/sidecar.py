@@ -64,7 +64,8 @@ class AsrSupervisor:
     """Owns the sidecar process. ``start`` never raises; ``status`` says what happened."""
 
     def __init__(self, *, model: str, data_dir: Path, compute_type: str = "int8", threads: int = 0,
-                 lanes: int = 1, batch: int = 1, python: str = sys.executable, start_timeout_s: float = START_TIMEOUT_S,
+                 lanes: int = 1, batch: int = 4, python: str = sys.executable,
+                 start_timeout_s: float = START_TIMEOUT_S,
                  backoff_s: tuple[float, ...] = BACKOFF_S) -> None:
         self.model_name = model
         self.data_dir = data_dir
