@@ -103,15 +103,17 @@ def test_nothing_due_gives_nothing():
 
 def test_the_partial_step_stretches_when_talking_streams_would_need_more_than_their_share():
     scheduler = Scheduler()
-    scheduler.partial_cost_s = 0.1
+    scheduler.partial_cost_s = 0.05
     assert scheduler.partial_step_s(1) == 0.5
-    assert scheduler.partial_step_s(12) == pytest.approx(12 * 0.1 / PARTIAL_SHARE)
+    assert scheduler.partial_step_s(12) == pytest.approx(12 * 0.05 / PARTIAL_SHARE)
     assert scheduler.partial_step_s(100) == MAX_PARTIAL_STEP_S
-    assert Scheduler(lanes=2).partial_step_s(12) == pytest.approx(12 * 0.1 / (2 * PARTIAL_SHARE))
+    two_lanes = Scheduler(lanes=2)
+    two_lanes.partial_cost_s = 0.05
+    assert two_lanes.partial_step_s(24) == pytest.approx(24 * 0.05 / (2 * PARTIAL_SHARE))
     streams = {str(i): FakeStream(str(i), talking=True) for i in range(12)}
     streams["quiet"] = FakeStream("quiet")
     scheduler.next_work(streams, deque(), 0.0)
-    assert {s.partial_step for s in streams.values()} == {int(12 * 0.1 / PARTIAL_SHARE * 16000)}
+    assert {s.partial_step for s in streams.values()} == {int(12 * 0.05 / PARTIAL_SHARE * 16000)}
 
 
 def test_the_partial_cost_follows_what_partials_took():
