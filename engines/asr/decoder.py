@@ -5,7 +5,7 @@ in parallel on the one model); each call is independent. Every call is determini
 fallback) and guarded against the known failure modes of short-window
 re-decoding: repetition loops (a cap on new tokens per audio second, segments
 with a compression ratio above 2.4 dropped) and text invented for non-speech
-(segments with no_speech_prob > 0.6 and avg_logprob < -1 dropped, and, when
+(segments with no_speech_prob > 0.6 and avg_logprob < -1, or > 0.9, dropped, and, when
 word timings are known, segments spoken impossibly fast).
 """
 
@@ -20,15 +20,21 @@ import numpy as np
 SAMPLE_RATE = 16000
 MAX_COMPRESSION_RATIO = 2.4
 NO_SPEECH_PROB = 0.6
+# Above this the model is sure there is no speech, whatever its text's log-probability
+# (digital silence decodes to a confident "you"); on speech windows of the benchmark
+# sentences it stayed below 0.5, and only hallucinations on a lead-in reached 0.86.
+NO_SPEECH_SURE = 0.9
 LOW_LOGPROB = -1.0
 TOKENS_PER_AUDIO_S = 8  # English speech runs ~3-4 tokens/s; twice that is generous
 MAX_WORDS_PER_S = 10.0
-# Streaming decodes encode the utterance plus this much zero padding instead of
-# Whisper's full 30 s: the encoder is most of a decode's cost, and its attention
-# grows with the square of the window. On 40 Harvard sentences (Piper at three
-# speeds, clean and at 10 dB SNR, espeak-ng) beam 5 gave 20-21% WER with an 8 s,
-# 10 s or 30 s margin, 22.4% with 6 s and 24.9% with 5 s (the noisy clips go
-# first: Whisper expects trailing padding).
+# Streaming decodes encode the utterance plus this much silence instead of
+# Whisper's full 30 s window: the encoder is most of a decode's cost, and its
+# attention grows with the square of the window. Measured on sets of 40 Harvard
+# sentences (Piper at three speeds, clean and at 10 dB SNR, espeak-ng), streamed
+# through the policy: with the margin as silence in the audio, 8 s
+# and 10 s gave the same errors, 6 s a few more, 5 s and less many more; with
+# faster-whisper's zero features as the margin, 8 s lost badly and 10 s made
+# 5% more errors than silence (209 against 199 over three sets).
 SHORT_WINDOW_MARGIN_S = 8
 FRAMES_PER_S = 100
 
@@ -102,13 +108,13 @@ class WhisperDecoder:
         the language takes the full 30 s window."""
         return self.decode_batch([ShortWindow(audio, language, prefix)], beam_size=beam_size)[0]
 
-    def decode_batch(self, windows: list[ShortWindow], *, beam_size: int = 1,
-                     encode_together: bool = False) -> list[Transcript]:
+    def decode_batch(self, windows: list[ShortWindow], *, beam_size: int = 1) -> list[Transcript]:
         """``decode_short`` for several windows in one beam search (cheaper per window
         than a search each). All windows are encoded on the encoder window of the
-        longest one, one at a time unless ``encode_together``. A window without a
-        language on a multilingual model is decoded alone (its language is detected on
-        the full 30 s window).
+        longest one, one at a time (on CPU one encoder call for several windows cost
+        more per window than separate calls). A window without a language on a
+        multilingual model is decoded alone (its language is detected on the full
+        30 s window).
 
         Goes to CTranslate2 directly because faster-whisper always pads to 30 s.
         Applies the same plausibility filters as ``decode``.
@@ -119,20 +125,25 @@ class WhisperDecoder:
         if detect and len(windows) > 1:
             alone = {i: self.decode_batch([windows[i]], beam_size=beam_size)[0] for i in detect}
             rest = [i for i in range(len(windows)) if i not in alone]
-            together = self.decode_batch([windows[i] for i in rest], beam_size=beam_size,
-                                         encode_together=encode_together) if rest else []
+            together = self.decode_batch([windows[i] for i in rest], beam_size=beam_size) if rest else []
             done = {**alone, **dict(zip(rest, together, strict=True))}
             return [done[i] for i in range(len(windows))]
         started = time.perf_counter()
         model = self.model
-        features = [model.feature_extractor(w.audio)[:, :-1] for w in windows]
-        seconds = max(-(-f.shape[-1] // FRAMES_PER_S) for f in features)  # rounded up
+        seconds = max(-(-len(w.audio) // SAMPLE_RATE) for w in windows)  # rounded up
         frames = min(3000, (seconds + SHORT_WINDOW_MARGIN_S) * FRAMES_PER_S)
         if detect:
             frames = 3000  # language detection is only reliable on the window it was trained on
-        padded = [np.ascontiguousarray(_pad_or_trim(f, frames)[None], dtype=np.float32) for f in features]
-        if encode_together or len(padded) == 1:
-            encoded = model.model.encode(ctranslate2.StorageView.from_array(np.concatenate(padded)), to_cpu=True)
+        # The margin is silence in the audio, not zeros in the features (which is what
+        # faster-whisper pads with): the log-mel of silence is what Whisper was trained
+        # to see after speech, and on streaming windows it gives fewer errors.
+        samples = frames * SAMPLE_RATE // FRAMES_PER_S
+        padded = []
+        for w in windows:
+            features = model.feature_extractor(np.pad(w.audio, (0, max(0, samples - len(w.audio)))))[:, :-1]
+            padded.append(np.ascontiguousarray(_pad_or_trim(features, frames)[None], dtype=np.float32))
+        if len(padded) == 1:
+            encoded = model.model.encode(ctranslate2.StorageView.from_array(padded[0]), to_cpu=True)
         else:
             parts = [np.asarray(model.model.encode(ctranslate2.StorageView.from_array(p), to_cpu=True))
                      for p in padded]
@@ -191,7 +202,7 @@ def _short_transcript(text: str, n_tokens: int, result: Any, language: str, deco
 
     avg_logprob = result.scores[0] * n_tokens / (n_tokens + 1)
     implausible = (get_compression_ratio(text) > MAX_COMPRESSION_RATIO if text else False) or (
-        result.no_speech_prob > NO_SPEECH_PROB and avg_logprob < LOW_LOGPROB)
+        result.no_speech_prob > NO_SPEECH_PROB and avg_logprob < LOW_LOGPROB) or result.no_speech_prob > NO_SPEECH_SURE
     return Transcript(text="" if implausible else text, language=language, decode_s=decode_s)
 
 
@@ -199,6 +210,8 @@ def _plausible(segment) -> bool:
     if segment.compression_ratio > MAX_COMPRESSION_RATIO:
         return False
     if segment.no_speech_prob > NO_SPEECH_PROB and segment.avg_logprob < LOW_LOGPROB:
+        return False
+    if segment.no_speech_prob > NO_SPEECH_SURE:
         return False
     words = segment.words or ()
     if len(words) >= 3:

@@ -57,9 +57,10 @@ COST_SMOOTHING = 0.2
 
 
 class Scheduler:
-    def __init__(self, *, lanes: int = 1, max_batch: int = 1) -> None:
+    def __init__(self, *, lanes: int = 1, max_batch: int = 1, partial_batch: int = 1) -> None:
         self.lanes = lanes
         self.max_batch = max_batch
+        self.partial_batch = partial_batch
         self.partial_cost_s = FIRST_PARTIAL_COST_S
         self._served: dict[str, float] = {}  # when each stream's last partial was dispatched
 
@@ -91,7 +92,7 @@ class Scheduler:
             return None
         order = sorted(partials, key=lambda p: (self._served.get(p[1], float("-inf")), p[0]))
         jobs = []
-        for _, sid in order[:self.max_batch]:
+        for _, sid in order[:self.partial_batch]:
             job = streams[sid].take_partial()
             if job is not None:
                 self._served[sid] = now

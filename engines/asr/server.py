@@ -52,7 +52,9 @@ class SidecarServer:
         self.files: deque[FileJob] = deque()
         self.inbox: queue.Queue = queue.Queue(maxsize=INBOX_SIZE)
         self.lanes = lanes
-        self.scheduler = Scheduler(lanes=lanes, max_batch=max_batch)
+        import os  # EXPERIMENT
+        self.scheduler = Scheduler(lanes=lanes, max_batch=max_batch,
+                                   partial_batch=int(os.environ.get("ASR_PARTIAL_BATCH", "1")))
         self._work: queue.Queue = queue.Queue(maxsize=lanes)
         self._busy = 0
         self._last_lag_report = 0.0

@@ -105,20 +105,21 @@ def test_finalize_gives_a_final_even_without_words():
     assert [(e["ev"], e["text"]) for e in events] == [("final", "")]
 
 
-def test_partials_commit_words_two_hypotheses_agree_on():
+def test_partials_commit_words_three_hypotheses_agree_on():
     policy = make([(0.5, 5.0)])
     now = [0.0]
     feed_seconds(policy, 1.1, now)
     first = policy.take_job()
     assert first.kind == "partial" and first.beam_size == PARTIAL_BEAM and first.prefix == ""
-    e1 = policy.on_result(first, result("the quick"), now[0])
+    events = policy.on_result(first, result("the quick"), now[0])
+    for text in ("the quick brown", "the quick brown fox"):
+        feed_seconds(policy, 0.5, now)
+        events += policy.on_result(policy.take_job(), result(text), now[0])
     feed_seconds(policy, 0.5, now)
-    second = policy.take_job()
-    e2 = policy.on_result(second, result("the quick brown fox"), now[0])
-    feed_seconds(policy, 0.5, now)
-    third = policy.take_job()
-    assert third.prefix == "the quick"  # the stable words are forced on the decoder
-    assert [(e["text"], e["stable"]) for e in e1 + e2] == [("the quick", ""), ("the quick brown fox", "the quick")]
+    fourth = policy.take_job()
+    assert fourth.prefix == "the quick"  # the stable words are forced on the decoder
+    assert [(e["text"], e["stable"]) for e in events] == [
+        ("the quick", ""), ("the quick brown", ""), ("the quick brown fox", "the quick")]
 
 
 def test_a_partial_that_comes_back_after_the_final_is_dropped():
@@ -172,10 +173,10 @@ def test_a_final_is_decoded_freely_and_keeps_the_stable_words_in_front():
     policy = make([(0.5, 3.0)], silence_ms=300)
     now = [0.0]
     feed_seconds(policy, 1.1, now)
-    policy.on_result(policy.take_job(), result("the quick"), now[0])
-    feed_seconds(policy, 0.5, now)
-    policy.on_result(policy.take_job(), result("the quick brown"), now[0])
-    feed_seconds(policy, 1.8, now)  # the utterance closes: stable is "the quick"
+    for text in ("the quick", "the quick brown", "the quick brown"):
+        policy.on_result(policy.take_job(), result(text), now[0])
+        feed_seconds(policy, 0.5, now)
+    feed_seconds(policy, 1.3, now)  # the utterance closes: stable is "the quick"
     job = policy.take_job()
     assert (job.kind, job.prefix) == ("final", "")
     events = policy.on_result(job, result("a quick brown fox."), now[0])
@@ -189,6 +190,19 @@ def test_keep_stable_words_keeps_the_timings_of_the_decoded_words():
     assert [(w.word, w.start, w.end) for w in out] == [("the", 0.0, 0.2), ("quick", 0.2, 0.5), ("fox", 0.5, 0.8)]
     assert keep_stable_words("", "Hello.", []) == ("Hello.", [])
     assert keep_stable_words("Hello,", "hello world", [])[0] == "Hello, world"
+
+
+def test_keep_stable_words_goes_on_after_the_word_heard_where_the_stable_words_end():
+    words = [Word(w, 0.1 * i, 0.1 * i + 0.1, 0.9) for i, w in enumerate("Rice is often served in round bowls.".split())]
+    text, out = keep_stable_words("Rises often served in", "Rice is often served in round bowls.", words)
+    assert text == "Rises often served in round bowls."
+    assert [(w.word, round(w.start, 3), round(w.end, 3)) for w in out] == [
+        ("Rises", 0.0, 0.125), ("often", 0.125, 0.25), ("served", 0.25, 0.375), ("in", 0.375, 0.5),
+        ("round", 0.5, 0.6), ("bowls.", 0.6, 0.7)]
+    # nothing to align on: the decode goes on after as many words as are stable
+    assert keep_stable_words("one two", "three four five", [])[0] == "one two five"
+    # a stable word heard again far later is not where the stable words end
+    assert keep_stable_words("the", "a dog and the cat", [])[0] == "the dog and the cat"
 
 
 def test_one_partial_per_stream_at_a_time_and_the_step_can_be_stretched():

@@ -82,7 +82,7 @@ def test_partials_go_round_robin_a_stream_just_served_waits_for_the_others():
 
 
 def test_a_batch_of_partials_takes_the_least_recently_served_streams():
-    scheduler = Scheduler(max_batch=2)
+    scheduler = Scheduler(max_batch=2, partial_batch=2)
     streams = {name: FakeStream(name, partial=1.0) for name in "abc"}
     assert scheduler.next_work(streams, deque(), 2.0) == ["a:partial", "b:partial"]
     streams["a"].partial = streams["b"].partial = 2.5
