@@ -8,11 +8,16 @@ from typing import Any
 
 from starlette.routing import BaseRoute, Match, Mount, Route, WebSocketRoute
 
+from .principal import Scope
+
 
 class RouteClass(str, enum.Enum):
     PUBLIC = "public"  # anyone: /health, the static client, the credential exchange
     CONSUME = "consume"  # speech routes: key, session, ticket, PIN, trusted network, loopback
     ADMIN = "admin"  # loopback; in server mode also the API key or a session minted from it
+    # consume, where the credential may also come in the socket's first message (ElevenLabs'
+    # xi_api_key): a client with none at the handshake is let in pending (auth/inband.py)
+    CONSUME_INBAND = "consume_inband"
 
 
 # ---- declaring and looking up a route's class
@@ -39,7 +44,8 @@ def mount(path: str, app: Any, *, access: RouteClass, name: str | None = None) -
     return m
 
 
-def make_classifier(routes: Sequence[BaseRoute], default: RouteClass = RouteClass.CONSUME) -> Callable[[dict], RouteClass]:
+def make_classifier(routes: Sequence[BaseRoute],
+                    default: RouteClass = RouteClass.CONSUME) -> Callable[[Scope], RouteClass]:
     """Return ``classify(scope)``: the class of the route that will serve the scope.
 
     A path that matches no declared route (a 404 to be) counts as ``default``, so
@@ -47,7 +53,7 @@ def make_classifier(routes: Sequence[BaseRoute], default: RouteClass = RouteClas
     A route matched on its path but not its method keeps its class.
     """
 
-    def classify(scope: dict) -> RouteClass:
+    def classify(scope: Scope) -> RouteClass:
         partial: RouteClass | None = None
         for r in routes:
             match, _ = r.matches(scope)

@@ -38,3 +38,13 @@ def refuse_unsafe_bind(config: AuthConfig, host: str) -> str | None:
         "  3. trusted networks: set VOXGATE_TRUSTED_NETWORKS to the CIDRs allowed without a credential;\n"
         "or start with --allow-anonymous to serve everyone on purpose."
     )
+
+
+def proxy_warning(config: AuthConfig) -> str | None:
+    """What to warn about at start-up when a proxy is trusted but the gateway is not
+    in server mode with an API key: every client that proxy names as ``127.0.0.1``
+    (or that it fails to name) is then judged as local mode judges it."""
+    if not config.forwarded_allow_ips or (config.server_mode and config.has_key):
+        return None
+    return ("VOXGATE_FORWARDED_ALLOW_IPS names a proxy, but the gateway is not in server mode with an API key: "
+            "run proxied deployments with VOXGATE_SERVER_MODE=1 and VOXGATE_API_KEY(_FILE) (docs/deployment.md)")

@@ -4,6 +4,14 @@
 is in ``forwarded_allow_ips``. The client is then the right-most address in
 ``X-Forwarded-For`` that is not itself a trusted proxy: everything left of it
 was written by the client and proves nothing.
+
+Two proxy set-ups fail closed rather than open:
+- a trusted proxy that sends no ``X-Forwarded-For`` hides its client, who is then
+  an unknown, non-loopback client (never the proxy's own loopback address);
+- a loopback peer that sends forwarding headers while it is not a trusted proxy
+  is most likely a reverse proxy nobody told the gateway about, relaying remote
+  clients: it is not treated as loopback (``via_unknown_proxy``; the policy logs
+  a warning), so it cannot open admin routes or consume without a credential.
 """
 
 from __future__ import annotations
@@ -14,15 +22,20 @@ from dataclasses import dataclass
 
 from .config import IPNetwork
 from .credentials import header_values
+from .principal import Scope
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+FORWARDING_HEADERS = ("x-forwarded-for", "forwarded", "x-real-ip")
 
 
 @dataclass(frozen=True)
 class ClientAddress:
     host: str  # what failures are counted under and what the logs show
-    ip: IPAddress | None  # None when the peer is not an IP (a test client, a unix socket)
+    ip: IPAddress | None  # None when unknown: not an IP (a test client, a unix socket), or hidden by a proxy
     scheme: str  # "http" or "https", as the client sees it
+    via_unknown_proxy: bool = False  # a loopback peer relaying someone else (see the module docstring)
 
     @property
     def is_loopback(self) -> bool:
@@ -45,18 +58,22 @@ def parse_ip(text: str) -> IPAddress | None:
     return ip
 
 
-def resolve_client(scope: dict, forwarded_allow_ips: Sequence[IPNetwork]) -> ClientAddress:
+def resolve_client(scope: Scope, forwarded_allow_ips: Sequence[IPNetwork]) -> ClientAddress:
     peer = scope.get("client")
     peer_host = str(peer[0]) if peer else "unknown"
     peer_ip = parse_ip(peer_host)
     scheme = "https" if scope.get("scheme") in ("https", "wss") else "http"
     if peer_ip is None or not any(peer_ip in net for net in forwarded_allow_ips):
+        if peer_ip is not None and peer_ip.is_loopback and any(header_values(scope, h) for h in FORWARDING_HEADERS):
+            return ClientAddress(str(peer_ip), None, scheme, via_unknown_proxy=True)
         return ClientAddress(str(peer_ip) if peer_ip else peer_host, peer_ip, scheme)
 
     proto = ",".join(header_values(scope, "x-forwarded-proto")).split(",")[-1].strip().lower()
     if proto in ("http", "https"):
         scheme = proto
     hops = [h.strip() for h in ",".join(header_values(scope, "x-forwarded-for")).split(",") if h.strip()]
+    if not hops:  # the proxy did not say who its client is: someone unknown, never the proxy itself
+        return ClientAddress("unknown", None, scheme)
     client_host, client_ip = str(peer_ip), peer_ip
     for hop in reversed(hops):
         hop_ip = parse_ip(hop)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass, field
 
+from .hosts import normalize_pattern
+
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 DEFAULT_TICKET_PATHS = ("/v1/tts", "/v1/dictation")
@@ -14,7 +16,9 @@ DEFAULT_TICKET_PATHS = ("/v1/tts", "/v1/dictation")
 class AuthConfig:
     """What the middleware enforces.
 
-    ``allowed_origins`` are lower-case ``scheme://host[:port]``. The tunables
+    ``allowed_origins`` are lower-case ``scheme://host[:port]``; ``allowed_hosts``
+    are patterns of auth/hosts.py, allowed next to the loopback names, the bind
+    address ``bind_host`` and the LAN-share address. The tunables
     after ``allow_anonymous`` have the defaults of AUTH.md; tests shorten none of
     them, they move the clock instead.
     """
@@ -25,17 +29,28 @@ class AuthConfig:
     allowed_origins: tuple[str, ...] = ()
     forwarded_allow_ips: tuple[IPNetwork, ...] = ()
     allow_anonymous: bool = False
+    bind_host: str = "127.0.0.1"
+    allowed_hosts: tuple[str, ...] = ()
     session_ttl_s: float = 8 * 3600
     ticket_ttl_s: float = 30
-    lockout_failures: int = 10  # this many failures in the window lock a client out
+    lockout_failures: int = 10  # this many failures in the window lock a client (one address) out
+    lockout_block_failures: int = 100  # ... and this many from one IPv6 /64, all its addresses together
     lockout_window_s: float = 60
     pin_failure_budget: int = 100  # failed PIN attempts (all clients) before the PIN is revoked
-    max_sessions: int = 10_000  # oldest sessions are dropped past this
-    max_tickets: int = 10_000  # oldest unused tickets are dropped past this
+    # Live sessions and tickets: the key holder and loopback may each hold max_*; every
+    # other principal (a PIN guest, a trusted-network client, per address) max_*_per_guest,
+    # and all of those together max_*. Minting past a cap is refused; nobody's are evicted.
+    max_sessions: int = 10_000
+    max_sessions_per_guest: int = 100
+    max_tickets: int = 10_000
+    max_tickets_per_guest: int = 100
     max_tracked_clients: int = 10_000  # failure counters kept; the stalest are dropped past this
     ticket_paths: tuple[str, ...] = DEFAULT_TICKET_PATHS
 
     def __post_init__(self) -> None:
+        for pattern in self.allowed_hosts:
+            if normalize_pattern(pattern) != pattern:
+                raise ValueError(f"allowed_hosts has {pattern!r}; normalize it with auth.hosts.normalize_pattern")
         if self.api_key is not None and not self.api_key.strip():
             raise ValueError("api_key is empty; leave it unset (None) to run without a key")
         if self.lockout_failures < 1 or self.pin_failure_budget < 1:

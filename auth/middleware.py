@@ -16,11 +16,11 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from .access import RouteClass
+from .credentials import answer_subprotocol
 from .policy import NOT_READY, Refusal, decide
-from .principal import SCOPE_KEY
+from .principal import SCOPE_KEY, Scope
 from .state import AuthState
 
-Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
@@ -62,7 +62,7 @@ async def refuse(scope: Scope, receive: Receive, send: Send, refusal: Refusal) -
         message = await receive()
         if message["type"] != "websocket.connect":  # the client left before the handshake
             return
-        await send({"type": "websocket.accept"})
+        await send({"type": "websocket.accept", "subprotocol": answer_subprotocol(scope)})
         await send({"type": "websocket.close", "code": CLOSE_POLICY_VIOLATION, "reason": refusal.detail})
         return
     body = json.dumps(refusal.body()).encode("utf-8")

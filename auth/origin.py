@@ -16,6 +16,7 @@ import ipaddress
 from collections.abc import Sequence
 
 from .credentials import first_header
+from .principal import Scope
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 DEFAULT_PORTS = {"http": "80", "https": "443"}
@@ -35,7 +36,7 @@ def normalize_origin(origin: str) -> str:
     return origin
 
 
-def own_origin(scope: dict, scheme: str) -> str | None:
+def own_origin(scope: Scope, scheme: str) -> str | None:
     """The server's origin as this request addressed it: ``scheme://Host``."""
     host = first_header(scope, "host")
     if not host:
@@ -43,14 +44,17 @@ def own_origin(scope: dict, scheme: str) -> str | None:
     return normalize_origin(f"{scheme}://{host.strip()}")
 
 
-def needs_origin_check(scope: dict) -> bool:
+def needs_origin_check(scope: Scope) -> bool:
     return scope["type"] == "websocket" or scope.get("method", "GET").upper() not in SAFE_METHODS
 
 
 def is_loopback_origin(origin: str) -> bool:
     """True when a normalized origin names localhost, 127.0.0.0/8 or [::1]."""
     _, _, authority = origin.partition("://")
-    host = authority[1:authority.index("]")] if authority.startswith("[") and "]" in authority else authority.split(":")[0]
+    if authority.startswith("[") and "]" in authority:
+        host = authority[1:authority.index("]")]
+    else:
+        host = authority.split(":")[0]
     if host in ("localhost", "localhost.localdomain") or host.endswith(".localhost"):
         return True
     try:
@@ -59,7 +63,7 @@ def is_loopback_origin(origin: str) -> bool:
         return False
 
 
-def origin_acceptable(scope: dict, scheme: str, allowed_origins: Sequence[str], *,
+def origin_acceptable(scope: Scope, scheme: str, allowed_origins: Sequence[str], *,
                       own_must_be_loopback: bool = False) -> bool:
     """Whether the request's Origin (if any) may use ambient authority.
 

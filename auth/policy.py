@@ -4,11 +4,14 @@
 the Refusal to send; the middleware only translates a Refusal to the wire.
 
 Order of checks:
+0. the Host must be one this server answers to (auth/hosts.py), on every route;
 1. public routes pass (nothing is checked, nothing counted);
 2. loopback clients may everything (they present nothing, so lockout is moot);
 3. a locked-out client is refused before any credential is looked at;
 4. a credential, if presented, decides alone (an invalid one is final);
-5. with none: the trusted network, then whatever credential could help.
+5. with none: the trusted network, then whatever credential could help; on a
+   ``consume_inband`` route a client whose refusal would ask for a key or PIN is
+   let in *pending* instead, and the route settles it (auth/inband.py).
 Ambient authority (a cookie, or the loopback / trusted-network address) also
 needs an acceptable Origin on mutations and WebSocket upgrades (see origin.py).
 """
@@ -22,8 +25,9 @@ from . import codes
 from .access import RouteClass
 from .client_address import ClientAddress, resolve_client
 from .credentials import Credential, CredentialKind, presented_credential
+from .hosts import host_allowed
 from .origin import needs_origin_check, origin_acceptable
-from .principal import Principal, PrincipalKind
+from .principal import Principal, PrincipalKind, Scope
 from .state import AuthState
 
 log = logging.getLogger("voxgate.auth")
@@ -35,6 +39,8 @@ ADMIN_GATE = "loopback origin or admin API key required"
 ORIGIN_REJECTED = "browser origin rejected"
 TOO_MANY_ATTEMPTS = "Too many authentication attempts"
 NOT_READY = "authentication is not ready"
+HOST_REJECTED = "host not allowed: VOXGATE_ALLOWED_HOSTS lists the names this server answers to"
+UNKNOWN_PROXY_WARNING_S = 60.0  # at most one warning a minute about an unconfigured local proxy
 
 # The machine code sent next to each detail (auth/codes.py).
 DETAIL_CODES = {
@@ -45,6 +51,7 @@ DETAIL_CODES = {
     ORIGIN_REJECTED: codes.ORIGIN_REJECTED,
     TOO_MANY_ATTEMPTS: codes.TOO_MANY_ATTEMPTS,
     NOT_READY: codes.AUTH_NOT_READY,
+    HOST_REJECTED: codes.HOST_REJECTED,
 }
 
 
@@ -63,9 +70,17 @@ class Refusal:
         return {"detail": self.detail, "code": self.code}
 
 
-def decide(scope: dict, route_class: RouteClass, state: AuthState) -> Principal | Refusal:
+def decide(scope: Scope, route_class: RouteClass, state: AuthState) -> Principal | Refusal:
     config = state.config
+    share = state.share.active
+    if not host_allowed(scope, bind_host=config.bind_host, allowed_hosts=config.allowed_hosts,
+                        share_host=share.host if share is not None else None):
+        return Refusal(400, HOST_REJECTED)
     client = resolve_client(scope, config.forwarded_allow_ips)
+    if client.via_unknown_proxy and state.warning_due("unknown-proxy", UNKNOWN_PROXY_WARNING_S):
+        log.warning("auth: a loopback client sent X-Forwarded-For/Forwarded headers, but no proxy is trusted: "
+                    "treating it as a remote client. A reverse proxy on this host must be named in "
+                    "VOXGATE_FORWARDED_ALLOW_IPS (and run the gateway in server mode with an API key)")
     if route_class is RouteClass.PUBLIC:
         kind = PrincipalKind.LOOPBACK if client.is_loopback else PrincipalKind.ANONYMOUS
         return Principal(kind, client.host, may_admin=client.is_loopback)
@@ -89,7 +104,13 @@ def decide(scope: dict, route_class: RouteClass, state: AuthState) -> Principal 
         return _decide_admin(scope, credential, client, state)
     if credential is not None:
         return judge_credential(scope, credential, client, state)
-    return _no_credential(client, state, ambient_ok)
+    decision = _no_credential(client, state, ambient_ok)
+    if route_class is RouteClass.CONSUME_INBAND and isinstance(decision, Refusal) \
+            and decision.detail in (PIN_REQUIRED, KEY_REQUIRED):
+        # a credential could still help and may come in the first message: nothing is
+        # served before auth/inband.py accepts it
+        return Principal(PrincipalKind.PENDING, client.host, pending_detail=decision.detail)
+    return decision
 
 
 def missing_credential_refusal(state: AuthState) -> Refusal:
@@ -109,7 +130,7 @@ def admin_refusal(state: AuthState) -> Refusal:
     return Refusal(403, LOOPBACK_REQUIRED)
 
 
-def _decide_admin(scope: dict, credential: Credential | None, client: ClientAddress,
+def _decide_admin(scope: Scope, credential: Credential | None, client: ClientAddress,
                   state: AuthState) -> Principal | Refusal:
     gate = admin_refusal(state)
     # Without a key that can satisfy the gate, and for a PIN (which never can),
@@ -122,7 +143,7 @@ def _decide_admin(scope: dict, credential: Credential | None, client: ClientAddr
     return judged if judged.may_admin else gate
 
 
-def judge_credential(scope: dict, credential: Credential, client: ClientAddress,
+def judge_credential(scope: Scope, credential: Credential, client: ClientAddress,
                      state: AuthState) -> Principal | Refusal:
     """Check one presented credential; a failure is counted and its refusal returned."""
     pin_was_active = state.pin_active  # a failed check may revoke it

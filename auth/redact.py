@@ -2,7 +2,8 @@
 
 ``?api_key=``, ``?ticket=`` and ``?pin=`` travel in URLs (a browser cannot set
 headers on a WebSocket), and access logs print URLs; a header dump can carry
-``Authorization`` or ``X-Voxgate-Pin``. ``SecretFilter`` masks those values in
+``Authorization``, ``X-Voxgate-Pin``, ElevenLabs' ``xi-api-key`` or a key offered
+as a WebSocket subprotocol (``Sec-WebSocket-Protocol``). ``SecretFilter`` masks those values in
 the formatted message of every record. The server installs it on its one root
 log handler (gateway/logging_setup.py), so uvicorn's loggers are covered too.
 """
@@ -11,17 +12,28 @@ from __future__ import annotations
 
 import logging
 import re
+from urllib.parse import unquote_plus
 
-SECRET_PARAMS = ("api_key", "ticket", "pin", "token")
-SECRET_HEADERS = ("authorization", "x-api-key", "x-voxgate-pin", "cookie")
+SECRET_PARAMS = frozenset({"api_key", "ticket", "pin", "token", "authorization", "xi_api_key"})
+SECRET_HEADERS = ("authorization", "x-api-key", "xi-api-key", "x-voxgate-pin", "cookie", "sec-websocket-protocol")
 MASK = "***"
-_QUERY = re.compile(r"(?i)([?&](?:" + "|".join(SECRET_PARAMS) + r")=)[^&\s\"']*")
+# Every name=value pair of a query string. Names are compared after percent- and
+# plus-decoding, the way the gateway's query parser reads them, so ``api%5Fkey``
+# (which that parser accepts as ``api_key``) is masked too.
+_QUERY_PAIR = re.compile(r"([?&])([^=&\s\"'#]+)=([^&\s\"'#]*)")
 _HEADER = re.compile(r"(?i)\b((?:" + "|".join(SECRET_HEADERS) + r")['\"]?\s*[:=,]\s*['\"]?)[^'\"\r\n]+")
+
+
+def _mask_pair(match: re.Match[str]) -> str:
+    name = unquote_plus(match.group(2)).strip().lower()
+    if name in SECRET_PARAMS:
+        return f"{match.group(1)}{match.group(2)}={MASK}"
+    return match.group(0)
 
 
 def redact_secrets(text: str) -> str:
     """``text`` with secret query-parameter and header values masked."""
-    text = _QUERY.sub(lambda m: m.group(1) + MASK, text)
+    text = _QUERY_PAIR.sub(_mask_pair, text)
     return _HEADER.sub(lambda m: m.group(1) + MASK, text)
 
 

@@ -4,26 +4,29 @@
   the same policy functions and lockout as the middleware)
 - ``DELETE /v1/auth/session`` (public: revoking needs no rights)
 - ``POST /v1/auth/ticket`` (consume: any valid credential)
+- ``GET /v1/auth/me`` (public: who the caller is, judged like a consume route)
 - ``POST|GET|DELETE /v1/admin/share`` (admin)
 """
 
 from __future__ import annotations
 
-import json
-from typing import Any
+from typing import Any, cast
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute
 
 from . import codes
 from .access import RouteClass, http_route
+from .body import BodyInvalid, BodyTooLarge, parse_json_object, read_body
 from .client_address import resolve_client
 from .credentials import PIN_COOKIE, SESSION_COOKIE, Credential, CredentialKind, presented_credential
 from .origin import origin_acceptable
-from .policy import ORIGIN_REJECTED, TOO_MANY_ATTEMPTS, Refusal, judge_credential, missing_credential_refusal
+from .policy import ORIGIN_REJECTED, TOO_MANY_ATTEMPTS, Refusal, decide, judge_credential, missing_credential_refusal
 from .principal import PrincipalKind, principal_of
 from .share import VIA_SHARE_SCOPE_KEY, ShareUnavailable
-from .state import SOURCE_KEY, SOURCE_PIN, AuthState
+from .state import SOURCE_KEY, SOURCE_PIN, AuthState, owner_of
+from .tokens import QuotaFull
 
 MAX_BODY_BYTES = 4096
 TRANSPORTS = ("cookie", "bearer")
@@ -32,6 +35,10 @@ MINTING_KINDS = {PrincipalKind.API_KEY: SOURCE_KEY, PrincipalKind.PIN: SOURCE_PI
 
 class BodyError(Exception):
     """The request body cannot be used; the message says which field and why."""
+
+
+class BodyRefused(Exception):
+    """The request body is over the size limit (413)."""
 
 
 def _detail(status: int, detail: str, code: str) -> JSONResponse:
@@ -44,18 +51,12 @@ def _refusal(refusal: Refusal) -> JSONResponse:
 
 
 async def _json_object(request: Request) -> dict[str, Any]:
-    raw = await request.body()
-    if len(raw) > MAX_BODY_BYTES:
-        raise BodyError(f"body is larger than {MAX_BODY_BYTES} bytes")
-    if not raw.strip():
-        return {}
     try:
-        body = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        raise BodyError("body is not valid JSON") from None
-    if not isinstance(body, dict):
-        raise BodyError("body must be a JSON object")
-    return body
+        return parse_json_object(await read_body(request, MAX_BODY_BYTES))
+    except BodyTooLarge as exc:
+        raise BodyRefused(str(exc)) from None
+    except BodyInvalid as exc:
+        raise BodyError(str(exc)) from None
 
 
 def _cookie_header(name: str, value: str, *, secure: bool, max_age_s: int | None) -> str:
@@ -84,6 +85,8 @@ async def create_session(request: Request) -> Response:
             raise BodyError("pin must be a string of 6 digits")
     except BodyError as exc:
         return _detail(400, str(exc), codes.BAD_REQUEST)
+    except BodyRefused as exc:
+        return _detail(413, str(exc), codes.TOO_LARGE)
 
     if pin is not None:
         credential: Credential | None = Credential(CredentialKind.PIN, pin)
@@ -98,19 +101,24 @@ async def create_session(request: Request) -> Response:
         return _refusal(judged)
     source = MINTING_KINDS.get(judged.kind)
     if source is None:
-        return _detail(400, "a session is minted from the API key or the PIN; present one of them", codes.BAD_REQUEST)
+        return _detail(400, "a session is minted from the API key or the PIN; present one of them",
+                       codes.BAD_REQUEST)
 
     secure = client.scheme == "https"
+    if transport == "cookie" and source == SOURCE_PIN:  # the PIN itself is the cookie: no session is kept
+        response = Response(status_code=204)
+        response.headers.append("set-cookie",
+                                _cookie_header(PIN_COOKIE, credential.value, secure=secure, max_age_s=None))
+        return response
+    try:
+        token = state.mint_session(source, owner_of(judged))
+    except QuotaFull as exc:
+        return _detail(429, str(exc), codes.TOO_MANY_TOKENS)
     if transport == "bearer":
-        token = state.mint_session(source)
         return JSONResponse({"token": token, "expires_in": int(state.config.session_ttl_s)}, status_code=201)
     response = Response(status_code=204)
-    if source == SOURCE_PIN:
-        response.headers.append("set-cookie", _cookie_header(PIN_COOKIE, credential.value, secure=secure, max_age_s=None))
-    else:
-        token = state.mint_session(source)
-        response.headers.append("set-cookie", _cookie_header(SESSION_COOKIE, token, secure=secure,
-                                                             max_age_s=int(state.config.session_ttl_s)))
+    response.headers.append("set-cookie", _cookie_header(SESSION_COOKIE, token, secure=secure,
+                                                         max_age_s=int(state.config.session_ttl_s)))
     return response
 
 
@@ -128,6 +136,41 @@ async def delete_session(request: Request) -> Response:
     return response
 
 
+async def who_am_i(request: Request) -> Response:
+    """``{"principal", "admin", "session"}``: what the caller's credential makes it on a
+    consume route (``principal`` null when it would be refused), whether it may use
+    the admin routes, and whether it holds a session that signing out would end.
+
+    The credential is judged exactly as a consume route judges it, lockout and
+    failure counting included, so this route is no cheaper oracle for guessing
+    keys or PINs than any other. A locked-out caller gets the same 429.
+    """
+    state: AuthState = request.state.auth
+    scope = cast("dict[str, Any]", request.scope)  # the policy functions take the plain ASGI dict
+    client = resolve_client(scope, state.config.forwarded_allow_ips)
+    credential = presented_credential(scope)
+    if client.is_loopback:
+        # Loopback needs no credential; a session cookie it carries is only looked
+        # up (a pure read), never counted as a failure.
+        token = request.cookies.get(SESSION_COOKIE, "")
+        session = bool(token) and state.verify(Credential(CredentialKind.SESSION_COOKIE, token, from_cookie=True),
+                                               client.host, path=scope.get("path", ""), websocket=False) is not None
+        return _identity(PrincipalKind.LOOPBACK.value, admin=True, session=session)
+    judged = decide(scope, RouteClass.CONSUME, state)
+    if isinstance(judged, Refusal):
+        if judged.status == 429:
+            return _refusal(judged)
+        return _identity(None, admin=False, session=False)
+    session = judged.kind in (PrincipalKind.SESSION, PrincipalKind.PIN_SESSION) or (
+        judged.kind is PrincipalKind.PIN and credential is not None and credential.from_cookie)
+    return _identity(judged.kind.value, admin=judged.may_admin, session=session)
+
+
+def _identity(principal: str | None, *, admin: bool, session: bool) -> JSONResponse:
+    return JSONResponse({"principal": principal, "admin": admin, "session": session},
+                        headers={"Cache-Control": "no-store"})
+
+
 async def create_ticket(request: Request) -> Response:
     state: AuthState = request.state.auth
     allowed = state.config.ticket_paths
@@ -138,7 +181,13 @@ async def create_ticket(request: Request) -> Response:
             raise BodyError(f"path must be one of: {', '.join(allowed)}")
     except BodyError as exc:
         return _detail(400, str(exc), codes.BAD_REQUEST)
-    ticket = state.mint_ticket(path)
+    except BodyRefused as exc:
+        return _detail(413, str(exc), codes.TOO_LARGE)
+    principal = principal_of(request.scope)
+    try:
+        ticket = state.mint_ticket(path, owner_of(principal) if principal is not None else "unknown")
+    except QuotaFull as exc:
+        return _detail(429, str(exc), codes.TOO_MANY_TOKENS)
     return JSONResponse({"ticket": ticket, "expires_in": int(state.config.ticket_ttl_s)}, status_code=201)
 
 
@@ -171,11 +220,14 @@ async def stop_share(request: Request) -> Response:
     return Response(status_code=204)
 
 
-def auth_routes() -> list:
+def auth_routes() -> list[BaseRoute]:
     """The routes of the credential exchange and LAN sharing, classes declared."""
     return [
-        http_route("/v1/auth/session", create_session, access=RouteClass.PUBLIC, methods=["POST"], name="auth_session_create"),
-        http_route("/v1/auth/session", delete_session, access=RouteClass.PUBLIC, methods=["DELETE"], name="auth_session_delete"),
+        http_route("/v1/auth/session", create_session, access=RouteClass.PUBLIC, methods=["POST"],
+                   name="auth_session_create"),
+        http_route("/v1/auth/session", delete_session, access=RouteClass.PUBLIC, methods=["DELETE"],
+                   name="auth_session_delete"),
+        http_route("/v1/auth/me", who_am_i, access=RouteClass.PUBLIC, methods=["GET"], name="auth_me"),
         http_route("/v1/auth/ticket", create_ticket, access=RouteClass.CONSUME, methods=["POST"], name="auth_ticket"),
         http_route("/v1/admin/share", start_share, access=RouteClass.ADMIN, methods=["POST"], name="share_start"),
         http_route("/v1/admin/share", share_status, access=RouteClass.ADMIN, methods=["GET"], name="share_status"),

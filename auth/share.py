@@ -11,6 +11,7 @@ chance at most.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import secrets
 from collections.abc import Callable
@@ -127,10 +128,8 @@ class LanShare:
     async def wait_stopped(self) -> None:
         """Wait for listener stops running in the background (each bounded)."""
         for task in list(self._stop_tasks):
-            try:
+            with contextlib.suppress(asyncio.TimeoutError):  # wait_for has cancelled it; shutdown goes on
                 await asyncio.wait_for(task, LISTENER_STOP_TIMEOUT_S)
-            except asyncio.TimeoutError:  # wait_for has cancelled it; shutdown goes on
-                pass
 
     def _revoke(self) -> None:
         if self._info is not None:

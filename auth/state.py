@@ -19,13 +19,25 @@ from typing import Any
 
 from .config import AuthConfig
 from .credentials import Credential, CredentialKind
-from .lockout import FailureLimiter
+from .lockout import FailureLimiter, client_bucket
 from .principal import Principal, PrincipalKind
 from .share import LanShare, ShareInfo, ShareListener
 from .tokens import SessionStore, TicketStore
 
 SOURCE_KEY = "api_key"
 SOURCE_PIN = "pin"
+# Principals that stand for the API key: one owner, whatever address they come from.
+KEY_KINDS = frozenset({PrincipalKind.API_KEY, PrincipalKind.SESSION})
+
+
+def owner_of(principal: Principal) -> str:
+    """Who holds the sessions and tickets a principal mints: the key holder, this
+    machine, or a guest per address (an IPv6 guest per /64)."""
+    if principal.kind in KEY_KINDS:
+        return "key"
+    if principal.kind is PrincipalKind.LOOPBACK:
+        return "loopback"
+    return f"{principal.kind.value}:{client_bucket(principal.client)}"
 
 
 class AuthState:
@@ -33,15 +45,25 @@ class AuthState:
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.config = config
         self.clock = clock
-        self.sessions = SessionStore(config.session_ttl_s, config.max_sessions, clock)
-        self.tickets = TicketStore(config.ticket_ttl_s, config.max_tickets, clock)
+        self.sessions = SessionStore(config.session_ttl_s, config.max_sessions, clock, config.max_sessions_per_guest)
+        self.tickets = TicketStore(config.ticket_ttl_s, config.max_tickets, clock, config.max_tickets_per_guest)
         self.failures = FailureLimiter(config.lockout_failures, config.lockout_window_s,
-                                       config.max_tracked_clients, clock)
+                                       config.max_tracked_clients, clock, config.lockout_block_failures)
         self.share = LanShare(share_listener, config.pin_failure_budget, self._drop_pin_sessions)
         # A session minted from the key is bound to this fingerprint (a keyed hash,
         # so it is no use to anyone who reads it), so a different key ends it.
         self._salt = secrets.token_bytes(16)
         self._key_binding = self._fingerprint(config.api_key) if config.api_key else ""
+        self._warned_at: dict[str, float] = {}
+
+    def warning_due(self, topic: str, every_s: float) -> bool:
+        """True at most once per ``every_s`` per ``topic``: for warnings a client can trigger at will."""
+        now = self.clock()
+        last = self._warned_at.get(topic)
+        if last is not None and now - last < every_s:
+            return False
+        self._warned_at[topic] = now
+        return True
 
     # ---- credentials
 
@@ -79,13 +101,15 @@ class AuthState:
 
     # ---- minting
 
-    def mint_session(self, source: str) -> str:
-        """A session token standing for the key (``"api_key"``) or the live PIN (``"pin"``)."""
+    def mint_session(self, source: str, owner: str = "key") -> str:
+        """A session token standing for the key (``"api_key"``) or the live PIN (``"pin"``),
+        held by ``owner`` (``owner_of``); ``QuotaFull`` when the owner holds its cap."""
         binding = self._key_binding if source == SOURCE_KEY else self._pin_binding()
-        return self.sessions.mint(source, binding)
+        return self.sessions.mint(source, binding, owner)
 
-    def mint_ticket(self, path: str) -> str:
-        return self.tickets.mint(path)
+    def mint_ticket(self, path: str, owner: str = "key") -> str:
+        """A ticket for ``path`` held by ``owner``; ``QuotaFull`` when the owner holds its cap."""
+        return self.tickets.mint(path, owner)
 
     # ---- LAN sharing
 

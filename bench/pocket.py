@@ -296,9 +296,9 @@ def _ratio(ours: float, ref: float, higher_is_better: bool) -> str:
 
 def render(ours: dict, ref: dict, args: argparse.Namespace) -> str:
     ref_threads = {p: ref["single"][p]["threads"] for p in ("fp32", "int8")}
-    lines = [f"Pocket TTS, English geometry (random weights), {os.cpu_count()} cores; ours with "
+    lines = [(f"Pocket TTS, English geometry (random weights), {os.cpu_count()} cores; ours with "
              f"{args.threads} torch thread(s), reference at its best thread count (fp32: {ref_threads['fp32']}, "
-             f"int8: {ref_threads['int8']})", "",
+             f"int8: {ref_threads['int8']})"), "",
              "Single stream                   | ours     | reference | speed-up",
              "--------------------------------|----------|-----------|---------"]
     for prec in ("fp32", "int8"):
@@ -313,10 +313,10 @@ def render(ours: dict, ref: dict, args: argparse.Namespace) -> str:
             lines.append(f"ours {prec} ms/frame on 1 thread instead of {args.threads}: "
                          f"{ours['single'][prec + '_1_thread']['long']['ms_per_frame']:.1f}")
     lines += ["", f"Concurrency ({args.precision}); RTF = audio s / wall s, all streams requested at once",
-              "streams | ours RTF | ref RTF (best mode)            | ratio | ours TTFF mean/max ms | ref TTFF mean/max ms | "
-              "real time ours/ref (slowest stream RTF) | audio s ours/ref",
-              "--------|----------|--------------------------------|-------|-----------------------|---------------------|"
-              "-----------------------------------------|-----------------"]
+              ("streams | ours RTF | ref RTF (best mode)            | ratio | ours TTFF mean/max ms | ref TTFF mean/max ms | "
+              "real time ours/ref (slowest stream RTF) | audio s ours/ref"),
+              ("--------|----------|--------------------------------|-------|-----------------------|---------------------|"
+              "-----------------------------------------|-----------------")]
     for n, o in ours["concurrency"].items():
         r = ref["concurrency"].get(n)
         ref_rtf = f"{r['rtf']:5.2f} ({r['mode']})" if r else "-"
@@ -331,10 +331,10 @@ def render(ours: dict, ref: dict, args: argparse.Namespace) -> str:
         ok = [int(n) for n, v in side["concurrency"].items() if v["realtime"]]
         return str(max(ok)) if ok else "none"
 
-    lines += ["", f"Largest measured stream count with every stream real time: ours {largest(ours)}, "
-                  f"reference {largest(ref)}",
-              f"Peak RSS: ours {ours['peak_rss_mb']:.0f} MB, reference {ref['peak_rss_mb']:.0f} MB "
-              f"(reference includes one model copy per thread)"]
+    lines += ["", (f"Largest measured stream count with every stream real time: ours {largest(ours)}, "
+                  f"reference {largest(ref)}"),
+              (f"Peak RSS: ours {ours['peak_rss_mb']:.0f} MB, reference {ref['peak_rss_mb']:.0f} MB "
+              f"(reference includes one model copy per thread)")]
     return "\n".join(lines)
 
 

@@ -241,8 +241,8 @@ async def bench_reference(model_dir: Path, work: Path, levels: list[int], rounds
 
 def table(ours: list[Level], ref: list[Level]) -> str:
     by_n = {lvl.clients: lvl for lvl in ref}
-    lines = ["| clients | voxgate TTFA (ms) | reference TTFA (ms) | voxgate throughput (x RT) | "
-             "reference throughput (x RT) | voxgate agg. RTF | reference agg. RTF | throughput ratio |",
+    lines = [("| clients | voxgate TTFA (ms) | reference TTFA (ms) | voxgate throughput (x RT) | "
+             "reference throughput (x RT) | voxgate agg. RTF | reference agg. RTF | throughput ratio |"),
              "|---|---|---|---|---|---|---|---|"]
     for lvl in ours:
         r = by_n.get(lvl.clients)

@@ -38,8 +38,8 @@ class EngineStatus:
     detail: str = ""  # what is missing / what failed
     hint: str = ""  # how to fix it (a command, a package)
 
-    def to_dict(self) -> dict:
-        out = {"state": self.state.value}
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"state": self.state.value}
         if self.detail:
             out["detail"] = self.detail
         if self.hint:
@@ -56,7 +56,7 @@ class TtsInfo:
     can_clone: bool = False
     default_voice: str | None = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "id": self.id,
             "sample_rate": self.sample_rate,
@@ -75,7 +75,7 @@ class Voice:
     language: str = "en"
     source: str = "builtin"  # "builtin" (shipped with the model) or "cloned" (added at runtime)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "engine": self.engine, "name": self.name or self.id,
                 "language": self.language, "source": self.source}
 
@@ -84,7 +84,7 @@ class Voice:
 class SynthesisOptions:
     temperature: float | None = None  # None: the engine's default
     seed: int | None = None  # None: a fresh random seed per utterance
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class EngineError(Exception):
@@ -150,8 +150,11 @@ class TtsEngine(Protocol):
         """Start synthesising ``text``. Raises UnknownVoice / EngineUnavailable at once."""
         ...
 
-    async def clone_voice(self, voice_id: str, wav_bytes: bytes) -> Voice:
-        """Make a new voice from a short WAV and keep it. Raises CloneRefused if unsupported."""
+    async def clone_voice(self, voice_id: str, wav_bytes: bytes, transcript: str | None = None) -> Voice:
+        """Make a new voice from a short WAV and keep it. Raises CloneRefused if unsupported.
+
+        ``transcript`` is what the clip says, for engines whose prompts need it
+        (OmniVoice); engines that clone from the audio alone ignore it."""
         ...
 
     async def delete_voice(self, voice_id: str) -> None: ...
@@ -179,8 +182,9 @@ class AsrStreamHandle(Protocol):
         """Mono float32 audio at 16 kHz, in order."""
         ...
 
-    async def finalize(self) -> None:
-        """End the open utterance now; its final follows."""
+    async def finalize(self, mark: str | None = None) -> None:
+        """End the open utterance now; its final follows. A ``mark`` is answered
+        by a ``finalized`` event once every final of the audio before it is out."""
         ...
 
     async def end(self) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Collection, Mapping
 from typing import Any
 
 from starlette.applications import Starlette
@@ -23,13 +23,17 @@ from starlette.routing import BaseRoute
 from auth import AuthMiddleware, AuthState, ShareListener, auth_routes
 from auth.access import make_classifier
 from engines.base import AsrService, TtsEngine
-from gateway.config import Settings
+from gateway.config import Settings, child_environment
 from gateway.dictation.routes import dictation_routes
 from gateway.errors import GatewayError
+from gateway.fronts.deepgram.routes import deepgram_routes
+from gateway.fronts.elevenlabs.routes import elevenlabs_routes
+from gateway.fronts.openai_realtime.routes import openai_realtime_routes
 from gateway.http_api import core_routes, static_routes
 from gateway.registry import SessionRegistry
 from gateway.startup import Startup
 from gateway.tts.routes import tts_routes
+from gateway.tts.sentences import SentenceBuffer
 
 log = logging.getLogger("voxgate")
 
@@ -46,7 +50,52 @@ def build_tts_engines(settings: Settings) -> dict[str, TtsEngine]:
             quantize=settings.pocket_quantize,
             threads=settings.tts_threads,
         )
+    if "omnivoice" in settings.engines:
+        from engines.omnivoice.backend import LoadSpec
+        from engines.omnivoice.engine import OmniVoiceEngine
+
+        engines["omnivoice"] = OmniVoiceEngine(
+            LoadSpec(model=settings.omnivoice_model_ref, device=settings.device,
+                     asr_model=settings.omnivoice_asr_model or None, num_step=settings.omnivoice_steps),
+            voices_dir=settings.voices_dir / "omnivoice",
+            cache_dir=settings.data_dir / "cache" / "omnivoice-prompts",
+            idle_unload_s=settings.omnivoice_idle_s,
+            max_streams=settings.omnivoice_max_streams,
+            split_sentences=speech_units,
+        )
+    if "piper" in settings.engines:
+        from engines.piper.engine import PiperEngine
+
+        engines["piper"] = PiperEngine(voice_dirs=settings.piper_voices, threads=settings.piper_threads)
     return engines
+
+
+def speech_units(text: str) -> list[str]:
+    """``text`` cut as a session's text buffer cuts it: sentences, and run-ons at clause breaks."""
+    buffer = SentenceBuffer(max_chars=len(text) + 1)
+    units = buffer.append(text)
+    rest = buffer.flush()
+    return [*units, rest] if rest else units
+
+
+POCKET_WEIGHTS = "model.safetensors"  # the file engines/pocket/model.py loads
+
+
+def default_tts_engine(settings: Settings, engines: Collection[str]) -> tuple[str, str]:
+    """The TTS engine for requests that name none, and why. ``auto`` keeps Pocket
+    when its weights are on disk and falls back to Piper, which needs no download."""
+    if settings.tts_engine != "auto":
+        return settings.tts_engine, "set by VOXGATE_TTS_ENGINE"
+    weights = settings.pocket_model_dir / POCKET_WEIGHTS
+    if "pocket" in engines and ("piper" not in engines or weights.is_file()):
+        return "pocket", "Pocket TTS is enabled" + (" and its weights are on disk" if weights.is_file() else "")
+    if "piper" in engines:
+        reason = (f"Pocket TTS weights not found at {weights} (voxgate models pull pocket)" if "pocket" in engines
+                  else "Pocket TTS is not enabled")
+        return "piper", reason
+    if "omnivoice" in engines:
+        return "omnivoice", "the only TTS engine enabled"
+    return "pocket", "no TTS engine is enabled"
 
 
 def build_asr(settings: Settings) -> AsrService | None:
@@ -55,7 +104,8 @@ def build_asr(settings: Settings) -> AsrService | None:
         return None
     from gateway.dictation.sidecar import AsrSupervisor
 
-    return AsrSupervisor.from_settings(settings)
+    # The sidecar needs none of the gateway's secrets (the API key above all).
+    return AsrSupervisor.from_settings(settings, env=child_environment())
 
 
 def create_app(
@@ -71,6 +121,8 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
         engines = dict(tts_engines) if tts_engines is not None else build_tts_engines(settings)
+        default_tts, default_reason = default_tts_engine(settings, engines)
+        app_settings = settings.replace(tts_engine=default_tts)
         asr_service = asr if asr is not None else build_asr(settings)
         listener: ShareListener
         if share_listener is not None:
@@ -81,10 +133,12 @@ def create_app(
             listener = UvicornShareListener(settings)
         auth_state = AuthState(settings.auth_config(), share_listener=listener)
         sessions = SessionRegistry(limits={"tts": settings.max_tts_sessions,
-                                           "dictation": settings.max_dictation_streams})
+                                           "dictation": settings.max_dictation_streams,
+                                           "transcription": settings.max_transcriptions})
         startup = Startup()
         state: dict[str, Any] = {
-            "settings": settings,
+            "settings": app_settings,
+            "tts_default_reason": default_reason,
             "auth": auth_state,
             "sessions": sessions,
             "tts": engines,
@@ -94,9 +148,18 @@ def create_app(
         if hasattr(listener, "bind_state"):
             listener.bind_state(state)
         loader = asyncio.create_task(_load_engines(startup, engines, asr_service), name="engine-loader")
+        wyoming = None
         try:
+            if app_settings.wyoming_uri:
+                from gateway.fronts.wyoming.server import WyomingServer
+
+                wyoming = WyomingServer(app_settings, state)
+                await wyoming.start()
+                state["wyoming"] = wyoming
             yield state
         finally:
+            if wyoming is not None:
+                await wyoming.aclose()
             loader.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await loader
@@ -108,7 +171,8 @@ def create_app(
                     await engine.close()
 
     routes: list[BaseRoute] = [*core_routes(), *auth_routes(), *tts_routes(), *dictation_routes(),
-                               *static_routes()]
+                               *deepgram_routes(), *openai_realtime_routes(),
+                               *elevenlabs_routes(), *static_routes()]
     app = Starlette(routes=routes, lifespan=lifespan,
                     exception_handlers={GatewayError: _gateway_error_response})
     app.add_middleware(AuthMiddleware, classify=make_classifier(routes))

@@ -30,6 +30,10 @@ class AudioFormatError(ValueError):
     """A WAV or PCM payload that cannot be used; the message says why."""
 
 
+class AudioTooLong(AudioFormatError):
+    """Audio past a duration cap; the message gives the cap."""
+
+
 def parse_encoding(raw: str) -> Encoding:
     try:
         return Encoding(raw)
@@ -78,8 +82,8 @@ def decode(data: bytes, encoding: Encoding) -> np.ndarray:
 def encode(samples: np.ndarray, encoding: Encoding) -> bytes:
     samples = np.asarray(samples, dtype=np.float32)
     if encoding is Encoding.S16LE:
-        return (np.clip(samples, -1.0, 1.0) * 32767.0).round().astype("<i2").tobytes()
-    return samples.astype("<f4").tobytes()
+        return bytes((np.clip(samples, -1.0, 1.0) * 32767.0).round().astype("<i2").tobytes())
+    return bytes(samples.astype("<f4").tobytes())
 
 
 class StreamResampler:
@@ -99,18 +103,21 @@ class StreamResampler:
         samples = np.asarray(samples, dtype=np.float32)
         if self._stream is None:
             return samples
-        return self._stream.resample_chunk(samples, last=False)
+        out: np.ndarray = self._stream.resample_chunk(samples, last=False)
+        return out
 
     def flush(self) -> np.ndarray:
         if self._stream is None:
             return np.zeros(0, dtype=np.float32)
-        return self._stream.resample_chunk(np.zeros(0, dtype=np.float32), last=True)
+        out: np.ndarray = self._stream.resample_chunk(np.zeros(0, dtype=np.float32), last=True)
+        return out
 
 
 def resample(samples: np.ndarray, in_rate: int, out_rate: int) -> np.ndarray:
     if in_rate == out_rate:
         return np.asarray(samples, dtype=np.float32)
-    return soxr.resample(np.asarray(samples, dtype=np.float32), in_rate, out_rate).astype(np.float32)
+    out: np.ndarray = soxr.resample(np.asarray(samples, dtype=np.float32), in_rate, out_rate)
+    return out.astype(np.float32)
 
 
 # ---- WAV
@@ -133,10 +140,15 @@ def write_wav(samples: np.ndarray, sample_rate: int, encoding: Encoding = Encodi
     return wav_header(sample_rate, encoding, len(samples)) + encode(samples, encoding)
 
 
-def read_wav(data: bytes) -> tuple[np.ndarray, int]:
+def read_wav(data: bytes, max_duration_s: float | None = None) -> tuple[np.ndarray, int]:
     """Parse a RIFF/WAVE file: PCM 8/16/24/32-bit or float32/64, any channel count.
 
-    Returns mono float32 samples (channels averaged) and the sample rate.
+    Returns mono float32 samples (channels averaged) and the sample rate. The
+    header's claims are checked before they cost anything: the rate must be
+    8..48 kHz (a 1 Hz header would make a resampler's output thousands of
+    times the file), and a file longer than ``max_duration_s`` raises
+    ``AudioTooLong`` before a sample is decoded. Every buffer is then sized by
+    the bytes actually present, never by a header field.
     """
     if len(data) < 12 or data[:4] != b"RIFF" or data[8:12] != b"WAVE":
         raise AudioFormatError("not a WAV file (no RIFF/WAVE header)")
@@ -161,11 +173,14 @@ def read_wav(data: bytes) -> tuple[np.ndarray, int]:
     tag, channels, rate, _, _, bits = fmt
     if channels < 1:
         raise AudioFormatError("WAV file declares 0 channels")
-    if rate <= 0:
-        raise AudioFormatError("WAV file declares a sample rate of 0")
+    if not MIN_RATE <= rate <= MAX_RATE:
+        raise AudioFormatError(f"the WAV file has a sample rate of {rate} Hz; accepted: {MIN_RATE} to {MAX_RATE} Hz")
     width = bits // 8
     frame = width * channels
     payload = payload[: len(payload) - len(payload) % frame] if frame else b""
+    if max_duration_s is not None and frame and len(payload) // frame > max_duration_s * rate:
+        seconds = len(payload) // frame / rate
+        raise AudioTooLong(f"audio of {seconds / 60:.1f} min; the limit is {max_duration_s / 60:g} min")
     if tag == 1 and bits == 8:
         samples = (np.frombuffer(payload, dtype=np.uint8).astype(np.float32) - 128.0) / 128.0
     elif tag == 1 and bits == 16:

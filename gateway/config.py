@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from auth import AuthConfig
+from auth.config import IPNetwork
+from auth.hosts import normalize_pattern
 
 ENV_PREFIX = "VOXGATE_"
 
@@ -113,13 +115,56 @@ def _origins(raw: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _hosts(raw: str) -> tuple[str, ...]:
+    return tuple(normalize_pattern(part) for part in _csv(raw))
+
+
 def _engines(raw: str) -> tuple[str, ...]:
-    known = ("pocket", "asr")
+    known = ("pocket", "piper", "omnivoice", "asr")
     values = tuple(v.lower() for v in _csv(raw))
     for value in values:
         if value not in known and value != "none":
             raise ValueError(f"has {value!r}; known engines: {', '.join(known)} (or none)")
     return tuple(v for v in values if v != "none")
+
+
+def _device(raw: str) -> str:
+    value = raw.strip().lower()
+    if value in ("auto", "cpu", "cuda", "mps") or (value.startswith("cuda:") and value[5:].isdigit()):
+        return value
+    raise ValueError("must be auto, cpu, cuda, cuda:N or mps")
+
+
+def _paths(raw: str) -> tuple[Path, ...]:
+    return tuple(Path(part).expanduser() for part in _csv(raw))
+
+
+def _wyoming_uri(raw: str) -> str | None:
+    value = raw.strip()
+    if not value:
+        return None
+    if not value.startswith("tcp://"):
+        raise ValueError("must be tcp://HOST:PORT (the only Wyoming transport served)")
+    try:
+        parse_tcp_uri(value)
+    except ValueError as exc:
+        raise ValueError(str(exc)) from None
+    return value
+
+
+def parse_tcp_uri(uri: str) -> tuple[str, int]:
+    """(host, port) of ``tcp://HOST:PORT`` (IPv6 hosts in brackets); ValueError saying why not."""
+    rest = uri.removeprefix("tcp://")
+    host, sep, port_text = rest.rpartition(":")
+    if not sep or not host or "/" in rest:
+        raise ValueError("must be tcp://HOST:PORT")
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise ValueError(f"has port {port_text!r}, which is not an integer") from None
+    if not 0 <= port <= 65535:
+        raise ValueError(f"has port {port}, out of range (0..65535)")
+    return host.strip("[]"), port
 
 
 @dataclass(frozen=True)
@@ -133,6 +178,9 @@ class Option:
     @property
     def env(self) -> str:
         return ENV_PREFIX + self.name.upper()
+
+
+DEFAULT_DATA_DIR = Path("~/.local/share/voxgate").expanduser()
 
 
 def _default_data_dir() -> str:
@@ -156,8 +204,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("data_dir", _path, _default_data_dir(), "Where voices, models and other state are kept."),
     Option("log_level", _choice("debug", "info", "warning", "error"), "info", "Log level."),
     # engines
-    Option("engines", _engines, "pocket,asr", "Engines to load at startup: pocket, asr (comma-separated, or none)."),
-    Option("tts_engine", _choice("pocket"), "pocket", "Default TTS engine for requests that name none."),
+    Option("engines", _engines, "pocket,piper,asr",
+           "Engines to load at startup: pocket, piper, omnivoice, asr (comma-separated, or none)."),
+    Option("tts_engine", _choice("auto", "pocket", "piper", "omnivoice"), "auto",
+           "Default TTS engine for requests that name none; auto: pocket when its weights are on disk, else piper."),
     Option("pocket_dir", _opt_path, "", "Pocket TTS model directory (default: <data_dir>/models/pocket)."),
     Option("pocket_quantize", _choice("none", "int8"), "int8", "Pocket TTS weight quantization of the LM linears."),
     Option("tts_threads", _int_range(0, 256), "0", "Torch threads for TTS (0: all cores)."),
@@ -167,11 +217,28 @@ OPTIONS: tuple[Option, ...] = (
     Option("asr_threads", _int_range(0, 256), "0", "CPU threads for the ASR sidecar (0: all cores)."),
     Option("max_dictation_streams", _int_range(1, 10000), "8", "Concurrent /v1/dictation sockets; above it new ones close 1013."),
     Option("idle_timeout_s", _float_range(1, 3600), "30", "Close a socket (4408) after this long with no message or read."),
-    # dictation at load: parallel decodes and batching in the ASR sidecar
-    Option("asr_lanes", _int_range(1, 64), "1",
-           "Decodes the ASR sidecar runs at once, each on VOXGATE_ASR_THREADS threads."),
-    Option("asr_batch", _int_range(1, 64), "4",
-           "Most finals (or partials) of different streams the ASR sidecar decodes together in one call."),
+    # OmniVoice TTS engine (engines/omnivoice, the [omnivoice] extra; docs/engines/omnivoice.md)
+    Option("device", _device, "auto", "Torch device for OmniVoice: auto (cuda, then mps, then cpu), cpu, cuda, cuda:N, mps."),
+    Option("omnivoice_model", _str, "", "OmniVoice model: a directory, or a model id already in the local Hugging Face cache (default: <data_dir>/models/omnivoice)."),
+    Option("omnivoice_idle_s", _float_range(0, 86400), "0", "Unload the OmniVoice model after this long without a request (0: never); the next request reloads it."),
+    Option("omnivoice_asr_model", _str, "", "Whisper model (transformers directory or cached id) that transcribes voice clips sent without ref_text (default: openai/whisper-large-v3-turbo if cached)."),
+    Option("omnivoice_steps", _int_range(1, 128), "32", "OmniVoice decoding steps per sentence (fewer: faster, rougher)."),
+    Option("omnivoice_max_streams", _int_range(1, 1000), "8", "OmniVoice utterances waiting or generating at once; one more gets over_capacity."),
+    # Piper TTS engine
+    Option("piper_voices", _paths, "", "Comma-separated directories of extra Piper voices (NAME.onnx + NAME.onnx.json)."),
+    Option("piper_threads", _int_range(0, 256), "0", "Piper worker threads, one inference each (0: one per core)."),
+    # Wyoming front (Home Assistant and satellites)
+    Option("wyoming_uri", _wyoming_uri, "",
+           "Also serve the Wyoming protocol at tcp://HOST:PORT (e.g. tcp://127.0.0.1:10300); unset: off."),
+    Option("wyoming_zeroconf", _bool, "0", "Announce the Wyoming listener over mDNS (needs the zeroconf package)."),
+    # resource limits and the Host allow-list (docs/deployment.md, docs/auth.md)
+    Option("allowed_hosts", _hosts, "", "Host names the gateway answers to besides loopback names, the bind address and the LAN-share address: name, .domain (with subdomains), or * for any."),
+    Option("limit_concurrency", _int_range(8, 100000), "256", "Open connections (HTTP and WebSocket) past which new HTTP requests get 503; keep it under the process's open-file limit."),
+    Option("header_timeout_s", _float_range(1, 300), "10", "Close a connection whose request headers are not complete within this time."),
+    Option("max_transcriptions", _int_range(1, 64), "2", "Concurrent file transcriptions; more get 503 + Retry-After (live dictation streams are counted apart)."),
+    Option("dictation_max_ahead_s", _float_range(1, 3600), "30", "Audio a dictation stream may send ahead of real time; past it the gateway reads that socket only as fast as real time."),
+    Option("asr_lanes", _int_range(1, 64), "1", "Decodes the ASR sidecar runs at once, each on VOXGATE_ASR_THREADS threads."),  # dictation at load
+    Option("asr_batch", _int_range(1, 64), "4", "Most finals of different streams the ASR sidecar decodes together in one beam search."),
 )
 
 _BY_NAME = {opt.name: opt for opt in OPTIONS}
@@ -185,15 +252,15 @@ class Settings:
     api_key: str | None = field(default=None, repr=False)
     api_key_file: Path | None = None
     allow_anonymous: bool = False
-    trusted_networks: tuple = ()
+    trusted_networks: tuple[IPNetwork, ...] = ()
     allowed_origins: tuple[str, ...] = ()
-    forwarded_allow_ips: tuple = ()
+    forwarded_allow_ips: tuple[IPNetwork, ...] = ()
     share_host: str | None = None
     share_port: int = 0
-    data_dir: Path = Path("~/.local/share/voxgate").expanduser()
+    data_dir: Path = DEFAULT_DATA_DIR
     log_level: str = "info"
-    engines: tuple[str, ...] = ("pocket", "asr")
-    tts_engine: str = "pocket"
+    engines: tuple[str, ...] = ("pocket", "piper", "asr")
+    tts_engine: str = "auto"
     pocket_dir: Path | None = None
     pocket_quantize: str = "int8"
     tts_threads: int = 0
@@ -203,6 +270,21 @@ class Settings:
     asr_threads: int = 0
     max_dictation_streams: int = 8
     idle_timeout_s: float = 30.0
+    device: str = "auto"
+    omnivoice_model: str = ""
+    omnivoice_idle_s: float = 0.0
+    omnivoice_asr_model: str = ""
+    omnivoice_steps: int = 32
+    omnivoice_max_streams: int = 8
+    piper_voices: tuple[Path, ...] = ()
+    piper_threads: int = 0
+    wyoming_uri: str | None = None
+    wyoming_zeroconf: bool = False
+    allowed_hosts: tuple[str, ...] = ()
+    limit_concurrency: int = 256
+    header_timeout_s: float = 10.0
+    max_transcriptions: int = 2
+    dictation_max_ahead_s: float = 30.0
     asr_lanes: int = 1
     asr_batch: int = 4
 
@@ -234,7 +316,8 @@ class Settings:
         try:
             text = self.api_key_file.read_text(encoding="utf-8")
         except OSError as exc:
-            raise ConfigError(f"VOXGATE_API_KEY_FILE={str(self.api_key_file)!r} cannot be read: {exc.strerror}") from None
+            raise ConfigError(f"VOXGATE_API_KEY_FILE={str(self.api_key_file)!r} cannot be read: "
+                              f"{exc.strerror}") from None
         key = text.strip().splitlines()[0].strip() if text.strip() else ""
         if not key:
             raise ConfigError(f"VOXGATE_API_KEY_FILE={str(self.api_key_file)!r} is empty")
@@ -247,11 +330,21 @@ class Settings:
         """What the auth middleware enforces, from these settings."""
         return AuthConfig(server_mode=self.server_mode, api_key=self.api_key,
                           trusted_networks=self.trusted_networks, allowed_origins=self.allowed_origins,
-                          forwarded_allow_ips=self.forwarded_allow_ips, allow_anonymous=self.allow_anonymous)
+                          forwarded_allow_ips=self.forwarded_allow_ips, allow_anonymous=self.allow_anonymous,
+                          bind_host=self.host, allowed_hosts=self.allowed_hosts)
 
     @property
     def pocket_model_dir(self) -> Path:
         return self.pocket_dir or self.data_dir / "models" / "pocket"
+
+    @property
+    def omnivoice_model_ref(self) -> str:
+        return self.omnivoice_model or str(self.data_dir / "models" / "omnivoice")
+
+    @property
+    def wyoming_address(self) -> tuple[str, int] | None:
+        """(host, port) of the Wyoming listener, or None when it is off."""
+        return parse_tcp_uri(self.wyoming_uri) if self.wyoming_uri else None
 
     @property
     def voices_dir(self) -> Path:
@@ -270,6 +363,19 @@ class Settings:
                 value = str(value)
             out[f.name] = value
         return out
+
+
+# Environment variables a child process never inherits: every VOXGATE_* (a child is
+# configured by its arguments) and anything named like a credential.
+SECRET_NAME_PARTS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
+
+
+def child_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment for the gateway's child processes (the ASR sidecar): this
+    process's (or ``environ``), less ``VOXGATE_*`` and credential-like variables."""
+    env = os.environ if environ is None else environ
+    return {name: value for name, value in env.items()
+            if not name.upper().startswith(ENV_PREFIX) and not any(p in name.upper() for p in SECRET_NAME_PARTS)}
 
 
 def parse_option(name: str, raw: str) -> Any:

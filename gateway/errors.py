@@ -56,7 +56,8 @@ _ROWS = (
     WireCode("bad_message", 400, None, False,
              "a socket message cannot be used (not JSON, unknown type, a bad field); it is ignored"),
     WireCode("bad_audio", 400, None, False,
-             "audio that cannot be decoded (a malformed WAV file, NaN samples); the message is dropped"),
+             "audio that cannot be decoded (a malformed file, a corrupt packet, NaN samples), with the reason; "
+             "on a live socket the message is dropped, except in a webm/ogg stream, which then closes 4400"),
     WireCode("too_large", 413, CLOSE_TOO_BIG, False, "a body, upload or socket message over its size limit"),
     WireCode("text_too_long", 413, None, False, "a text over the per-utterance limit (2000 characters)"),
     WireCode("too_many_utterances", 429, None, True,
@@ -74,6 +75,9 @@ _ROWS = (
     WireCode("engine_loading", 503, CLOSE_TRY_AGAIN, True, "the engine is still loading; retry in a few seconds"),
     WireCode("engine_unavailable", 503, CLOSE_SERVER_ERROR, False,
              "the engine is missing or failed to load; `hint` says how to install it"),
+    WireCode("codec_unavailable", 503, CLOSE_SERVER_ERROR, False,
+             "the server's FFmpeg (PyAV) is missing or lacks the codec of this format; the message says how to "
+             "install it"),
     WireCode("asr_unavailable", 503, CLOSE_TRY_AGAIN, True,
              "the ASR sidecar is (re)starting; live audio is kept and replayed, nothing is lost"),
     WireCode("asr_timeout", 503, None, True, "a file transcription did not finish in time"),
@@ -100,9 +104,23 @@ _ROWS = (
              "more than 10 failed credential attempts in 60 s; wait `Retry-After` seconds"),
     WireCode(auth_codes.AUTH_NOT_READY, 503, CLOSE_POLICY, True, "the server is starting or stopping"),
     WireCode(auth_codes.SHARE_UNAVAILABLE, 503, None, False, "LAN sharing cannot start here; the detail says why"),
+    WireCode(auth_codes.HOST_REJECTED, 400, CLOSE_POLICY, False,
+             "the `Host` is not a name this server answers to; list it in `VOXGATE_ALLOWED_HOSTS`"),
+    WireCode(auth_codes.TOO_MANY_TOKENS, 429, None, True,
+             "the caller holds as many live sessions or tickets as it may; revoke some or wait for them to expire"),
 )
 
 CODES: dict[str, WireCode] = {row.code: row for row in _ROWS}
+
+
+def markdown_table() -> str:
+    """docs/protocol.md's table of machine codes, generated from ``CODES``."""
+    rows = ["| code | HTTP | closes a socket with | retryable | meaning |", "|---|---|---|---|---|"]
+    for row in _ROWS:
+        close = str(row.close_code) if row.close_code is not None else "(an `error` event; the session goes on)"
+        rows.append(f"| `{row.code}` | {row.http_status} | {close} | {'yes' if row.retryable else 'no'} "
+                    f"| {row.meaning} |")
+    return "\n".join(rows)
 
 
 class GatewayError(Exception):
@@ -222,3 +240,7 @@ async def refuse_socket(websocket: WebSocket, error: GatewayError, *, send_event
         except Exception:  # the client left first; the close below is a no-op then
             log.debug("refusal event not delivered")
     await close_socket(websocket, error.close_code, error.message, timeout_s)
+
+
+if __name__ == "__main__":
+    print(markdown_table())

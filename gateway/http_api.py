@@ -3,6 +3,9 @@ engine list, the admin session list and /metrics."""
 
 from __future__ import annotations
 
+import asyncio
+import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +23,14 @@ RETRY_AFTER_STARTING_S = 2
 
 
 async def health(request: Request) -> Response:
+    """Public: the state of each engine only. Details name files, directories and
+    a failed process's last stderr lines, so they are for ``/v1/engines`` (consume)."""
     state = request.state
     startup = state.startup
     body: dict[str, Any] = {"version": __version__,
-                  "engines": {name: e.status().to_dict() for name, e in state.tts.items()}}
+                            "engines": {name: {"state": e.status().state.value} for name, e in state.tts.items()}}
     if state.asr is not None:
-        body["asr"] = state.asr.status().to_dict()
+        body["asr"] = {"state": state.asr.status().state.value}
     if not startup.ready:
         body = {"status": "starting", "step": startup.step, **body}
         return JSONResponse(body, status_code=503, headers={"Retry-After": str(RETRY_AFTER_STARTING_S)})
@@ -37,12 +42,16 @@ async def index(request: Request) -> Response:
 
 
 async def list_engines(request: Request) -> Response:
-    """Every configured engine with its state (ready / loading / missing + hint)."""
+    """Every configured engine with its state (ready / loading / missing + hint);
+    the default TTS engine also says why it is the default."""
     state = request.state
     out = []
     for name, engine in state.tts.items():
-        out.append({"kind": "tts", "default": name == state.settings.tts_engine,
-                    **engine.info().to_dict(), **engine.status().to_dict()})
+        is_default = name == state.settings.tts_engine
+        entry = {"kind": "tts", "default": is_default, **engine.info().to_dict(), **engine.status().to_dict()}
+        if is_default:
+            entry["default_reason"] = getattr(state, "tts_default_reason", "")
+        out.append(entry)
     if state.asr is not None:
         out.append({"kind": "asr", "id": "asr", **state.asr.info(), **state.asr.status().to_dict()})
     return JSONResponse({"engines": out})
@@ -56,7 +65,7 @@ async def metrics(request: Request) -> Response:
     """Prometheus text format: live sessions by kind, engine states, startup."""
     state = request.state
     lines = ["# HELP voxgate_sessions Live WebSocket sessions.", "# TYPE voxgate_sessions gauge"]
-    for kind in ("dictation", "tts"):
+    for kind in ("dictation", "tts", "transcription"):
         lines.append(f'voxgate_sessions{{kind="{kind}"}} {state.sessions.count(kind)}')
     lines += ["# HELP voxgate_engine_ready 1 when the engine is ready.", "# TYPE voxgate_engine_ready gauge"]
     statuses = {name: e.status() for name, e in state.tts.items()}
@@ -67,7 +76,35 @@ async def metrics(request: Request) -> Response:
         lines.append(f'voxgate_engine_ready{{engine="{name}",state="{status.state.value}"}} {ready}')
     lines += ["# HELP voxgate_started 1 once engine loading is over.", "# TYPE voxgate_started gauge",
               f"voxgate_started {1 if state.startup.ready else 0}"]
+    lines += process_metrics(getattr(state.asr, "pid", None))
     return Response("\n".join(lines) + "\n", media_type="text/plain; version=0.0.4")
+
+
+def _resident_bytes(pid: int | str) -> int | None:
+    try:
+        with open(f"/proc/{pid}/statm", encoding="ascii") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def process_metrics(sidecar_pid: int | None) -> list[str]:
+    """Gauges of this process (and the ASR sidecar's memory) for leak hunting; Linux
+    /proc figures are left out where there is no /proc."""
+    gauges: list[tuple[str, str, float | None]] = [
+        ("voxgate_process_resident_bytes", "Resident memory of the gateway process.", _resident_bytes("self")),
+        ("voxgate_process_open_fds", "Open file descriptors of the gateway process.",
+         len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else None),
+        ("voxgate_process_threads", "Threads of the gateway process.", threading.active_count()),
+        ("voxgate_asyncio_tasks", "Tasks alive on the gateway's event loop.", len(asyncio.all_tasks())),
+        ("voxgate_asr_sidecar_resident_bytes", "Resident memory of the ASR sidecar process.",
+         _resident_bytes(sidecar_pid) if sidecar_pid else None),
+    ]
+    lines: list[str] = []
+    for name, help_text, value in gauges:
+        if value is not None:
+            lines += [f"# HELP {name} {help_text}", f"# TYPE {name} gauge", f"{name} {value:g}"]
+    return lines
 
 
 def static_routes() -> list[BaseRoute]:

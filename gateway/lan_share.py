@@ -21,6 +21,7 @@ import uvicorn
 
 from auth.share import VIA_SHARE_SCOPE_KEY
 from gateway.config import Settings
+from gateway.serving import uvicorn_config
 
 log = logging.getLogger("voxgate.lan_share")
 
@@ -48,7 +49,7 @@ class _StateShim:
         self.app = app
         self.state = state
 
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] in ("http", "websocket"):
             scope["state"] = dict(self.state)
             scope[VIA_SHARE_SCOPE_KEY] = True
@@ -98,8 +99,7 @@ class UvicornShareListener:
         port = self._settings.share_port or (main_port + 1 if main_port else 0)
         sock = _bind(host, port)
         # proxy_headers off: X-Forwarded-For is auth's to judge (forwarded_allow_ips), nobody else's.
-        config = uvicorn.Config(_StateShim(app, self._state), lifespan="off", access_log=False,
-                                log_config=None, proxy_headers=False)
+        config = uvicorn_config(_StateShim(app, self._state), self._settings, lifespan="off", access_log=False)
         server = _QuietServer(config)
         task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]), name="lan-share-listener")
         try:

@@ -15,6 +15,11 @@ from typing import Any
 
 from starlette.requests import HTTPConnection
 
+from gateway.errors import OverCapacity
+
+# for the over-capacity message
+KIND_NOUNS = {"tts": "TTS sessions", "dictation": "dictation streams", "transcription": "file transcriptions"}
+
 
 def client_label(conn: HTTPConnection) -> str:
     """How the admin listing names a session's client: ``host:port``."""
@@ -24,7 +29,7 @@ def client_label(conn: HTTPConnection) -> str:
 @dataclass
 class SessionEntry:
     id: str
-    kind: str  # "tts" | "dictation"
+    kind: str  # "tts" | "dictation" | "transcription"
     client: str
     started_at: float
     describe: Callable[[], dict[str, Any]]  # live counters and lag, read on demand
@@ -40,13 +45,21 @@ class SessionEntry:
 class SessionRegistry:
     limits: dict[str, int]  # kind -> max concurrent sessions
     _entries: dict[str, SessionEntry] = field(default_factory=dict)
-    _counter: itertools.count = field(default_factory=lambda: itertools.count(1))
+    _counter: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     def count(self, kind: str) -> int:
         return sum(1 for e in self._entries.values() if e.kind == kind)
 
     def has_room(self, kind: str) -> bool:
         return self.count(kind) < self.limits.get(kind, 1 << 30)
+
+    def claim(self, kind: str, client: str, describe: Callable[[], dict[str, Any]]) -> SessionEntry:
+        """Register a session; ``OverCapacity`` (retryable) when ``kind`` is at its limit."""
+        entry = self.add(kind, client, describe)
+        if entry is None:
+            raise OverCapacity(f"too many {KIND_NOUNS.get(kind, kind + ' sessions')} "
+                               f"(limit {self.limits[kind]}); try again later")
+        return entry
 
     def add(self, kind: str, client: str, describe: Callable[[], dict[str, Any]]) -> SessionEntry | None:
         """Register a session, or return None if ``kind`` is at its limit."""

@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
 # Install voxgate into ./.venv (created if missing).
-#   scripts/setup.sh          the gateway with its ASR and Pocket TTS engines
+#   scripts/setup.sh          the gateway with its ASR, Piper TTS (bundled voice) and Pocket TTS engines
 #   scripts/setup.sh --test   the same plus everything the test suite needs (apt packages included)
+#   scripts/setup.sh --omnivoice   the gateway with the OmniVoice engine too (docs/engines/omnivoice.md)
 # torch: a CPU build of torch 2.13.0 is installed first when no torch is present,
 # so pip never pulls a multi-GB CUDA build as a side effect of the [tts] extra.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-extras="asr,tts"
+extras="asr,tts,piper,client"
 want_test=0
 if [[ "${1:-}" == "--test" ]]; then
   extras="test"
   want_test=1
+elif [[ "${1:-}" == "--omnivoice" ]]; then
+  extras="asr,tts,omnivoice"
 fi
 
 if [[ $want_test == 1 ]] && command -v apt-get >/dev/null 2>&1; then

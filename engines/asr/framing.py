@@ -28,8 +28,21 @@ class FrameError(ValueError):
     """The byte stream does not hold a valid frame (the peer is broken)."""
 
 
+class FrameRejected(FrameError):
+    """One frame could not be used, but it was read to its end: the stream is
+    still in step and the next frame can be read. ``header`` is the frame's
+    header when it could be parsed (to answer the stream or request it names)."""
+
+    def __init__(self, message: str, header: dict[str, Any] | None = None, code: str = "bad_request") -> None:
+        super().__init__(message)
+        self.header = header or {}
+        self.code = code
+
+
 def encode_frame(header: dict[str, Any], payload: bytes = b"") -> bytes:
     """One frame as bytes, ready for a single write (so frames never interleave)."""
+    if len(payload) > MAX_PAYLOAD_BYTES:
+        raise FrameError(f"frame payload of {len(payload)} bytes exceeds {MAX_PAYLOAD_BYTES}")
     if payload:
         header = {**header, "len": len(payload)}
     line = json.dumps(header, separators=(",", ":")).encode("utf-8")
@@ -41,28 +54,63 @@ def encode_frame(header: dict[str, Any], payload: bytes = b"") -> bytes:
 def _parse_header(line: bytes) -> tuple[dict[str, Any], int]:
     try:
         header = json.loads(line)
+    except RecursionError:
+        raise FrameError("frame header is nested too deeply") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise FrameError(f"frame header is not JSON: {exc}") from None
     if not isinstance(header, dict):
         raise FrameError("frame header is not a JSON object")
     length = header.get("len", 0)
-    if not isinstance(length, int) or not 0 <= length <= MAX_PAYLOAD_BYTES:
+    if isinstance(length, bool) or not isinstance(length, int) or length < 0:
         raise FrameError(f"frame payload length {length!r} is invalid")
+    if length > MAX_PAYLOAD_BYTES:
+        raise FrameRejected(f"frame payload of {length} bytes exceeds {MAX_PAYLOAD_BYTES}", header, "too_large")
     return header, length
 
 
 def read_frame(stream: BinaryIO) -> tuple[dict[str, Any], bytes] | None:
-    """Read one frame from a blocking binary stream; None at a clean end of stream."""
+    """Read one frame from a blocking binary stream; None at a clean end of stream.
+
+    A frame that cannot be used but whose end is known (a header that is not a
+    JSON object ends at its newline; an oversize payload has its length) is
+    read to that end and raised as ``FrameRejected``, so the caller can answer
+    it and read on. Other ``FrameError``s leave the stream out of step.
+    """
     line = stream.readline(MAX_HEADER_BYTES)
     if not line:
         return None
     if not line.endswith(b"\n"):
-        raise FrameError("frame header is too long or truncated")
-    header, length = _parse_header(line)
+        if len(line) < MAX_HEADER_BYTES:
+            raise FrameError("frame header is truncated")
+        _skip_line(stream)
+        raise FrameRejected(f"frame header exceeds {MAX_HEADER_BYTES} bytes")
+    try:
+        header, length = _parse_header(line)
+    except FrameRejected as exc:
+        _skip(stream, int(exc.header["len"]))
+        raise
+    except FrameError as exc:
+        raise FrameRejected(str(exc)) from None
     payload = stream.read(length) if length else b""
     if len(payload) != length:
         raise FrameError(f"frame payload truncated ({len(payload)} of {length} bytes)")
     return header, payload
+
+
+def _skip(stream: BinaryIO, length: int) -> None:
+    """Read and drop ``length`` bytes a chunk at a time (never held whole)."""
+    while length > 0:
+        chunk = stream.read(min(length, 1 << 20))
+        if not chunk:
+            raise FrameError("stream ended inside a rejected frame's payload")
+        length -= len(chunk)
+
+
+def _skip_line(stream: BinaryIO) -> None:
+    while True:
+        chunk = stream.readline(MAX_HEADER_BYTES)
+        if not chunk or chunk.endswith(b"\n"):
+            return
 
 
 def write_frame(stream: BinaryIO, header: dict[str, Any], payload: bytes = b"") -> None:

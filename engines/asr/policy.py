@@ -2,7 +2,9 @@
 
 Grammar of the events it produces, per utterance n (in order):
 ``speech_started(n)``, ``partial(n)*``, then exactly one of ``final(n)`` or
-``discarded(n)`` (no words and not closed by finalize/end).
+``discarded(n)`` (no words and not closed by finalize/end). A finalize with a
+``mark`` is answered by one ``finalized(mark, utterance)`` after the final of
+every utterance opened before it (``utterance``: the one it closed, or None).
 
 - Silero VAD runs on every 32 ms window. An utterance opens after ~100 ms of
   speech (so a click does not open one) and closes after ``silence_ms`` of
@@ -30,14 +32,16 @@ decodes are handed out as ``DecodeJob`` snapshots and come back through
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from .agreement import Agreement, keep_stable_words, split_words
 from .decoder import Transcript
+from .utterance import ClosedUtterance, DecodeJob, OpenUtterance, StreamOptions
 from .vad import WINDOW, StreamingVad
+
+__all__ = ["RATE", "DecodeJob", "StreamOptions", "StreamPolicy"]
 
 RATE = 16000
 THRESHOLD = 0.5
@@ -57,70 +61,6 @@ SPECULATE_AFTER_S = 0.16  # silence before the speculative final starts
 PARTIAL_BEAM = 5
 
 
-@dataclass(frozen=True)
-class StreamOptions:
-    language: str | None = None  # None: detect per utterance
-    interim: bool = True
-    word_timestamps: bool = False
-    silence_ms: int = 500
-    offset: int = 0  # absolute sample position of the first audio (after a restart: > 0)
-    first_utterance: int = 0
-    stable: str = ""  # committed words carried into the first utterance after a restart
-    eager: bool = False  # send the speculative final as ``eager_final``
-
-
-@dataclass
-class DecodeJob:
-    stream: str
-    kind: str  # "partial" | "final"
-    utterance: int
-    audio: np.ndarray
-    start_sample: int
-    end_sample: int
-    language: str | None
-    prefix: str
-    beam_size: int
-    word_timestamps: bool
-    generation: int
-    audio_ready_at: float  # monotonic time the newest sample in ``audio`` arrived
-
-
-@dataclass
-class _Utterance:
-    index: int
-    start: int  # first sample given to the decoder (speech onset minus the pad)
-    speech_start: int
-    agreement: Agreement
-    language: str | None
-    probs: list[tuple[int, float]] = field(default_factory=list)
-    silence_since: int | None = None
-    generation: int = 0
-    last_partial_pos: int = 0
-    partial_due: float | None = None
-    partial_running: bool = False  # one partial per stream at a time: hypotheses arrive in order
-    spec_due: float | None = None
-    spec_running: bool = False
-    spec_result: Transcript | None = None
-    spec_end: int = 0
-    eager_sent: bool = False  # an eager_final of the current speculative result is out
-
-
-@dataclass
-class _Closed:
-    index: int
-    start: int
-    speech_start: int
-    end: int  # end of speech
-    cut: int  # where the decoded audio ends (speech end plus the pad): the next utterance starts after it
-    stable: str
-    language: str | None
-    forced: bool  # closed by finalize/end: a final even when empty
-    since: float
-    audio: np.ndarray | None  # None while waiting for the speculative decode
-    result: Transcript | None = None
-    dispatched: bool = False
-
-
 class StreamPolicy:
     """``vad`` is anything with ``feed(samples) -> iterable of (window_start, probability)``
     (default: Silero); tests script it."""
@@ -138,8 +78,10 @@ class StreamPolicy:
         self._next_index = options.first_utterance
         self._carry_stable = options.stable
         self._prev_end = options.offset
-        self.utterance: _Utterance | None = None
-        self.closed: deque[_Closed] = deque()
+        self.utterance: OpenUtterance | None = None
+        self.closed: deque[ClosedUtterance] = deque()
+        # finalize marks waiting for earlier finals: (mark, utterance it closed, last utterance before it)
+        self._marks: deque[tuple[str, int | None, int]] = deque()
         self.ending = False
         self.lag_s = 0.0
         self._ready_at = 0.0
@@ -196,7 +138,7 @@ class StreamPolicy:
         if start + WINDOW - u.start > MAX_UTTERANCE:
             self._force_cut(now, events)
 
-    def _drop_speculation(self, u: _Utterance, at: int, events: list[dict]) -> None:
+    def _drop_speculation(self, u: OpenUtterance, at: int, events: list[dict]) -> None:
         """The speculative final no longer stands (speech came back, or a forced cut)."""
         u.generation += 1
         u.spec_due, u.spec_result, u.spec_running = None, None, False
@@ -212,7 +154,7 @@ class StreamPolicy:
         start = max(speech_start - PAD, self._audio_start, self._prev_end)
         committed = split_words(self._carry_stable)
         self._carry_stable = ""
-        u = _Utterance(index=self._next_index, start=start, speech_start=speech_start,
+        u = OpenUtterance(index=self._next_index, start=start, speech_start=speech_start,
                        agreement=Agreement(committed), language=self.options.language,
                        last_partial_pos=speech_start)
         self._next_index += 1
@@ -226,7 +168,7 @@ class StreamPolicy:
         assert u is not None
         self.utterance = None
         self._prev_end = end
-        closed = _Closed(index=u.index, start=u.start, speech_start=u.speech_start, end=speech_end, cut=end,
+        closed = ClosedUtterance(index=u.index, start=u.start, speech_start=u.speech_start, end=speech_end, cut=end,
                          stable=u.agreement.stable if keep_stable else "", language=u.language,
                          forced=forced, since=now, audio=None)
         if u.spec_result is not None:
@@ -245,7 +187,7 @@ class StreamPolicy:
         # a speculative decode may reach past the cut: never let it stand for the first part
         self._drop_speculation(u, cut, events)
         self._close(cut, cut, now, forced=False, keep_stable=False)
-        u2 = _Utterance(index=self._next_index, start=cut, speech_start=cut, agreement=Agreement(),
+        u2 = OpenUtterance(index=self._next_index, start=cut, speech_start=cut, agreement=Agreement(),
                         language=u.language, last_partial_pos=cut,
                         probs=[(s, p) for s, p in u.probs if s >= cut])
         self._next_index += 1
@@ -253,9 +195,12 @@ class StreamPolicy:
         events.append({"ev": "speech_started", "stream": self.stream, "utterance": u2.index,
                        "at": round(cut / RATE, 3), "start_sample": cut})
 
-    def finalize(self, now: float) -> None:
-        """Close the open utterance now; its final comes even if it holds no words."""
+    def finalize(self, now: float, mark: str | None = None) -> None:
+        """Close the open utterance now; its final comes even if it holds no words.
+        A ``mark`` is answered by a ``finalized`` event once every earlier final is out."""
         u = self.utterance
+        if mark is not None:
+            self._marks.append((mark, u.index if u is not None else None, self._next_index - 1))
         if u is None:
             return
         speech_end = u.silence_since if u.silence_since is not None else self.pos
@@ -372,9 +317,12 @@ class StreamPolicy:
             if self.options.word_timestamps:
                 event["words"] = [w.to_dict() for w in words]
             events.append(event)
+        while self._marks and (not self.closed or self.closed[0].index > self._marks[0][2]):
+            mark, closed_index, _ = self._marks.popleft()
+            events.append({"ev": "finalized", "stream": self.stream, "id": mark, "utterance": closed_index})
         return events
 
-    def _eager_final(self, u: _Utterance, r: Transcript) -> list[dict]:
+    def _eager_final(self, u: OpenUtterance, r: Transcript) -> list[dict]:
         text, words = keep_stable_words(u.agreement.stable, r.text, r.words)
         if not text:
             return []

@@ -16,6 +16,11 @@ transcription runs one window at a time and rejoins the queue after each
 the result went out, or how long its pending work has waited) is reported in
 partials, finals and a once-a-second ``lag`` event, so a sidecar that cannot
 keep up says so.
+
+A frame from the gateway that cannot be used (too large, a header that is not
+JSON) is answered with an ``error`` event for the stream or request it names,
+and the sidecar reads on. The ``lag`` event also carries ``busy_s``, how long
+the longest-running decode has taken, which the gateway's watchdog watches.
 """
 
 from __future__ import annotations
@@ -29,9 +34,10 @@ from typing import Any, BinaryIO
 
 from .decoder import ShortWindow, Transcript, WhisperDecoder
 from .files import FileJob
-from .framing import FrameError, encode_frame, pcm_from_bytes, read_frame
+from .framing import FrameError, FrameRejected, encode_frame, pcm_from_bytes, read_frame
 from .policy import RATE, DecodeJob, StreamOptions, StreamPolicy
 from .scheduler import Scheduler
+from .watch import BusyClock
 
 log = logging.getLogger("voxgate.asr")
 
@@ -44,7 +50,7 @@ SIMILAR_LENGTH = 3 * RATE  # windows decoded together share the encoder window o
 class SidecarServer:
     def __init__(self, decoder: WhisperDecoder, out: BinaryIO, model_id: str, *, lanes: int = 1,
                  max_batch: int = 1) -> None:
-        self.decoder = decoder
+        self.decoder = BusyClock(decoder)  # times every decode, for busy_s in the lag event
         self.out = out
         self.model_id = model_id
         self.languages = decoder.languages()
@@ -52,9 +58,7 @@ class SidecarServer:
         self.files: deque[FileJob] = deque()
         self.inbox: queue.Queue = queue.Queue(maxsize=INBOX_SIZE)
         self.lanes = lanes
-        import os  # EXPERIMENT
-        self.scheduler = Scheduler(lanes=lanes, max_batch=max_batch,
-                                   partial_batch=int(os.environ.get("ASR_PARTIAL_BATCH", "1")))
+        self.scheduler = Scheduler(lanes=lanes, max_batch=max_batch)
         self._work: queue.Queue = queue.Queue(maxsize=lanes)
         self._busy = 0
         self._last_lag_report = 0.0
@@ -74,13 +78,25 @@ class SidecarServer:
     def _read_loop(self, stdin: BinaryIO) -> None:
         try:
             while True:
-                frame = read_frame(stdin)
+                try:
+                    frame = read_frame(stdin)
+                except FrameRejected as exc:  # answered on the main thread; the next frame is read as usual
+                    self.inbox.put(("rejected", exc, None))
+                    continue
                 if frame is None:
                     break
                 self.inbox.put(("frame", *frame))
         except (FrameError, OSError) as exc:
             log.error("bad input from the gateway: %s", exc)
         self.inbox.put(("eof", None, None))
+
+    def _reject(self, exc: FrameRejected) -> None:
+        """Answer a frame that could not be used: an error for the stream or request it names."""
+        log.error("rejected a frame from the gateway: %s", exc)
+        header = exc.header
+        req, sid = header.get("req"), header.get("stream")
+        target = {"req": req} if isinstance(req, str) else {"stream": sid if isinstance(sid, str) else None}
+        self.emit({"ev": "error", **target, "code": exc.code, "message": str(exc)})
 
     def _work_loop(self) -> None:
         while True:
@@ -143,7 +159,9 @@ class SidecarServer:
                 now = time.monotonic()
                 if kind == "eof":
                     return 0
-                if kind == "frame":
+                if kind == "rejected":
+                    self._reject(a)
+                elif kind == "frame":
                     self._guarded(a.get("stream"), self._on_frame, a, b, now)
                 elif kind == "file":
                     self._busy -= 1
@@ -182,7 +200,11 @@ class SidecarServer:
             elif op in ("finalize", "end"):
                 policy = self.streams.get(sid)
                 if policy is not None:
-                    (policy.end if op == "end" else policy.finalize)(now)
+                    if op == "end":
+                        policy.end(now)
+                    else:
+                        mark = header.get("id")
+                        policy.finalize(now, str(mark) if mark is not None else None)
                     self._after_change(sid, policy)
             elif op == "close":
                 self.streams.pop(sid, None)
@@ -267,7 +289,8 @@ class SidecarServer:
             self._work.put(work)
 
     def _report_lag(self, now: float) -> None:
-        if now - self._last_lag_report < LAG_REPORT_S or not self.streams:
+        busy_s = self.decoder.oldest_s(now)
+        if now - self._last_lag_report < LAG_REPORT_S or not (self.streams or busy_s):
             return
         self._last_lag_report = now
         lags = {}
@@ -275,4 +298,4 @@ class SidecarServer:
             since = policy.waiting_since()
             waiting = now - since if since is not None else 0.0
             lags[sid] = round(max(policy.lag_s if since is not None else 0.0, waiting), 3)
-        self.emit({"ev": "lag", "streams": lags})
+        self.emit({"ev": "lag", "streams": lags, "busy_s": round(busy_s, 3)})

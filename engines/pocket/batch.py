@@ -398,7 +398,7 @@ class StreamBatch:
         """One Mimi call; touches only the decoder state of the group's rows (and idle rows in its span)."""
         flow_lm, mimi = self.model.flow_lm, self.model.mimi
         out = {}
-        for index, first in zip(group.rows, group.first):
+        for index, first in zip(group.rows, group.first, strict=True):
             if first:
                 self._mimi.reset_row(index)
         scaled = group.latents * flow_lm.emb_std + flow_lm.emb_mean
@@ -411,7 +411,7 @@ class StreamBatch:
             audio = mimi.decode(scaled, state)
             self._mimi.scatter(group.rows, state)
             positions = list(range(len(group.rows)))
-        for position, stream_id, first in zip(positions, group.stream_ids, group.first):
+        for position, stream_id, first in zip(positions, group.stream_ids, group.first, strict=True):
             pcm = audio[position].numpy().astype(np.float32, copy=True)
             if first:
                 pcm[:FADE_IN_SAMPLES] *= self._fade.numpy()

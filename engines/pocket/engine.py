@@ -165,8 +165,9 @@ class PocketEngine:
         return scheduler.submit(text, state, settings, options.seed)
 
     # ---- voices
-    async def clone_voice(self, voice_id: str, wav_bytes: bytes) -> Voice:
-        """Make voice ``voice_id`` from a WAV sample and keep it in ``voices_dir``."""
+    async def clone_voice(self, voice_id: str, wav_bytes: bytes, transcript: str | None = None) -> Voice:
+        """Make voice ``voice_id`` from a WAV sample and keep it in ``voices_dir`` (the
+        transcript is not needed: Pocket clones from the audio alone)."""
         scheduler = self._ready_scheduler()
         if not _VOICE_ID.match(voice_id or ""):
             raise EngineError(f"voice_id: {voice_id!r} is not allowed (1-64 letters, digits, '_', '-', '.', "

@@ -94,7 +94,7 @@ class FlowHead(nn.Module):
         if cached is None:
             def embed(_weight: torch.Tensor) -> torch.Tensor:
                 ts = [torch.full((1, 1), t) for t in times]
-                return (sum(e(t) for e, t in zip(self.time_embed, ts)) / len(ts))[0]
+                return (sum(e(t) for e, t in zip(self.time_embed, ts, strict=True)) / len(ts))[0]
             cached = self._time_conditions[times] = DerivedTensor(embed)
         return cached.get(self.time_embed[0].mlp[3].alpha)  # a parameter quantization leaves as is
 
@@ -105,7 +105,7 @@ class FlowHead(nn.Module):
         if times and all(isinstance(t, float) for t in times):
             y = y + self._time_condition(tuple(times))
         elif times:
-            y = y + sum(embed(t) for embed, t in zip(self.time_embed, times)) / len(times)
+            y = y + sum(embed(t) for embed, t in zip(self.time_embed, times, strict=True)) / len(times)
         for block in self.res_blocks:
             h = block(h, y)
         return self.final_layer(h, y)

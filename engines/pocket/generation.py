@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from dataclasses import dataclass
@@ -123,7 +124,7 @@ def _after_decimal_point(tokens: list[int], start: int, tokenizer: Tokenizer) ->
 
 
 def _segments(tokens: list[int], starts: list[int], tokenizer: Tokenizer) -> list[tuple[int, str]]:
-    return [(b - a, tokenizer.decode(tokens[a:b])) for a, b in zip(starts, starts[1:])]
+    return [(b - a, tokenizer.decode(tokens[a:b])) for a, b in itertools.pairwise(starts)]
 
 
 def split_text(tokenizer: Tokenizer, text: str, max_tokens: int = 50,

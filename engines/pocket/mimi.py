@@ -93,7 +93,7 @@ class DecoderState:
         """Write a :meth:`gather` copy (since advanced) back into ``rows``."""
         index = torch.tensor(rows)
         self.upsample[index] = part.upsample
-        for mine, theirs in zip(self.convs.tensors, part.convs.tensors):
+        for mine, theirs in zip(self.convs.tensors, part.convs.tensors, strict=True):
             mine[index] = theirs
         ring, other = self.attention, part.attention
         ring.keys[:, index], ring.values[:, index] = other.keys, other.values

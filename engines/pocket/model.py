@@ -113,7 +113,7 @@ class PocketModel(nn.Module):
 def _file_shapes(path: Path) -> dict[str, tuple[int, ...]]:
     try:
         with safetensors.safe_open(str(path), framework="pt") as f:
-            return {k: tuple(f.get_slice(k).get_shape()) for k in f}
+            return {k: tuple(f.get_slice(k).get_shape()) for k in f.keys()}  # noqa: SIM118 (safe_open is not iterable)
     except Exception as exc:
         raise PocketModelError(f"{path}: not a readable safetensors file ({exc})", path=str(path)) from exc
 

@@ -7,8 +7,11 @@ on a synthetic English-like corpus, and two voices ``embeddings/<name>.safetenso
 (per-layer flow-LM KV cache ``[2, 1, T, H, D]`` plus an int64 ``offset``, the
 layout the reference's voice export writes).
 
-Two geometries: ``english`` (the released 6-layer English model, 109.5M values)
-and ``tiny`` (the same architecture a few hundred times smaller, for fast tests).
+Two presets: ``english`` (the released 6-layer English model, 109.5M values) and
+``tiny`` (the same architecture a few hundred times smaller, for fast tests). Each
+holds a :class:`PocketGeometry`, the same description the loader's
+:func:`detect_geometry` reads off a checkpoint, and :func:`checkpoint_layout` only
+accepts a geometry that reads back as itself.
 
 How the random init is scaled, and why:
 - Linear and conv weights are N(0, 1/fan_in), so activations keep unit scale
@@ -17,7 +20,7 @@ How the random init is scaled, and why:
 - Norm gains are 1 and biases 0; ``freqs`` buffers hold the values the
   reference computes (sinusoid frequencies), not noise.
 - The EOS head: ``out_eos`` reads the LayerNorm'd backbone output, so with
-  weight std ``1/sqrt(d_model)`` the EOS logit wanders frame to frame around
+  weight std ``1/sqrt(lm_dim)`` the EOS logit wanders frame to frame around
   ``EOS_BIAS`` (measured on the english geometry, seed 0: mean -5.5, std 0.65
   with ``EOS_BIAS`` = -6.0). That is ~1% per frame above the -4.0 threshold: a
   short text usually runs to the reference's length cap (tokens / 3 + 2 seconds,
@@ -41,12 +44,18 @@ import random
 import shutil
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 import torch
 
 from engines.files import replace_dir
+from engines.pocket.geometry import (
+    MimiTransformerGeometry,
+    PocketGeometry,
+    SeanetGeometry,
+    detect_geometry,
+)
 
 VOICE_NAMES = ("alba", "marius")
 EOS_BIAS = -6.0
@@ -56,57 +65,68 @@ TIME_FREQ_DIM = 256  # TimestepEmbedder frequency_embedding_size (half of it are
 
 
 @dataclass(frozen=True)
-class Geometry:
-    """The sizes that determine every tensor shape of a Pocket TTS checkpoint."""
+class Preset:
+    """A random model to write: its sizes, and the length of its voice prompts.
 
-    d_model: int
-    num_heads: int
-    num_layers: int
-    ffn_dim: int
-    n_bins: int  # tokenizer vocabulary; the embedding table has n_bins + 1 rows
-    flow_dim: int
-    flow_depth: int
-    n_filters: int  # SEANet
-    seanet_dim: int  # SEANet output = Mimi transformer width = outer_dim
-    ratios: tuple[int, ...]
-    mimi_heads: int
-    mimi_layers: int
-    mimi_ffn_dim: int
-    voice_frames: int  # length T of the voice KV caches (BOS + prompt frames)
-    kernel_size: int = 7
-    residual_kernel_size: int = 3
-    last_kernel_size: int = 3
-    compress: int = 2
-    downsample_stride: int = 16  # 24000 / prod(ratios) = 200 Hz -> 12.5 Hz
+    ``voice_frames`` (BOS + prompt frames in each voice's KV cache) is a property of
+    the voice files, not of the model, so it is not part of the geometry.
+    """
 
-    @property
-    def head_dim(self) -> int:
-        return self.d_model // self.num_heads
+    geometry: PocketGeometry
+    voice_frames: int
 
 
-GEOMETRIES: dict[str, Geometry] = {
-    "english": Geometry(d_model=1024, num_heads=16, num_layers=6, ffn_dim=4096, n_bins=4000,
-                        flow_dim=512, flow_depth=6, n_filters=64, seanet_dim=512, ratios=(6, 5, 4),
-                        mimi_heads=8, mimi_layers=2, mimi_ffn_dim=2048, voice_frames=51),
-    "tiny": Geometry(d_model=64, num_heads=2, num_layers=2, ffn_dim=128, n_bins=200,
-                     flow_dim=64, flow_depth=2, n_filters=4, seanet_dim=32, ratios=(6, 5, 4),
-                     mimi_heads=2, mimi_layers=1, mimi_ffn_dim=64, voice_frames=9),
+def _released_architecture(*, lm_dim: int, lm_heads: int, lm_layers: int, lm_ff_dim: int, vocab_size: int,
+                           flow_dim: int, flow_depth: int, n_filters: int, mimi_dim: int, mimi_heads: int,
+                           mimi_layers: int, mimi_ff_dim: int, mimi_context: int) -> PocketGeometry:
+    """The released English model's architecture (LSD flow head, one residual block per
+    SEANet stage, Mimi at 12.5 Hz) with the given sizes."""
+    seanet = SeanetGeometry(channels=1, dimension=mimi_dim, n_filters=n_filters, ratios=(6, 5, 4),
+                            kernel_size=7, residual_kernel_size=3, last_kernel_size=3,
+                            n_residual_layers=1, compress=2)
+    mimi = MimiTransformerGeometry(d_model=mimi_dim, num_layers=mimi_layers, num_heads=mimi_heads,
+                                   ff_dim=mimi_ff_dim, context=mimi_context, input_dim=mimi_dim,
+                                   output_dim=mimi_dim)
+    return PocketGeometry(
+        latent_dim=LATENT_DIM, lm_dim=lm_dim, lm_layers=lm_layers, lm_heads=lm_heads, lm_kv_heads=lm_heads,
+        lm_head_dim=lm_dim // lm_heads, lm_ff_dim=lm_ff_dim, vocab_size=vocab_size, text_rank=None,
+        z_dim=None, flow_dim=flow_dim, flow_depth=flow_depth, flow_type="lsd", bos_before_voice=True,
+        speaker_dim=LATENT_DIM, encoder=seanet, decoder=seanet, encoder_transformer=mimi,
+        decoder_transformer=mimi, inner_dim=LATENT_DIM, outer_dim=mimi_dim,
+        resample_stride=16)  # 24000 / prod(ratios) = 200 Hz -> 12.5 Hz
+
+
+PRESETS: dict[str, Preset] = {
+    "english": Preset(_released_architecture(
+        lm_dim=1024, lm_heads=16, lm_layers=6, lm_ff_dim=4096, vocab_size=4000, flow_dim=512, flow_depth=6,
+        n_filters=64, mimi_dim=512, mimi_heads=8, mimi_layers=2, mimi_ff_dim=2048, mimi_context=250),
+        voice_frames=51),
+    # Mimi's head count and window are not in any shape: these are what the loader
+    # assumes at width 32 (see engines/pocket/geometry.py).
+    "tiny": Preset(_released_architecture(
+        lm_dim=64, lm_heads=2, lm_layers=2, lm_ff_dim=128, vocab_size=200, flow_dim=64, flow_depth=2,
+        n_filters=4, mimi_dim=32, mimi_heads=1, mimi_layers=1, mimi_ff_dim=64, mimi_context=50),
+        voice_frames=9),
 }
 
 
 # ---- key/shape layout -------------------------------------------------------------
 
 
-def checkpoint_layout(g: Geometry) -> dict[str, tuple[int, ...]]:
-    """Every key of ``TTSModel.state_dict()`` for geometry ``g`` with its shape, in order."""
-    L, D, F = LATENT_DIM, g.d_model, g.flow_dim
+def checkpoint_layout(g: PocketGeometry) -> dict[str, tuple[int, ...]]:
+    """Every key of ``TTSModel.state_dict()`` for geometry ``g`` with its shape, in order.
+
+    Raises ValueError naming the fields when ``g`` is not the released architecture
+    (the loader would read these shapes back as a different geometry).
+    """
+    L, D, F = g.latent_dim, g.lm_dim, g.flow_dim
     out: dict[str, tuple[int, ...]] = {
         "flow_lm.bos_emb": (L,),
         "flow_lm.bos_before_voice": (1, 1, D),
         "flow_lm.speaker_proj_weight": (D, L),
         "flow_lm.emb_std": (L,),
         "flow_lm.emb_mean": (L,),
-        "flow_lm.conditioner.embed.weight": (g.n_bins + 1, D),
+        "flow_lm.conditioner.embed.weight": (g.vocab_size + 1, D),
     }
     fn = "flow_lm.flow_net."
     for i in range(2):  # LSD: a start-time and a target-time condition
@@ -126,22 +146,35 @@ def checkpoint_layout(g: Geometry) -> dict[str, tuple[int, ...]]:
             f"{fn}final_layer.adaLN_modulation.1.weight": (2 * F, F),
             f"{fn}final_layer.adaLN_modulation.1.bias": (2 * F,),
             "flow_lm.input_linear.weight": (D, L)}
-    out |= _transformer_layout("flow_lm.transformer.", D, g.ffn_dim, g.num_layers, layer_scale=False)
+    out |= _transformer_layout("flow_lm.transformer.", D, g.lm_ff_dim, g.lm_layers, layer_scale=False)
     out |= {"flow_lm.out_norm.weight": (D,), "flow_lm.out_norm.bias": (D,),
             "flow_lm.out_eos.weight": (1, D), "flow_lm.out_eos.bias": (1,)}
-    out |= _seanet_encoder_layout(g)
-    out |= _seanet_decoder_layout(g)
-    for side in ("encoder", "decoder"):
-        out |= _transformer_layout(f"mimi.{side}_transformer.transformer.", g.seanet_dim, g.mimi_ffn_dim,
-                                   g.mimi_layers, layer_scale=True)
-    out |= {"mimi.quantizer.output_proj.weight": (g.seanet_dim, L, 1),
-            "mimi.downsample.conv.conv.weight": (L, g.seanet_dim, 2 * g.downsample_stride),
-            "mimi.upsample.convtr.convtr.weight": (g.seanet_dim, 1, 2 * g.downsample_stride)}
+    out |= _seanet_encoder_layout(g.encoder)
+    out |= _seanet_decoder_layout(g.decoder)
+    for side, t in (("encoder", g.encoder_transformer), ("decoder", g.decoder_transformer)):
+        out |= _transformer_layout(f"mimi.{side}_transformer.transformer.", t.d_model, t.ff_dim,
+                                   t.num_layers, layer_scale=True)
+    out |= {"mimi.quantizer.output_proj.weight": (g.outer_dim, L, 1),
+            "mimi.downsample.conv.conv.weight": (L, g.outer_dim, 2 * g.resample_stride),
+            "mimi.upsample.convtr.convtr.weight": (g.outer_dim, 1, 2 * g.resample_stride)}
+    _check_reads_back(g, out)
     return out
 
 
-def _transformer_layout(prefix: str, d: int, ffn: int, layers: int, *, layer_scale: bool) -> dict:
-    out = {}
+def _check_reads_back(g: PocketGeometry, layout: dict[str, tuple[int, ...]]) -> None:
+    # The head width is in no weight shape: the loader takes it from a voice file,
+    # which random_voice_state writes from g.
+    back = detect_geometry(layout, lm_head_dim=g.lm_head_dim)
+    if back == g:
+        return
+    wrong = [f"{f.name}={getattr(g, f.name)!r} (reads back as {getattr(back, f.name)!r})"
+             for f in fields(g) if getattr(g, f.name) != getattr(back, f.name)]
+    raise ValueError("geometry is not the released Pocket TTS architecture: " + "; ".join(wrong))
+
+
+def _transformer_layout(prefix: str, d: int, ffn: int, layers: int, *,
+                        layer_scale: bool) -> dict[str, tuple[int, ...]]:
+    out: dict[str, tuple[int, ...]] = {}
     for i in range(layers):
         p = f"{prefix}layers.{i}."
         out |= {p + "self_attn.in_proj.weight": (3 * d, d), p + "self_attn.out_proj.weight": (d, d),
@@ -152,50 +185,51 @@ def _transformer_layout(prefix: str, d: int, ffn: int, layers: int, *, layer_sca
     return out
 
 
-def _conv(out: dict, name: str, shape: tuple[int, ...]) -> None:
+def _conv(out: dict[str, tuple[int, ...]], name: str, shape: tuple[int, ...]) -> None:
     out[name + ".weight"] = shape
     out[name + ".bias"] = (shape[0],) if name.endswith(".conv") else (shape[1],)
 
 
-def _seanet_encoder_layout(g: Geometry) -> dict:
-    out: dict = {}
+def _seanet_encoder_layout(s: SeanetGeometry) -> dict[str, tuple[int, ...]]:
+    out: dict[str, tuple[int, ...]] = {}
     p = "mimi.encoder.model."
-    _conv(out, f"{p}0.conv", (g.n_filters, 1, g.kernel_size))
-    idx, ch = 1, g.n_filters
-    for ratio in reversed(g.ratios):
-        _conv(out, f"{p}{idx}.block.1.conv", (ch // g.compress, ch, g.residual_kernel_size))
-        _conv(out, f"{p}{idx}.block.3.conv", (ch, ch // g.compress, 1))
+    _conv(out, f"{p}0.conv", (s.n_filters, s.channels, s.kernel_size))
+    idx, ch = 1, s.n_filters
+    for ratio in reversed(s.ratios):
+        _conv(out, f"{p}{idx}.block.1.conv", (ch // s.compress, ch, s.residual_kernel_size))
+        _conv(out, f"{p}{idx}.block.3.conv", (ch, ch // s.compress, 1))
         _conv(out, f"{p}{idx + 2}.conv", (2 * ch, ch, 2 * ratio))
         idx, ch = idx + 3, 2 * ch
-    _conv(out, f"{p}{idx + 1}.conv", (g.seanet_dim, ch, g.last_kernel_size))
+    _conv(out, f"{p}{idx + 1}.conv", (s.dimension, ch, s.last_kernel_size))
     return out
 
 
-def _seanet_decoder_layout(g: Geometry) -> dict:
-    out: dict = {}
+def _seanet_decoder_layout(s: SeanetGeometry) -> dict[str, tuple[int, ...]]:
+    out: dict[str, tuple[int, ...]] = {}
     p = "mimi.decoder.model."
-    ch = g.n_filters * 2 ** len(g.ratios)
-    _conv(out, f"{p}0.conv", (ch, g.seanet_dim, g.kernel_size))
+    ch = s.n_filters * 2 ** len(s.ratios)
+    _conv(out, f"{p}0.conv", (ch, s.dimension, s.kernel_size))
     idx = 1
-    for ratio in g.ratios:
+    for ratio in s.ratios:
         _conv(out, f"{p}{idx + 1}.convtr", (ch, ch // 2, 2 * ratio))
         ch //= 2
-        _conv(out, f"{p}{idx + 2}.block.1.conv", (ch // g.compress, ch, g.residual_kernel_size))
-        _conv(out, f"{p}{idx + 2}.block.3.conv", (ch, ch // g.compress, 1))
+        _conv(out, f"{p}{idx + 2}.block.1.conv", (ch // s.compress, ch, s.residual_kernel_size))
+        _conv(out, f"{p}{idx + 2}.block.3.conv", (ch, ch // s.compress, 1))
         idx += 3
-    _conv(out, f"{p}{idx + 1}.conv", (1, ch, g.last_kernel_size))
+    _conv(out, f"{p}{idx + 1}.conv", (s.channels, ch, s.last_kernel_size))
     return out
 
 
 # ---- values -------------------------------------------------------------------
 
 
-def random_state_dict(g: Geometry, seed: int) -> dict[str, torch.Tensor]:
+def random_state_dict(g: PocketGeometry, seed: int) -> dict[str, torch.Tensor]:
     """Random float32 tensors for every key of ``checkpoint_layout(g)`` (see module doc)."""
     gen = torch.Generator().manual_seed(seed)
     residual_scale = {
-        "flow_lm.transformer.": 1 / math.sqrt(2 * g.num_layers),
-        "mimi.": 1 / math.sqrt(2 * max(1, g.mimi_layers)),
+        "flow_lm.transformer.": 1 / math.sqrt(2 * g.lm_layers),
+        "mimi.encoder_transformer.": 1 / math.sqrt(2 * max(1, g.encoder_transformer.num_layers)),
+        "mimi.decoder_transformer.": 1 / math.sqrt(2 * max(1, g.decoder_transformer.num_layers)),
     }
     out = {}
     for key, shape in checkpoint_layout(g).items():
@@ -204,7 +238,7 @@ def random_state_dict(g: Geometry, seed: int) -> dict[str, torch.Tensor]:
     freqs = torch.exp(-math.log(10000) * torch.arange(half, dtype=torch.float32) / half)
     for i in range(2):
         out[f"flow_lm.flow_net.time_embed.{i}.freqs"] = freqs.clone()
-    out["flow_lm.out_eos.weight"] = torch.randn((1, g.d_model), generator=gen) / math.sqrt(g.d_model)
+    out["flow_lm.out_eos.weight"] = torch.randn((1, g.lm_dim), generator=gen) / math.sqrt(g.lm_dim)
     out["flow_lm.out_eos.bias"] = torch.full((1,), EOS_BIAS)
     return out
 
@@ -248,14 +282,13 @@ def _fan_in(key: str, shape: tuple[int, ...]) -> int:
     return shape[1]
 
 
-def random_voice_state(g: Geometry, gen: torch.Generator) -> dict[str, torch.Tensor]:
+def random_voice_state(g: PocketGeometry, frames: int, gen: torch.Generator) -> dict[str, torch.Tensor]:
     """A voice file's tensors: per flow-LM layer, ``.../cache`` [2,1,T,H,D] and ``.../offset`` [1]."""
     out = {}
-    T = g.voice_frames
-    for i in range(g.num_layers):
+    for i in range(g.lm_layers):
         name = f"transformer.layers.{i}.self_attn"
-        out[f"{name}/cache"] = torch.randn((2, 1, T, g.num_heads, g.head_dim), generator=gen)
-        out[f"{name}/offset"] = torch.full((1,), T, dtype=torch.int64)
+        out[f"{name}/cache"] = torch.randn((2, 1, frames, g.lm_kv_heads, g.lm_head_dim), generator=gen)
+        out[f"{name}/offset"] = torch.full((1,), frames, dtype=torch.int64)
     return out
 
 
@@ -328,19 +361,21 @@ def make_random_model_dir(dest: Path, geometry: str = "english", seed: int = 0) 
     """
     from safetensors.torch import save_file
 
-    if geometry not in GEOMETRIES:
-        raise ValueError(f"unknown geometry {geometry!r}; choose one of: {', '.join(GEOMETRIES)}")
-    g = GEOMETRIES[geometry]
+    if geometry not in PRESETS:
+        raise ValueError(f"unknown geometry {geometry!r}; choose one of: {', '.join(PRESETS)}")
+    preset = PRESETS[geometry]
+    g = preset.geometry
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
     try:
         save_file(random_state_dict(g, seed), str(tmp / "model.safetensors"))
-        (tmp / "tokenizer.model").write_bytes(train_tokenizer(g.n_bins, seed))
+        (tmp / "tokenizer.model").write_bytes(train_tokenizer(g.vocab_size, seed))
         (tmp / "embeddings").mkdir()
         gen = torch.Generator().manual_seed(seed + 1)
         for name in VOICE_NAMES:
-            save_file(random_voice_state(g, gen), str(tmp / "embeddings" / f"{name}.safetensors"))
+            voice = random_voice_state(g, preset.voice_frames, gen)
+            save_file(voice, str(tmp / "embeddings" / f"{name}.safetensors"))
         os.chmod(tmp, 0o755)
         replace_dir(tmp, dest)
     except BaseException:

@@ -49,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _register_serve(sub: argparse._SubParsersAction) -> None:
+def _register_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("serve", help="run the gateway",
                        description="Run the gateway. Every flag also has a VOXGATE_* variable; flags win.")
     p.add_argument("--host", help="address to bind (VOXGATE_HOST, default 127.0.0.1)")
@@ -62,15 +62,19 @@ def _register_serve(sub: argparse._SubParsersAction) -> None:
                    help="allow consume with no credential on a non-loopback bind (VOXGATE_ALLOW_ANONYMOUS)")
     p.add_argument("--trusted-networks", help="CIDRs that may consume without a credential (VOXGATE_TRUSTED_NETWORKS)")
     p.add_argument("--data-dir", help="state directory (VOXGATE_DATA_DIR)")
-    p.add_argument("--engines", help="engines to load: pocket,asr or none (VOXGATE_ENGINES)")
+    p.add_argument("--engines", help="engines to load: pocket,piper,asr or none (VOXGATE_ENGINES)")
     p.add_argument("--log-level", help="debug, info, warning, error (VOXGATE_LOG_LEVEL)")
+    p.add_argument("--wyoming", dest="wyoming_uri", metavar="URI",
+                   help="also serve the Wyoming protocol, e.g. tcp://127.0.0.1:10300 (VOXGATE_WYOMING_URI)")
+    p.add_argument("--wyoming-zeroconf", action="store_const", const=True, default=None,
+                   help="announce the Wyoming listener over mDNS (VOXGATE_WYOMING_ZEROCONF)")
     p.set_defaults(func=serve)
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
     overrides = {name: getattr(args, name, None) for name in (
         "host", "port", "server_mode", "api_key_file", "allow_anonymous", "trusted_networks",
-        "data_dir", "engines", "log_level")}
+        "data_dir", "engines", "log_level", "wyoming_uri", "wyoming_zeroconf")}
     return Settings.from_env(**overrides)
 
 
@@ -78,8 +82,18 @@ def serve(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     configure_logging(settings.log_level)
     from auth import refuse_unsafe_bind
+    from auth.bind import proxy_warning
 
     refusal = refuse_unsafe_bind(settings.auth_config(), settings.host)
+    if refusal:
+        print(f"voxgate: refusing to start: {refusal}", file=sys.stderr)
+        return 2
+    warning = proxy_warning(settings.auth_config())
+    if warning:
+        log.warning("%s", warning)
+    from gateway.fronts.wyoming.trust import refuse_wyoming_bind
+
+    refusal = refuse_wyoming_bind(settings)
     if refusal:
         print(f"voxgate: refusing to start: {refusal}", file=sys.stderr)
         return 2
@@ -90,12 +104,10 @@ async def _serve(settings: Settings) -> int:
     import uvicorn
 
     from gateway.app import create_app
+    from gateway.serving import uvicorn_config
 
     app = create_app(settings)
-    config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level=settings.log_level, log_config=None,
-                            ws_max_size=16 * 1024 * 1024, proxy_headers=False, server_header=False,
-                            access_log=settings.log_level == "debug")
-    server = uvicorn.Server(config)
+    server = uvicorn.Server(uvicorn_config(app, settings))
     print(banner(settings), file=sys.stderr, flush=True)
     await server.serve()
     return 0 if server.started else 1
@@ -116,6 +128,16 @@ def banner(settings: Settings) -> str:
         f"  mode:        {'server' if settings.server_mode else 'local'}",
         f"  credentials: {'; '.join(creds)}",
         f"  engines:     {', '.join(settings.engines) or 'none'} (loading in the background; GET /health)",
-        f"  data dir:    {settings.data_dir}",
     ]
+    tts = [name for name in settings.engines if name != "asr"]
+    if tts:
+        from gateway.app import default_tts_engine
+
+        name, reason = default_tts_engine(settings, tts)
+        lines.append(f"  tts default: {name} ({reason})")
+    if settings.wyoming_uri:
+        zeroconf = ", announced over mDNS" if settings.wyoming_zeroconf else ""
+        lines.append(f"  wyoming:     {settings.wyoming_uri} (no auth: loopback"
+                     f"{' and trusted networks' if settings.trusted_networks else ''} only{zeroconf})")
+    lines.append(f"  data dir:    {settings.data_dir}")
     return "\n".join(lines)

@@ -9,7 +9,7 @@ from pathlib import Path
 from gateway.config import Settings
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("models", help="make, download or install model files")
     msub = p.add_subparsers(dest="models_command", metavar="ACTION", required=True)
 
@@ -22,7 +22,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     pull = msub.add_parser("pull", help="download model weights (needs internet)")
     pull.add_argument("engine", choices=["pocket"])
-    pull.add_argument("--dest", type=Path, help="target directory (default: VOXGATE_POCKET_DIR or <data_dir>/models/pocket)")
+    pull.add_argument("--dest", type=Path,
+                      help="target directory (default: VOXGATE_POCKET_DIR or <data_dir>/models/pocket)")
     pull.add_argument("--base-url", help="where to download from (default: the Hugging Face repository)")
     pull.set_defaults(func=_pull)
 

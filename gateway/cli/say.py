@@ -12,21 +12,28 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gateway.audio import AudioFormatError, Encoding, read_wav, wav_header, write_wav
 from gateway.config import Settings
 
+if TYPE_CHECKING:  # torch is imported only when a model is loaded here
+    from engines.pocket.model import PocketModel
+    from engines.pocket.voice import VoiceState
 
-def register(sub: argparse._SubParsersAction) -> None:
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("say", help="synthesize text to a WAV file",
                        description="Synthesize text to a WAV file with Pocket TTS.")
     p.add_argument("text", help="what to say")
     p.add_argument("--voice", default=None,
-                   help="a voice id from the model's embeddings/, or a WAV file to clone (default: alba or the first voice)")
+                   help="a voice id from the model's embeddings/, or a WAV file to clone "
+                        "(default: alba or the first voice)")
     p.add_argument("-o", "--output", type=Path, required=True, help="WAV file to write")
     p.add_argument("--model-dir", type=Path, default=None,
                    help="Pocket TTS model directory (default: VOXGATE_POCKET_DIR or <data_dir>/models/pocket)")
-    p.add_argument("--temperature", type=_temperature, default=None, help="flow noise temperature (default 0.3; 0 = deterministic)")
+    p.add_argument("--temperature", type=_temperature, default=None,
+                   help="flow noise temperature (default 0.3; 0 = deterministic)")
     p.add_argument("--seed", type=int, default=None, help="noise seed (default: a fresh one)")
     p.add_argument("--quantize", choices=["none", "int8"], default="none",
                    help="int8 dynamic quantization of the LM linears (default none: exact float32)")
@@ -129,7 +136,7 @@ def _say_local(args: argparse.Namespace) -> int:
     return 0
 
 
-def _resolve_voice(model, voice: str | None):
+def _resolve_voice(model: PocketModel, voice: str | None) -> tuple[VoiceState, str]:
     """(VoiceState, name) for a voice id, a WAV path to clone, or the default voice."""
     from engines.base import UnknownVoice
 

@@ -15,11 +15,13 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
+
 from gateway.audio import AudioFormatError, Encoding, read_wav, resample
 from gateway.config import Settings
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("transcribe", help="stream a WAV file through /v1/dictation and print the transcript",
                        description="Stream a WAV file through a running gateway's /v1/dictation socket.")
     p.add_argument("file", type=Path, help="a WAV file (any rate, any channel count)")
@@ -50,7 +52,8 @@ def _run(args: argparse.Namespace) -> int:
     return asyncio.run(transcribe(url, samples, rate, args, api_key=settings.api_key))
 
 
-async def transcribe(url: str, samples, rate: int, args: argparse.Namespace, api_key: str | None = None) -> int:
+async def transcribe(url: str, samples: np.ndarray, rate: int, args: argparse.Namespace,
+                     api_key: str | None = None) -> int:
     from gateway.client.base import Credentials
     from gateway.client.dictation import DictationClient, DictationRefused
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
@@ -29,7 +30,7 @@ class Credentials:
         return out
 
 
-def ws_url(base_url: str, path: str, params: dict[str, object] | None = None, ticket: str | None = None) -> str:
+def ws_url(base_url: str, path: str, params: Mapping[str, object] | None = None, ticket: str | None = None) -> str:
     """``http(s)://host:port`` or ``ws(s)://...`` + path + query -> a ws(s) URL."""
     parts = urlsplit(base_url)
     scheme = {"http": "ws", "https": "wss"}.get(parts.scheme, parts.scheme)
@@ -47,8 +48,9 @@ def _query_value(value: object) -> str:
     return str(value)
 
 
-async def open_socket(base_url: str, path: str, params: dict[str, object] | None,
-                      credentials: Credentials | None, open_timeout_s: float = DEFAULT_OPEN_TIMEOUT_S) -> ClientConnection:
+async def open_socket(base_url: str, path: str, params: Mapping[str, object] | None,
+                      credentials: Credentials | None,
+                      open_timeout_s: float = DEFAULT_OPEN_TIMEOUT_S) -> ClientConnection:
     creds = credentials or Credentials()
     return await connect(ws_url(base_url, path, params, creds.ticket), additional_headers=creds.headers(),
                          open_timeout=open_timeout_s, max_size=MAX_MESSAGE_BYTES)

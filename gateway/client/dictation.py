@@ -15,6 +15,7 @@ or as fast as the socket takes it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from collections.abc import AsyncIterator
@@ -51,7 +52,7 @@ class DictationClient:
                   "interim": interim, "word_timestamps": word_timestamps, "silence_ms": silence_ms,
                   "eager": eager}
         socket = await open_socket(base_url, PATH, params, credentials, open_timeout_s)
-        errors: list[dict] = []
+        errors: list[dict[str, Any]] = []
         try:
             while True:
                 raw = await asyncio.wait_for(socket.recv(), open_timeout_s + 30)
@@ -111,10 +112,8 @@ class DictationClient:
             event = json.loads(raw)
             yield event
             if event.get("type") == "closed":
-                try:
+                with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self.socket.wait_closed(), 5)
-                except asyncio.TimeoutError:
-                    pass
                 self.close_code, self.close_reason = self.socket.close_code, self.socket.close_reason or ""
                 return
 
@@ -122,7 +121,7 @@ class DictationClient:
 class DictationRefused(Exception):
     """The server closed the socket before ``ready``."""
 
-    def __init__(self, code: int | None, reason: str, events: list[dict]) -> None:
+    def __init__(self, code: int | None, reason: str, events: list[dict[str, Any]]) -> None:
         detail = "; ".join(e.get("message", "") for e in events if e.get("type") == "error")
         super().__init__(f"dictation refused (close {code}{': ' + reason if reason else ''})"
                          + (f": {detail}" if detail and detail != reason else ""))

@@ -37,7 +37,7 @@ class TtsClosed(Exception):
 class TtsError(Exception):
     """An ``error`` event the caller asked to treat as fatal."""
 
-    def __init__(self, event: dict) -> None:
+    def __init__(self, event: dict[str, Any]) -> None:
         super().__init__(f"{event.get('code')}: {event.get('message')}")
         self.event = event
         self.code = event.get("code")
@@ -50,11 +50,11 @@ class Utterance:
     id: str | None
     audio: bytes = b""
     frames: int = 0
-    start: dict | None = None
-    end: dict | None = None
+    start: dict[str, Any] | None = None
+    end: dict[str, Any] | None = None
     sent_at: float = 0.0  # when the request left (time.monotonic)
     first_frame_at: float | None = None  # when its first frame arrived
-    events: list[dict] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def ttfa_s(self) -> float | None:
@@ -64,7 +64,7 @@ class Utterance:
 class TtsClient:
     """One /v1/tts socket. Not safe for concurrent use by several tasks."""
 
-    def __init__(self, ws: ClientConnection, ready: dict) -> None:
+    def __init__(self, ws: ClientConnection, ready: dict[str, Any]) -> None:
         self.ws = ws
         self.ready = ready
 
@@ -99,7 +99,7 @@ class TtsClient:
 
     # ---- sending
 
-    async def send(self, message: dict) -> None:
+    async def send(self, message: dict[str, Any]) -> None:
         await self.ws.send(json.dumps(message))
 
     async def speak(self, text: str, *, id: str | None = None, voice: str | None = None,
@@ -127,7 +127,7 @@ class TtsClient:
 
     # ---- receiving
 
-    async def receive(self, timeout_s: float = DEFAULT_TIMEOUT_S) -> bytes | dict:
+    async def receive(self, timeout_s: float = DEFAULT_TIMEOUT_S) -> bytes | dict[str, Any]:
         """The next message: ``bytes`` (a PCM frame) or a ``dict`` event. Raises
         ``TtsClosed`` once the socket is closed and ``TimeoutError`` after ``timeout_s``."""
         try:
@@ -137,7 +137,8 @@ class TtsClient:
             raise TtsClosed(rcvd.code if rcvd else None, rcvd.reason if rcvd else "connection lost") from None
         if isinstance(message, bytes):
             return message
-        return json.loads(message)
+        event: dict[str, Any] = json.loads(message)
+        return event
 
     async def collect(self, timeout_s: float = DEFAULT_TIMEOUT_S, *, sent_at: float | None = None,
                       raise_on_error: bool = True) -> Utterance:
@@ -173,7 +174,7 @@ class TtsClient:
         await self.speak(text, voice=voice, seed=seed)
         return await self.collect(timeout_s, sent_at=sent_at)
 
-    async def close(self, timeout_s: float = DEFAULT_TIMEOUT_S) -> dict | None:
+    async def close(self, timeout_s: float = DEFAULT_TIMEOUT_S) -> dict[str, Any] | None:
         """Send ``end``, drain until ``closed`` and the close; returns the ``closed`` event."""
         await self.end()
         closed = None
@@ -189,7 +190,7 @@ class TtsClient:
 
 async def speak_once(base_url: str, text: str, *, credentials: Credentials | None = None, voice: str | None = None,
                      seed: int | None = None, sample_rate: int | None = None, encoding: str | None = None,
-                     timeout_s: float = DEFAULT_TIMEOUT_S) -> tuple[bytes, dict]:
+                     timeout_s: float = DEFAULT_TIMEOUT_S) -> tuple[bytes, dict[str, Any]]:
     """Open a socket, synthesize ``text`` and close: (PCM bytes, the ``ready`` event).
     Raises ``TtsError`` / ``TtsClosed`` with the server's reason."""
     async with await TtsClient.connect(base_url, credentials=credentials, voice=voice, sample_rate=sample_rate,

@@ -1,7 +1,7 @@
 """What a sidecar client keeps so that a new sidecar process can take over a stream.
 
-The gateway logs every audio chunk (16 kHz float32) and ``finalize`` it sent
-for a stream, and drops entries only once no open utterance needs them: audio
+The gateway logs every audio chunk (16 kHz float32) and ``finalize`` (with its
+optional mark) it sent for a stream, and drops entries only once no open utterance needs them: audio
 is kept from the start of the oldest utterance without a final, or, when none
 is open, from the end of the last finished one (at most a few seconds back, for
 the VAD onset and the leading pad); never more than 60 s, so a sidecar that
@@ -23,6 +23,7 @@ Pure bookkeeping, no I/O; used from one asyncio task at a time.
 from __future__ import annotations
 
 from collections import deque
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -32,15 +33,24 @@ IDLE_KEEP_SAMPLES = 3 * RATE
 MAX_KEEP_SAMPLES = 60 * RATE  # bounds memory while a sidecar stays down; a forced cut comes at 25 s anyway
 
 
+@dataclass(frozen=True)
+class FinalizeEntry:
+    """A logged ``finalize``; ``mark`` is answered by one ``finalized`` event."""
+
+    mark: str | None = None
+
+
 class Retention:
     def __init__(self) -> None:
         self.pos = 0  # samples logged so far
-        self._log: deque[tuple[int, np.ndarray | None]] = deque()  # (position, samples or None for finalize)
+        # (position, samples) for audio, (position, FinalizeEntry) for a finalize
+        self._log: deque[tuple[int, np.ndarray | FinalizeEntry]] = deque()
         self._announced = -1
         self._finished = -1  # highest utterance index that got its final (or had no words)
         self._finished_end = 0  # where the last finished utterance's audio ended
         self._open_starts: dict[int, int] = {}
         self._stable: dict[int, str] = {}
+        self._answered: set[str] = set()  # finalize marks already answered (a replay answers them again)
         self._eager: dict[int, str] = {}  # text of the eager final the client holds, per utterance
 
     # ---- the log
@@ -50,15 +60,20 @@ class Retention:
         self.pos += len(samples)
         self.trim()
 
-    def add_finalize(self) -> None:
-        self._log.append((self.pos, None))
+    def add_finalize(self, mark: str | None = None) -> None:
+        self._log.append((self.pos, FinalizeEntry(mark)))
 
     def __len__(self) -> int:
         return len(self._log)
 
-    def entries(self, start: int) -> list[np.ndarray | None]:
-        """Logged entries from index ``start`` on: audio arrays, or None for a finalize."""
-        return [samples for _, samples in list(self._log)[start:]]
+    @property
+    def in_utterance(self) -> bool:
+        """True while an utterance the sidecar announced has no final yet."""
+        return bool(self._open_starts)
+
+    def entries(self, start: int) -> list[np.ndarray | FinalizeEntry]:
+        """Logged entries from index ``start`` on: audio arrays, or a ``FinalizeEntry``."""
+        return [entry for _, entry in list(self._log)[start:]]
 
     def resume_fields(self) -> dict[str, Any]:
         """``offset``, ``first_utterance`` and ``stable`` for the sidecar's ``open``."""
@@ -73,18 +88,29 @@ class Retention:
             keep_from = max(self._finished_end, self.pos - IDLE_KEEP_SAMPLES)
         keep_from = max(keep_from, self.pos - MAX_KEEP_SAMPLES)
         while self._log:
-            position, samples = self._log[0]
-            if samples is None and position > keep_from:
-                break
-            if samples is not None and position + len(samples) > keep_from:
+            position, entry = self._log[0]
+            if isinstance(entry, FinalizeEntry):
+                unanswered = entry.mark is not None and entry.mark not in self._answered
+                if position > keep_from or (unanswered and position > self.pos - MAX_KEEP_SAMPLES):
+                    break
+            elif position + len(entry) > keep_from:
                 break
             self._log.popleft()
+            if isinstance(entry, FinalizeEntry) and entry.mark is not None:
+                self._answered.discard(entry.mark)
 
     # ---- events from the sidecar
 
     def accept(self, event: dict[str, Any]) -> bool:
         """Record a sidecar event; False when the client must not see it (a replay duplicate)."""
         kind = event.get("ev")
+        if kind == "finalized":
+            mark = str(event.get("id"))
+            if mark in self._answered:
+                return False
+            self._answered.add(mark)
+            self.trim()
+            return True
         n = int(event.get("utterance", -1))
         if kind == "speech_started":
             if n > self._finished and n not in self._open_starts:
@@ -116,19 +142,20 @@ class Retention:
             for index in [i for i in self._eager if i <= n]:
                 self._eager.pop(index)
             self.trim()
-            return kind == "final"
+            return True
         return True
 
     def withdrawn_eager(self, event: dict[str, Any]) -> dict[str, Any] | None:
         """The ``turn_resumed`` the client must get before ``event``: an eager final,
         final or discard of an utterance whose outstanding eager final said something
         else (a restarted sidecar can decode the replayed audio differently)."""
-        kind = event.get("ev")
+        if event.get("ev") not in ("eager_final", "final", "discarded"):
+            return None
         n = int(event.get("utterance", -1))
         held = self._eager.get(n)
-        if held is None or n <= self._finished or kind not in ("eager_final", "final", "discarded"):
+        if held is None or n <= self._finished:
             return None
-        if kind != "discarded" and event.get("text") == held:
+        if event["ev"] != "discarded" and event.get("text") == held:
             return None
         at = event["end"] if "end" in event else round(int(event.get("end_sample", 0)) / RATE, 3)
         return {"ev": "turn_resumed", "utterance": n, "at": at}

@@ -6,11 +6,14 @@
 ``POST /v1/audio/transcriptions`` is OpenAI-compatible (multipart ``file``,
 ``language``, ``response_format`` json / text / verbose_json,
 ``timestamp_granularities[]=word``); the file goes through the same sidecar as
-the live streams, decoded offline (VAD-filtered, beam 5). WAV files only: the
-gateway has no general audio decoder.
+the live streams, decoded offline (VAD-filtered, beam 5). WAV, FLAC, MP3, Ogg,
+WebM, M4A/MP4 and AAC are decoded by gateway/codecs/files.py, at most
+``MAX_AUDIO_S`` of audio, whatever the file's header says.
 """
 
 from __future__ import annotations
+
+import asyncio
 
 from starlette.datastructures import UploadFile
 from starlette.requests import Request
@@ -20,15 +23,22 @@ from starlette.websockets import WebSocket
 
 from auth.access import RouteClass, http_route, ws_route
 from engines.base import EngineState
-from gateway.audio import AudioFormatError, read_wav, resample
+from gateway.audio import AudioFormatError, AudioTooLong
+from gateway.codecs.files import decode_file
 from gateway.config import Settings
+from gateway.dictation.faults import disabled_error, unavailable_error
 from gateway.dictation.session import DictationSession
-from gateway.dictation.sidecar import disabled_error, unavailable_error
+from gateway.dictation.transport import NativeDictationTransport
 from gateway.errors import BadRequest, GatewayError, OverCapacity, TooLarge, refuse_socket
 from gateway.protocol.dictation import parse_dictation_params
+from gateway.protocol.json import bounded_request
 from gateway.registry import client_label
 
 MAX_UPLOAD_BYTES = 25 * 1024 * 1024  # OpenAI's own limit
+# Decoded length cap: the audio goes to the sidecar as one float32 frame at 16 kHz,
+# and a frame holds at most 64 MiB (17.4 min); 15 min keeps a margin.
+MAX_AUDIO_S = 15 * 60
+MULTIPART_OVERHEAD_BYTES = 64 * 1024  # the form's other fields and part headers
 RESPONSE_FORMATS = ("json", "text", "verbose_json")
 ASR_RATE = 16000
 
@@ -40,14 +50,14 @@ async def dictation_socket(websocket: WebSocket) -> None:
     await websocket.accept()
     try:
         params = parse_dictation_params(websocket.query_params)
-    except GatewayError as exc:
+        session = DictationSession(NativeDictationTransport(websocket), params, settings, state.asr)
+    except GatewayError as exc:  # a bad query, or a decoder whose codec is missing
         await refuse_socket(websocket, exc)
         return
-    session = DictationSession(websocket, params, settings, state.asr)
-    entry = state.sessions.add("dictation", client_label(websocket), session.describe)
-    if entry is None:
-        await refuse_socket(websocket, OverCapacity(
-            f"too many dictation streams (limit {settings.max_dictation_streams}); try again later"))
+    try:
+        entry = state.sessions.claim("dictation", client_label(websocket), session.describe)
+    except OverCapacity as exc:
+        await refuse_socket(websocket, exc)
         return
     try:
         await session.run(entry.id)
@@ -56,19 +66,31 @@ async def dictation_socket(websocket: WebSocket) -> None:
 
 
 async def transcriptions(request: Request) -> Response:
-    """OpenAI-compatible file transcription through the same sidecar."""
+    """OpenAI-compatible file transcription through the same sidecar. At most
+    ``max_transcriptions`` run at once (counted apart from live streams), so
+    uploads cannot pile up in memory or starve the live streams' decodes; more
+    get 503 + Retry-After."""
+    sessions = request.state.sessions
+    entry = sessions.claim("transcription", client_label(request), lambda: {"route": request.url.path})
+    try:
+        return await _transcribe(request)
+    finally:
+        sessions.remove(entry.id)
+
+
+async def _transcribe(request: Request) -> Response:
     asr = request.state.asr
     if asr is None:
         raise disabled_error()
     if asr.status().state in (EngineState.MISSING, EngineState.FAILED):
         raise unavailable_error(asr.status())
-    length = request.headers.get("content-length")
-    if length is not None and length.isdigit() and int(length) > MAX_UPLOAD_BYTES + 64 * 1024:
-        raise TooLarge(f"request body of {length} bytes; the limit is {MAX_UPLOAD_BYTES} bytes")
     if not request.headers.get("content-type", "").startswith("multipart/form-data"):
         raise BadRequest("the body must be multipart/form-data with a 'file' field")
     try:
-        form = await request.form(max_files=1, max_fields=20)
+        form = await bounded_request(request, MAX_UPLOAD_BYTES + MULTIPART_OVERHEAD_BYTES).form(
+            max_files=1, max_fields=20)
+    except TooLarge:
+        raise
     except Exception as exc:  # the multipart parser's own errors: malformed body, too many parts
         raise BadRequest(f"the multipart body cannot be parsed: {exc}") from None
     try:
@@ -91,11 +113,13 @@ async def transcriptions(request: Request) -> Response:
     if language is not None and languages and language not in languages:
         raise BadRequest(f"language: the ASR model {asr.model_name} does not support {language[:10]!r} "
                          f"(available: {', '.join(languages[:20])})", code="unsupported_language")
-    try:
-        samples, rate = read_wav(data)
+    try:  # CPU-bound (FFmpeg for everything but WAV): off the event loop
+        decoded = await asyncio.to_thread(decode_file, data, ASR_RATE, MAX_AUDIO_S)
+    except AudioTooLong as exc:
+        raise TooLarge(f"file: {exc}") from None
     except AudioFormatError as exc:
-        raise BadRequest(f"file: {exc} (only WAV files are accepted)", code="bad_audio") from None
-    audio = resample(samples, rate, ASR_RATE)
+        raise BadRequest(f"file: {exc}", code="bad_audio") from None
+    audio = decoded.samples
     duration_s = len(audio) / ASR_RATE
     result = await asr.transcribe(audio, language=language, word_timestamps="word" in granularities,
                                   timeout_s=60.0 + 2.0 * duration_s)

@@ -1,10 +1,13 @@
-"""The /v1/dictation session: audio in, transcript events out, one per socket.
+"""A dictation session: audio in, transcript events out, one per socket. It
+talks to its client only through a ``DictationTransport``
+(gateway/dictation/transport.py), so /v1/dictation and every front share it.
 
 The receiving side (the task that runs ``DictationSession.run``) validates and
 decodes client messages, resamples audio to 16 kHz and hands it to its ASR
 stream; a sender task relays the stream's events to the client. Both end
 together: on ``end`` (after ``closed``, close 1000), on disconnect, on an idle
-client (4408), on a message too big (1009) or a broken client (1011). Sends
+client (4408), on a message too big (1009), on a container stream (webm,
+ogg) that cannot be read on (4400) or a broken client (1011). Sends
 are serialised by a lock; every wait has a timeout.
 
 The session's phase is explicit and ``TRANSITIONS`` says which client message
@@ -19,13 +22,18 @@ import enum
 import logging
 from typing import Any
 
-from starlette.websockets import WebSocket, WebSocketDisconnect
+import numpy as np
+from starlette.websockets import WebSocketDisconnect
 
 from engines.base import AsrService, AsrStreamHandle, EngineState
-from gateway.audio import AudioFormatError, PcmDecoder, StreamResampler
+from gateway.audio import AudioFormatError, StreamResampler
+from gateway.codecs.decoders import stream_decoder
 from gateway.config import Settings
-from gateway.dictation.sidecar import disabled_error, unavailable_error
+from gateway.dictation.faults import disabled_error, unavailable_error
+from gateway.dictation.pacing import Pacer
+from gateway.dictation.transport import DictationTransport
 from gateway.errors import (
+    CLOSE_BAD_REQUEST,
     CLOSE_IDLE,
     CLOSE_NORMAL,
     CLOSE_SERVER_ERROR,
@@ -34,19 +42,10 @@ from gateway.errors import (
     BadMessage,
     BadRequest,
     GatewayError,
-    close_socket,
-    refuse_socket,
+    TooLarge,
 )
-from gateway.protocol.dictation import (
-    MAX_AUDIO_MESSAGE_BYTES,
-    MAX_TEXT_MESSAGE_BYTES,
-    Closed,
-    DictationParams,
-    End,
-    Finalize,
-    Ready,
-    parse_client_message,
-)
+from gateway.protocol.common import Closed
+from gateway.protocol.dictation import ClientMessage, DictationParams, End, Finalize, Ready
 
 log = logging.getLogger("voxgate.dictation")
 
@@ -82,16 +81,21 @@ def transition(phase: Phase, message_type: str) -> Phase:
 class DictationSession:
     """One /v1/dictation socket after its parameters were accepted."""
 
-    def __init__(self, websocket: WebSocket, params: DictationParams, settings: Settings,
-                 asr: AsrService | None) -> None:
-        self.websocket = websocket
+    def __init__(self, transport: DictationTransport, params: DictationParams, settings: Settings,
+                 asr: AsrService | None, *, idle_timeout_s: float | None = None) -> None:
+        self.transport = transport
         self.params = params
         self.settings = settings
         self.asr = asr
+        # a front may hold its clients to its vendor's idle rule instead of the gateway's
+        self.idle_timeout_s = idle_timeout_s if idle_timeout_s is not None else settings.idle_timeout_s
         self.phase = Phase.STREAMING
         self.stream: AsrStreamHandle | None = None
-        self._decoder = PcmDecoder(params.encoding)
-        self._resampler = StreamResampler(params.sample_rate, ASR_RATE)
+        # raises CodecUnavailable (a GatewayError) when FFmpeg is missing: the route refuses the socket
+        self._decoder = stream_decoder(params.encoding, params.sample_rate)
+        self._resampler = StreamResampler(self._decoder.sample_rate, ASR_RATE)
+        self._pacer = Pacer(settings.dictation_max_ahead_s)
+        self._sender: asyncio.Task[None] | None = None
         self._send_lock = asyncio.Lock()
         self._closed = False
 
@@ -101,7 +105,8 @@ class DictationSession:
                 "language": self.params.language,
                 "audio_s": round(stream.audio_s, 3) if stream else 0.0,
                 "utterances": stream.finals if stream else 0,
-                "lag_s": round(stream.lag_s, 3) if stream else 0.0}
+                "lag_s": round(stream.lag_s, 3) if stream else 0.0,
+                "ahead_s": round(self._pacer.ahead_s, 3)}
 
     # ---- lifecycle
 
@@ -114,8 +119,11 @@ class DictationSession:
                    "silence_ms": self.params.silence_ms, "eager": self.params.eager}
         self.stream = stream = await asr.open_stream(options)
         sender = asyncio.create_task(self._relay_events(stream), name=f"dictation-send-{session_id}")
+        self._sender = sender
         try:
-            await self._send(Ready(session=session_id, sample_rate=self.params.sample_rate,
+            # a container carries its own rate: ready tells the one its audio decodes at
+            rate = self._decoder.sample_rate if self.params.encoding.is_container else self.params.sample_rate
+            await self._send(Ready(session=session_id, sample_rate=rate,
                                    encoding=self.params.encoding.value, language=self.params.language,
                                    model=asr.model_name).to_dict())
             await self._receive_loop(stream, sender)
@@ -152,25 +160,27 @@ class DictationSession:
         return asr
 
     async def _refuse(self, error: GatewayError) -> None:
-        self._closed = True
-        await refuse_socket(self.websocket, error, timeout_s=self.settings.idle_timeout_s)
+        """Tell the client why (an ``error`` event) and close with the error's code."""
+        with contextlib.suppress(Exception):  # the client left first: the close is a no-op then
+            await self._send(error.to_event())
+        await self._close(error.close_code, error.message)
 
     async def _close(self, code: int, reason: str = "") -> None:
         if self._closed:
             return
         self._closed = True
-        await close_socket(self.websocket, code, reason)
+        await self.transport.close(code, reason)
 
     async def _send(self, message: dict[str, Any]) -> None:
         async with self._send_lock:
-            await asyncio.wait_for(self.websocket.send_json(message), self.settings.idle_timeout_s)
+            await self.transport.send_event(message, self.idle_timeout_s)
 
     # ---- client -> server
 
     async def _receive_loop(self, stream: AsrStreamHandle, sender: asyncio.Task[None]) -> None:
-        idle_s = self.settings.idle_timeout_s
+        idle_s = self.idle_timeout_s
         while self.phase is Phase.STREAMING:
-            receive = asyncio.ensure_future(self.websocket.receive())
+            receive = asyncio.ensure_future(self.transport.receive())
             done, _ = await asyncio.wait({receive, sender}, timeout=idle_s, return_when=asyncio.FIRST_COMPLETED)
             if receive not in done:
                 receive.cancel()
@@ -180,48 +190,68 @@ class DictationSession:
                     return  # the sender closed the socket (broken client or sidecar error)
                 await self._close(CLOSE_IDLE, f"no audio or message for {idle_s:.0f} s")
                 return
-            message = receive.result()
-            if message["type"] == "websocket.disconnect":
+            try:
+                message = receive.result()
+            except TooLarge as exc:
+                await self._close(CLOSE_TOO_BIG, exc.message)
                 return
-            if message.get("bytes") is not None:
-                if not await self._on_audio(stream, message["bytes"]):
+            except GatewayError as exc:
+                await self._send(exc.to_event())
+                continue
+            if message is None:
+                return
+            if isinstance(message, bytes):
+                if not await self._on_audio(stream, message):
                     return
-            elif message.get("text") is not None:
-                if not await self._on_text(stream, message["text"]):
-                    return
+            else:
+                await self._on_message(stream, message)
         await self._wait_for_end(sender)
 
     async def _on_audio(self, stream: AsrStreamHandle, data: bytes) -> bool:
-        if len(data) > MAX_AUDIO_MESSAGE_BYTES:
-            await self._close(CLOSE_TOO_BIG, f"audio message of {len(data)} bytes; the limit is "
-                                             f"{MAX_AUDIO_MESSAGE_BYTES}, send smaller chunks")
-            return False
+        """False when the session must end (the close is decided)."""
         self.phase = transition(self.phase, AUDIO)
         try:
             samples = self._decoder.feed(data)
         except AudioFormatError as exc:
-            await self._send(BadAudio(f"{exc}; the message was dropped").to_event())
-            return True
-        await stream.send_audio(self._resampler.feed(samples))
+            return await self._bad_audio(exc)
+        except GatewayError as exc:  # FFmpeg turned out to be missing at the stream's header
+            await self._refuse(exc)
+            return False
+        audio = self._resampler.feed(samples)
+        await stream.send_audio(audio)
+        if self._sender is not None:  # past the pace limit, stop reading the socket for a while
+            await self._pacer.hold(len(audio) / ASR_RATE, self._sender)
         return True
 
-    async def _on_text(self, stream: AsrStreamHandle, text: str) -> bool:
-        if len(text.encode("utf-8")) > MAX_TEXT_MESSAGE_BYTES:
-            await self._close(CLOSE_TOO_BIG, f"text message longer than {MAX_TEXT_MESSAGE_BYTES} bytes")
-            return False
+    async def _bad_audio(self, exc: AudioFormatError) -> bool:
+        """Raw audio (PCM, G.711, one Opus packet a message): that message is
+        dropped and the stream goes on. A container stream (webm, ogg) cannot be
+        read past a framing error: ``bad_audio``, then close 4400 with the reason."""
+        if not self.params.encoding.is_container:
+            await self._send(BadAudio(f"{exc}; the message was dropped").to_event())
+            return True
+        error = BadAudio(f"{exc}; the {self.params.encoding.value} stream cannot be read past this point")
+        await self._send(error.to_event())
+        await self._close(CLOSE_BAD_REQUEST, error.message)
+        return False
+
+    async def _on_message(self, stream: AsrStreamHandle, message: ClientMessage) -> None:
         try:
-            message = parse_client_message(text)
             next_phase = transition(self.phase, message.type)
         except BadMessage as exc:
             await self._send(exc.to_event())
-            return True
+            return
         if isinstance(message, Finalize):
-            await stream.finalize()
+            await stream.finalize(message.id)
         elif isinstance(message, End):
-            await stream.send_audio(self._resampler.flush())
+            try:
+                tail = self._decoder.finish()
+            except AudioFormatError as exc:  # a stream cut inside a packet: the rest still ends normally
+                await self._send(BadAudio(f"{exc}; the end of the stream was dropped").to_event())
+                tail = np.zeros(0, dtype=np.float32)
+            await stream.send_audio(np.concatenate([self._resampler.feed(tail), self._resampler.flush()]))
             await stream.end()
         self.phase = next_phase
-        return True
 
     async def _wait_for_end(self, sender: asyncio.Task[None]) -> None:
         try:
@@ -240,12 +270,16 @@ class DictationSession:
                 item = await asyncio.wait_for(stream.events.get(), 1.0)
             except asyncio.TimeoutError:
                 continue
+            if isinstance(item, GatewayError):  # the stream was dropped: say why, then close
+                with contextlib.suppress(Exception):
+                    await self._send(item.to_event())
+                await self._close(item.close_code, item.message)
+                return
             message = item if isinstance(item, dict) else item.to_dict()
             try:
                 await self._send(message)
             except asyncio.TimeoutError:
-                await self._close(CLOSE_IDLE, "the client did not read for "
-                                              f"{self.settings.idle_timeout_s:.0f} s")
+                await self._close(CLOSE_IDLE, f"the client did not read for {self.idle_timeout_s:.0f} s")
                 return
             if isinstance(item, Closed):
                 await self._close(CLOSE_NORMAL)

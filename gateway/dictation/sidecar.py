@@ -10,6 +10,7 @@ open utterances (and a few seconds before them) until their finals arrive.
 Event invariants the client relies on are enforced here, whatever the sidecar
 does across a restart: one ``speech_started`` per utterance, ``stable`` only
 grows, one ``final`` per utterance, in order, never a partial after it.
+Hung processes and crash-looping audio: gateway/dictation/faults.py.
 
 Concurrency: everything runs on the event loop. One supervisor task owns the
 process (spawn, read, restart); a second pumps its stderr into the log.
@@ -26,17 +27,19 @@ import logging
 import sys
 import time
 from collections import deque
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from engines.asr.framing import FrameError, encode_frame, pcm_to_bytes, read_frame_async
+from engines.asr.framing import MAX_PAYLOAD_BYTES, FrameError, encode_frame, pcm_to_bytes, read_frame_async
 from engines.asr.models import ModelMissing, ResolvedModel, resolve_model
 from engines.base import EngineState, EngineStatus
 from gateway.config import Settings
+from gateway.dictation.faults import Watchdog, blame, crash_error, unavailable_error
 from gateway.dictation.stream import AsrStream, asr_unavailable_event
-from gateway.errors import GatewayError, Unavailable
+from gateway.errors import GatewayError, TooLarge, Unavailable
 
 log = logging.getLogger("voxgate.asr")
 
@@ -47,57 +50,49 @@ WRITE_TIMEOUT_S = 10.0
 PROJECT_ROOT = Path(__file__).resolve().parents[2]  # where `python -m engines.asr` runs
 
 
-def unavailable_error(status: EngineStatus) -> Unavailable:
-    """The error for an ASR service that is not ready, with its reason and hint."""
-    if status.state is EngineState.LOADING:
-        return Unavailable(f"the ASR sidecar is starting ({status.detail}); try again shortly",
-                           code="asr_unavailable", retry_after_s=2)
-    message = status.detail + (f". {status.hint}" if status.hint else "")
-    return Unavailable(message or "ASR is not available", code="engine_unavailable")
-
-
-def disabled_error() -> Unavailable:
-    return Unavailable("ASR is not enabled on this gateway; start it with --engines including asr")
-
-
 class AsrSupervisor:
     """Owns the sidecar process. ``start`` never raises; ``status`` says what happened."""
 
     def __init__(self, *, model: str, data_dir: Path, compute_type: str = "int8", threads: int = 0,
-                 lanes: int = 1, batch: int = 4, python: str = sys.executable,
-                 start_timeout_s: float = START_TIMEOUT_S,
-                 backoff_s: tuple[float, ...] = BACKOFF_S) -> None:
+                 python: str = sys.executable, start_timeout_s: float = START_TIMEOUT_S,
+                 backoff_s: tuple[float, ...] = BACKOFF_S, env: Mapping[str, str] | None = None, lanes: int = 1,
+                 watchdog: Watchdog | None = None, batch: int = 4) -> None:
         self.model_name = model
         self.data_dir = data_dir
-        self.compute_type = compute_type
-        self.threads = threads
-        self.lanes = lanes
-        self.batch = batch
+        self.compute_type, self.threads = compute_type, threads
+        self.decode_args = ("--threads", str(threads), "--lanes", str(lanes), "--batch", str(batch))
         self.python = python
         self.start_timeout_s = start_timeout_s
         self.backoff_s = backoff_s
+        self.env = dict(env) if env is not None else None  # None: inherit this process's environment
+        self._watchdog = watchdog or Watchdog()
         self.restarts = 0
         self._state = EngineStatus(EngineState.LOADING, "not started")
         self._resolved: ResolvedModel | None = None
         self._hello: dict[str, Any] = {}
         self._proc: asyncio.subprocess.Process | None = None
         self._streams: dict[str, AsrStream] = {}
-        self._requests: dict[str, asyncio.Future] = {}
+        self._requests: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._ids = itertools.count(1)
         self._ready = asyncio.Event()
         self._settled = asyncio.Event()  # first start finished, one way or the other
-        self._task: asyncio.Task | None = None
-        self._stderr_task: asyncio.Task | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._stderr_task: asyncio.Task[None] | None = None
         self._stderr_tail: deque[str] = deque(maxlen=20)
         self._closing = False
+        self._held: list[AsrStream] = []  # the streams the last process had when it ended
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> AsrSupervisor:
-        return cls(model=settings.asr_model, data_dir=settings.data_dir,
-                   compute_type=settings.asr_compute_type, threads=settings.asr_threads,
-                   lanes=settings.asr_lanes, batch=settings.asr_batch)
+    def from_settings(cls, settings: Settings, env: Mapping[str, str] | None = None) -> AsrSupervisor:
+        return cls(model=settings.asr_model, data_dir=settings.data_dir, compute_type=settings.asr_compute_type,
+                   threads=settings.asr_threads, lanes=settings.asr_lanes, batch=settings.asr_batch, env=env)
 
     # ---- engine interface
+
+    @property
+    def closing(self) -> bool:
+        """True once ``aclose`` began (read as a property: it changes while supervision awaits)."""
+        return self._closing
 
     def status(self) -> EngineStatus:
         return self._state
@@ -144,8 +139,9 @@ class AsrSupervisor:
         self._closing = True
         proc = self._proc
         if proc is not None and proc.returncode is None:
-            with contextlib.suppress(Exception):
-                proc.stdin.close()
+            if proc.stdin is not None:
+                with contextlib.suppress(Exception):
+                    proc.stdin.close()
             try:
                 await asyncio.wait_for(proc.wait(), 5)
             except asyncio.TimeoutError:
@@ -176,10 +172,13 @@ class AsrSupervisor:
     async def transcribe(self, samples: np.ndarray, *, language: str | None, word_timestamps: bool,
                          timeout_s: float) -> dict[str, Any]:
         """Transcribe a whole file (16 kHz float32). Raises Unavailable / GatewayError."""
+        if len(samples) * 4 > MAX_PAYLOAD_BYTES:  # one frame carries it; a larger one the sidecar would refuse
+            raise TooLarge(f"{len(samples) / 16000 / 60:.1f} min of audio is more than one transcription takes "
+                           f"({MAX_PAYLOAD_BYTES // 4 / 16000 / 60:.1f} min)")
         if not await self.wait_ready(min(timeout_s, 30.0)):
             raise unavailable_error(self._state)
         req = f"r{next(self._ids)}"
-        future: asyncio.Future = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._requests[req] = future
         try:
             await self.write({"op": "transcribe", "req": req, "language": language,
@@ -210,35 +209,58 @@ class AsrSupervisor:
     async def _supervise(self) -> None:
         attempt = 0
         while not self._closing:
-            ok = await self._launch()
-            if not ok and not self._settled.is_set():
-                self._settled.set()  # the first start failed: report it, do not loop
-                return
-            if ok:
-                self._settled.set()
-                started = time.monotonic()
-                self._state = EngineStatus(EngineState.READY)
-                await self._replay_all()
-                self._ready.set()
-                await self._read_events()
-                self._ready.clear()
-                for stream in list(self._streams.values()):
-                    stream.live = False
-                if self._closing:
+            try:
+                ok = await self._launch()
+                if not ok and not self._settled.is_set():
+                    self._settled.set()  # the first start failed: report it, do not loop
                     return
-                if time.monotonic() - started > HEALTHY_AFTER_S:
-                    attempt = 0
-                self._lost_process()
+                if ok:
+                    started = await self._run_process()
+                    if self.closing:
+                        return
+                    healthy = time.monotonic() - started > HEALTHY_AFTER_S
+                    attempt = 0 if healthy else attempt  # a long-lived process resets the backoff
+                    self._lost_process(crash_loop=not healthy)
+            except Exception:  # supervision must go on, never stop silently with the status left at ready
+                log.exception("ASR supervision failed; restarting the sidecar")
+                if self._proc is not None and self._proc.returncode is None:
+                    with contextlib.suppress(ProcessLookupError):
+                        self._proc.kill()
+                    with contextlib.suppress(Exception):
+                        await asyncio.wait_for(self._proc.wait(), WRITE_TIMEOUT_S)
+                self._process_ended()
+                self._lost_process(crash_loop=False)
             delay = self.backoff_s[min(attempt, len(self.backoff_s) - 1)]
             attempt += 1
             self.restarts += 1
             self._state = EngineStatus(EngineState.LOADING, f"restarting the ASR sidecar (attempt {attempt})")
             await asyncio.sleep(delay)
 
-    def _lost_process(self) -> None:
+    async def _run_process(self) -> float:
+        """Serve a started process until it ends; when it started."""
+        self._settled.set()
+        started = time.monotonic()
+        self._state = EngineStatus(EngineState.READY)
+        self._watchdog.reset()
+        await self._replay_all()
+        self._ready.set()
+        await self._read_events()
+        self._process_ended()
+        return started
+
+    def _process_ended(self) -> None:
+        self._ready.clear()
+        self._held = [s for s in self._streams.values() if s.live]
+        for stream in self._held:
+            stream.live = False
+
+    def _lost_process(self, crash_loop: bool) -> None:
         code = self._proc.returncode if self._proc is not None else None
         tail = " | ".join(list(self._stderr_tail)[-3:])
         log.error("ASR sidecar exited (code %s)%s; restarting", code, f": {tail}" if tail else "")
+        for stream in blame(self._held, crash_loop):
+            self.forget(stream)
+            stream.fail(crash_error())
         message = "the ASR sidecar restarted; audio is kept and replayed, nothing is lost"
         for stream in list(self._streams.values()):
             stream.report(asr_unavailable_event(message))
@@ -250,12 +272,11 @@ class AsrSupervisor:
     async def _launch(self) -> bool:
         assert self._resolved is not None
         args = [self.python, "-m", "engines.asr", "--model", self._resolved.source, "--model-id",
-                self._resolved.id, "--compute-type", self.compute_type, "--threads", str(self.threads),
-                "--lanes", str(self.lanes), "--batch", str(self.batch)]
+                self._resolved.id, "--compute-type", self.compute_type, *self.decode_args]
         try:
             proc = await asyncio.create_subprocess_exec(
                 *args, cwd=str(PROJECT_ROOT), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, limit=1 << 20)
+                stderr=asyncio.subprocess.PIPE, limit=1 << 20, env=self.env)
         except OSError as exc:
             self._state = EngineStatus(EngineState.FAILED, f"cannot start the ASR sidecar: {exc}")
             return False
@@ -263,6 +284,7 @@ class AsrSupervisor:
         if self._stderr_task is not None:
             self._stderr_task.cancel()
         self._stderr_task = asyncio.create_task(self._pump_stderr(proc), name="asr-stderr")
+        assert proc.stdout is not None  # spawned with stdout=PIPE
         try:
             frame = await asyncio.wait_for(read_frame_async(proc.stdout), self.start_timeout_s)
         except (asyncio.TimeoutError, FrameError) as exc:
@@ -321,21 +343,29 @@ class AsrSupervisor:
     async def _read_events(self) -> None:
         proc = self._proc
         assert proc is not None and proc.stdout is not None
-        while True:
-            try:
-                frame = await read_frame_async(proc.stdout)
-            except FrameError as exc:
-                log.error("ASR sidecar sent a bad frame (%s); restarting it", exc)
-                frame = None
-            if frame is None:
-                with contextlib.suppress(ProcessLookupError):
-                    proc.kill()
-                await proc.wait()
-                return
-            try:
-                self._dispatch(frame[0])
-            except (KeyError, TypeError, ValueError):  # one malformed event must not stop the relay
-                log.exception("ASR sidecar sent an event the gateway cannot use: %.200r", frame[0])
+        watch = asyncio.create_task(self._watchdog.guard(proc, lambda: bool(self._streams or self._requests)),
+                                    name="asr-watchdog")
+        try:
+            while True:
+                try:
+                    frame = await read_frame_async(proc.stdout)
+                except FrameError as exc:
+                    log.error("ASR sidecar sent a bad frame (%s); restarting it", exc)
+                    frame = None
+                if frame is None:
+                    with contextlib.suppress(ProcessLookupError):
+                        proc.kill()
+                    await proc.wait()
+                    return
+                self._watchdog.heard(frame[0])
+                try:
+                    self._dispatch(frame[0])
+                except Exception:  # one malformed event must not stop the relay
+                    log.exception("ASR sidecar sent an event the gateway cannot use: %.200r", frame[0])
+        finally:
+            watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watch
 
     def _dispatch(self, event: dict[str, Any]) -> None:
         kind = event.get("ev")

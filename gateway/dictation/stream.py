@@ -20,9 +20,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from engines.asr.framing import encode_frame, pcm_to_bytes
-from gateway.dictation.retention import Retention
+from gateway.dictation.retention import FinalizeEntry, Retention
 from gateway.errors import GatewayError
-from gateway.protocol.dictation import Closed, EagerFinal, Final, Partial, SpeechStarted, TurnResumed
+from gateway.protocol.common import Closed
+from gateway.protocol.dictation import Discarded, EagerFinal, Final, Finalized, Partial, SpeechStarted, TurnResumed
 
 if TYPE_CHECKING:
     from gateway.dictation.sidecar import AsrSupervisor
@@ -33,6 +34,13 @@ EVENT_QUEUE_SIZE = 512
 
 def asr_unavailable_event(message: str) -> dict[str, Any]:
     return GatewayError(message, code="asr_unavailable").to_event()
+
+
+def finalize_header(stream_id: str, mark: str | None) -> dict[str, Any]:
+    header: dict[str, Any] = {"op": "finalize", "stream": stream_id}
+    if mark is not None:
+        header["id"] = mark
+    return header
 
 
 class AsrStream:
@@ -46,7 +54,7 @@ class AsrStream:
         self.supervisor = supervisor
         self.id = stream_id
         self.options = options  # language (None = auto), interim, word_timestamps, silence_ms, eager
-        self.events: asyncio.Queue = asyncio.Queue(maxsize=EVENT_QUEUE_SIZE)
+        self.events: asyncio.Queue[Any] = asyncio.Queue(maxsize=EVENT_QUEUE_SIZE)
         self.retention = Retention()
         self.live = False  # the current process has this stream, with every logged entry replayed
         self.overflowed = False  # a final could not be queued: the client reads nothing
@@ -54,6 +62,7 @@ class AsrStream:
         self.finals = 0
         self.ending = False
         self.ended = False
+        self.crashes = 0  # lost processes charged to this stream (gateway/dictation/faults.py)
 
     # ---- client side
 
@@ -64,10 +73,11 @@ class AsrStream:
         if self.live:
             await self.supervisor.write({"op": "audio", "stream": self.id}, pcm_to_bytes(samples))
 
-    async def finalize(self) -> None:
-        self.retention.add_finalize()
+    async def finalize(self, mark: str | None = None) -> None:
+        """Close the open utterance; a ``mark`` is answered by a ``Finalized`` event."""
+        self.retention.add_finalize(mark)
         if self.live:
-            await self.supervisor.write({"op": "finalize", "stream": self.id})
+            await self.supervisor.write(finalize_header(self.id, mark))
 
     async def end(self) -> None:
         self.ending = True
@@ -93,9 +103,13 @@ class AsrStream:
     def replay_frames(self, start: int) -> tuple[list[bytes], int]:
         """Frames for the logged entries from index ``start`` on, and the next index."""
         entries = self.retention.entries(start)
-        frames = [encode_frame({"op": "audio", "stream": self.id}, pcm_to_bytes(samples)) if samples is not None
-                  else encode_frame({"op": "finalize", "stream": self.id}) for samples in entries]
+        frames = [encode_frame(finalize_header(self.id, entry.mark)) if isinstance(entry, FinalizeEntry)
+                  else encode_frame({"op": "audio", "stream": self.id}, pcm_to_bytes(entry)) for entry in entries]
         return frames, start + len(entries)
+
+    @property
+    def in_utterance(self) -> bool:
+        return self.retention.in_utterance
 
     # ---- events from the sidecar
 
@@ -103,6 +117,8 @@ class AsrStream:
         withdrawn = self.retention.withdrawn_eager(event)
         if withdrawn is not None:
             self.deliver(withdrawn)
+        if event.get("ev") in ("final", "discarded"):
+            self.crashes = 0  # its audio was decoded: a later crash is not this audio's doing
         if not self.retention.accept(event):
             return
         kind = event.get("ev")
@@ -122,6 +138,12 @@ class AsrStream:
             self.lag_s = float(event.get("lag_s", self.lag_s))
             self._put(Final(event["utterance"], event["text"], event["start"], event["end"],
                             event.get("language", ""), event.get("words")), essential=True)
+        elif kind == "discarded":
+            self._put(Discarded(int(event["utterance"])))
+        elif kind == "finalized":
+            utterance = event.get("utterance")
+            self._put(Finalized(str(event.get("id")), int(utterance) if utterance is not None else None),
+                      essential=True)
         elif kind == "ended":
             self.ended = True
             self._put(Closed(self.finals, round(self.audio_s, 3)), essential=True)
@@ -131,6 +153,11 @@ class AsrStream:
     def report(self, event: dict[str, Any]) -> None:
         """Queue an error event for the client (the supervisor's own news)."""
         self._put(event)
+
+    def fail(self, error: GatewayError) -> None:
+        """End the stream with ``error``: the session sends its event and closes."""
+        self.live = False
+        self._put(error, essential=True)
 
     def _put(self, item: Any, essential: bool = False) -> None:
         try:

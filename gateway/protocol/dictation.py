@@ -6,9 +6,10 @@ Exchange grammar (one socket)::
     server: ready
     client: (binary audio | finalize | keepalive)* end?
     server: per utterance n: speech_started, (partial | eager_final turn_resumed)*,
-            eager_final?, final   (final may be absent when the utterance held no
-            words and was not finalized; eager_final and turn_resumed only with
-            eager=true)
+            eager_final?, then final, or discarded when the utterance held no
+            words and was not finalized (eager_final and turn_resumed only
+            with eager=true)
+            finalized after the finals of the audio before a finalize that has an id
             error* at any point (the session goes on)
             closed after the client's end, then close 1000
 
@@ -31,13 +32,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from gateway.audio import Encoding, parse_encoding, parse_rate
+from gateway.audio import parse_rate
+from gateway.codecs.formats import InputEncoding, parse_input_encoding
 from gateway.errors import BadMessage, BadRequest
+from gateway.protocol.common import Closed
 from gateway.protocol.json import message_type, parse_message
 
 MIN_SILENCE_MS = 200
 MAX_SILENCE_MS = 5000
 MAX_TEXT_MESSAGE_BYTES = 64 * 1024
+MAX_ID_CHARS = 128
 MAX_AUDIO_MESSAGE_BYTES = 1024 * 1024  # ~5 s at 48 kHz f32, ~32 s at 16 kHz s16
 _LANGUAGE = re.compile(r"^[a-z]{2,3}$")
 
@@ -47,8 +51,8 @@ _LANGUAGE = re.compile(r"^[a-z]{2,3}$")
 
 @dataclass(frozen=True)
 class DictationParams:
-    sample_rate: int = 16000
-    encoding: Encoding = Encoding.S16LE
+    sample_rate: int = 16000  # PCM and G.711: the audio's rate; ``opus``: the device's; containers: ignored
+    encoding: InputEncoding = InputEncoding.PCM_S16LE
     language: str = "auto"
     interim: bool = True
     word_timestamps: bool = False
@@ -70,16 +74,17 @@ def _bool_param(query: Mapping[str, str], name: str, default: bool) -> bool:
 
 def parse_dictation_params(query: Mapping[str, str]) -> DictationParams:
     """Parse the /v1/dictation query string. Raises ``BadRequest`` naming the parameter."""
-    rate = 16000
+    try:
+        encoding = parse_input_encoding(query.get("encoding") or InputEncoding.PCM_S16LE.value)
+    except ValueError as exc:
+        raise BadRequest(f"encoding: {query['encoding'][:20]!r} {exc}") from None
+    rate = encoding.default_rate
     if query.get("sample_rate"):
         try:
             rate = parse_rate(query["sample_rate"])
+            encoding.check_rate(rate)
         except ValueError as exc:
             raise BadRequest(f"sample_rate: {query['sample_rate'][:20]!r} {exc}") from None
-    try:
-        encoding = parse_encoding(query.get("encoding") or Encoding.S16LE.value)
-    except ValueError as exc:
-        raise BadRequest(f"encoding: {query['encoding'][:20]!r} {exc}") from None
     language = (query.get("language") or "auto").lower()
     if language != "auto" and not _LANGUAGE.match(language):
         raise BadRequest(f"language: {language[:20]!r} is not an ISO 639-1 code or 'auto'")
@@ -103,6 +108,7 @@ def parse_dictation_params(query: Mapping[str, str]) -> DictationParams:
 
 @dataclass(frozen=True)
 class Finalize:
+    id: str | None = None  # answered by a ``finalized`` event with this id
     type: Literal["finalize"] = "finalize"
 
 
@@ -122,9 +128,13 @@ CLIENT_TYPES = ("finalize", "end", "keepalive")
 
 def parse_client_message(raw: str) -> ClientMessage:
     """Parse one JSON text message; raises ``BadMessage`` saying what is wrong."""
-    kind = message_type(parse_message(raw))
+    data = parse_message(raw)
+    kind = message_type(data)
     if kind == "finalize":
-        return Finalize()
+        mark = data.get("id")
+        if mark is not None and (not isinstance(mark, str) or not 0 < len(mark) <= MAX_ID_CHARS):
+            raise BadMessage(f"finalize.id must be a string of 1..{MAX_ID_CHARS} characters")
+        return Finalize(id=mark)
     if kind == "end":
         return End()
     if kind == "keepalive":
@@ -183,7 +193,7 @@ class Final:
     start: float
     end: float
     language: str
-    words: list[dict] | None = None
+    words: list[dict[str, Any]] | None = None
     type: Literal["final"] = "final"
 
     def to_dict(self) -> dict[str, Any]:
@@ -228,16 +238,31 @@ class TurnResumed:
 
 
 @dataclass(frozen=True)
-class Closed:
-    utterances: int
-    audio_s: float
-    type: Literal["closed"] = "closed"
+class Finalized:
+    """The answer to a ``finalize`` with an id: every final of the audio sent before
+    it is out. ``utterance`` is the one it closed (None: none was open)."""
+
+    id: str
+    utterance: int | None
+    type: Literal["finalized"] = "finalized"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"type": self.type, "utterances": self.utterances, "audio_s": self.audio_s}
+        return {"type": self.type, "id": self.id, "utterance": self.utterance}
 
 
-ServerEvent = Ready | SpeechStarted | Partial | EagerFinal | TurnResumed | Final | Closed
+@dataclass(frozen=True)
+class Discarded:
+    """The utterance held no words (a cough, a door): it ends without a ``final``."""
+
+    utterance: int
+    type: Literal["discarded"] = "discarded"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "utterance": self.utterance}
+
+
+ServerEvent = (Ready | SpeechStarted | Partial | EagerFinal | TurnResumed | Final | Discarded | Finalized
+               | Closed)
 
 
 def event_from_dict(data: Mapping[str, Any]) -> ServerEvent | dict[str, Any]:
@@ -245,6 +270,8 @@ def event_from_dict(data: Mapping[str, Any]) -> ServerEvent | dict[str, Any]:
     kind = data.get("type")
     if kind == "speech_started":
         return SpeechStarted(int(data["utterance"]), float(data["at"]))
+    if kind == "discarded":
+        return Discarded(int(data["utterance"]))
     if kind == "partial":
         return Partial(int(data["utterance"]), str(data["text"]), str(data.get("stable", "")),
                        float(data["start"]), float(data["end"]), float(data.get("lag_s", 0.0)))
@@ -256,6 +283,9 @@ def event_from_dict(data: Mapping[str, Any]) -> ServerEvent | dict[str, Any]:
                           str(data.get("language", "")), data.get("words"))
     if kind == "turn_resumed":
         return TurnResumed(int(data["utterance"]), float(data["at"]))
+    if kind == "finalized":
+        utterance = data.get("utterance")
+        return Finalized(str(data["id"]), int(utterance) if utterance is not None else None)
     if kind == "closed":
         return Closed(int(data["utterances"]), float(data["audio_s"]))
     if kind == "ready":

@@ -13,6 +13,7 @@ from typing import Any
 
 from starlette.requests import Request
 
+from auth import body
 from gateway.errors import BadMessage, BadRequest, GatewayError, TooLarge
 
 
@@ -48,16 +49,32 @@ def message_type(data: dict[str, Any]) -> str:
 
 async def read_body(request: Request, max_bytes: int) -> bytes:
     """The request body, refused with 413 as soon as it is larger than ``max_bytes``
-    (declared or counted while it arrives), so a huge body is never held whole."""
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > max_bytes:
-        raise TooLarge(f"request body of {declared} bytes; the limit is {max_bytes}")
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > max_bytes:
-            raise TooLarge(f"request body is larger than {max_bytes} bytes")
-    return bytes(body)
+    (declared or counted while it arrives), so a huge body is never held whole.
+    The reading itself is auth.body's, shared with the credential exchange."""
+    try:
+        return await body.read_body(request, max_bytes)
+    except body.BodyTooLarge as exc:
+        raise TooLarge(str(exc)) from None
+
+
+def bounded_request(request: Request, max_bytes: int) -> Request:
+    """``request`` whose raw stream raises 413 past ``max_bytes``, for parsers that read
+    the stream themselves (multipart uploads): bytes are counted before any parsing."""
+    try:
+        bounded = body.bounded_request(request, max_bytes)
+    except body.BodyTooLarge as exc:
+        raise TooLarge(str(exc)) from None
+    return Request(bounded.scope, _translate_too_large(bounded.receive))
+
+
+def _translate_too_large(receive: body.Receive) -> body.Receive:
+    async def translated() -> body.Message:
+        try:
+            return await receive()
+        except body.BodyTooLarge as exc:
+            raise TooLarge(str(exc)) from None
+
+    return translated
 
 
 async def read_json_object(request: Request, max_bytes: int) -> dict[str, Any]:

@@ -6,6 +6,7 @@ Exchange grammar (one socket)::
     server: ready
     client: (speak | text | flush | cancel | keepalive)* end?
     server: per utterance: start, binary frame*, end   (or cancelled after a cancel)
+            flushed after the last audio queued before a flush that has an id
             error* at any point (the session goes on)
             closed after the client's end, then close 1000
 
@@ -20,13 +21,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from gateway.audio import Encoding, parse_encoding, parse_rate
+from gateway.audio import parse_rate
+from gateway.codecs.formats import HTTP_OUTPUTS, OPENAI_OUTPUTS, SOCKET_OUTPUTS, OutputFormat, parse_output_format
 from gateway.errors import BadMessage, BadRequest, TooLarge
 from gateway.protocol.json import message_type, parse_message
 
 MAX_ID_CHARS = 128
 MAX_VOICE_CHARS = 128
 MAX_SEED = 2**32 - 1
+MAX_LANGUAGE_CHARS = 32
+MAX_INSTRUCT_CHARS = 500
+
+
+def engine_options(language: str | None, instruct: str | None) -> dict[str, str]:
+    """``SynthesisOptions.extra`` for the per-utterance options a request named;
+    an engine with no use for them ignores them."""
+    return {k: v for k, v in (("language", language), ("instruct", instruct)) if v is not None}
 
 
 @dataclass(frozen=True)
@@ -51,7 +61,12 @@ class Speak:
     id: str | None = None
     voice: str | None = None
     seed: int | None = None
+    language: str | None = None  # engines that speak several languages (OmniVoice)
+    instruct: str | None = None  # a voice description, for engines that design voices (OmniVoice)
     type: Literal["speak"] = "speak"
+
+    def engine_options(self) -> dict[str, str]:
+        return engine_options(self.language, self.instruct)
 
 
 @dataclass(frozen=True)
@@ -62,6 +77,7 @@ class TextFragment:
 
 @dataclass(frozen=True)
 class Flush:
+    id: str | None = None  # answered by a ``flushed`` event with this id once its audio is sent
     type: Literal["flush"] = "flush"
 
 
@@ -97,11 +113,13 @@ def parse_client_message(raw: str | bytes, limits: TextLimits) -> ClientMessage:
     if kind == "speak":
         text = _text_field(data, "speak.text", limits, allow_blank=False)
         return Speak(text=text, id=_opt_str(data, "id", "speak.id", MAX_ID_CHARS),
-                     voice=_opt_str(data, "voice", "speak.voice", MAX_VOICE_CHARS), seed=_opt_seed(data))
+                     voice=_opt_str(data, "voice", "speak.voice", MAX_VOICE_CHARS), seed=_opt_seed(data),
+                     language=_opt_str(data, "language", "speak.language", MAX_LANGUAGE_CHARS),
+                     instruct=_opt_str(data, "instruct", "speak.instruct", MAX_INSTRUCT_CHARS))
     if kind == "text":
         return TextFragment(text=_text_field(data, "text.text", limits, allow_blank=True))
     if kind == "flush":
-        return Flush()
+        return Flush(id=_opt_str(data, "id", "flush.id", MAX_ID_CHARS))
     if kind == "cancel":
         return Cancel()
     if kind == "end":
@@ -111,7 +129,7 @@ def parse_client_message(raw: str | bytes, limits: TextLimits) -> ClientMessage:
     raise BadMessage(f"unknown message type {kind[:40]!r}; expected one of: {', '.join(CLIENT_TYPES)}")
 
 
-def _text_field(data: dict, field: str, limits: TextLimits, *, allow_blank: bool) -> str:
+def _text_field(data: dict[str, Any], field: str, limits: TextLimits, *, allow_blank: bool) -> str:
     text = data.get("text")
     if not isinstance(text, str):
         raise BadMessage(f"{field} must be a string")
@@ -122,7 +140,7 @@ def _text_field(data: dict, field: str, limits: TextLimits, *, allow_blank: bool
     return text
 
 
-def _opt_str(data: dict, key: str, field: str, max_chars: int) -> str | None:
+def _opt_str(data: dict[str, Any], key: str, field: str, max_chars: int) -> str | None:
     value = data.get(key)
     if value is None:
         return None
@@ -133,7 +151,7 @@ def _opt_str(data: dict, key: str, field: str, max_chars: int) -> str | None:
     return value
 
 
-def _opt_seed(data: dict) -> int | None:
+def _opt_seed(data: dict[str, Any]) -> int | None:
     value = data.get("seed")
     if value is None:
         return None
@@ -149,8 +167,8 @@ def _opt_seed(data: dict) -> int | None:
 class TtsParams:
     engine: str
     voice: str | None
-    sample_rate: int | None  # None: the engine's native rate
-    encoding: Encoding
+    sample_rate: int | None  # None: the encoding's default (G.711: 8 kHz; others: the engine's rate)
+    encoding: OutputFormat
 
 
 def parse_tts_params(query: Mapping[str, str], default_engine: str) -> TtsParams:
@@ -159,23 +177,21 @@ def parse_tts_params(query: Mapping[str, str], default_engine: str) -> TtsParams
     voice = query.get("voice") or None
     if voice is not None and len(voice) > MAX_VOICE_CHARS:
         raise BadRequest(f"voice: longer than {MAX_VOICE_CHARS} characters")
+    try:
+        encoding = parse_output_format(query.get("encoding") or OutputFormat.PCM_S16LE.value, SOCKET_OUTPUTS)
+    except ValueError as exc:
+        raise BadRequest(f"encoding: {query['encoding'][:20]!r} {exc}") from None
     rate = None
     if query.get("sample_rate"):
         try:
             rate = parse_rate(query["sample_rate"])
+            encoding.check_rate(rate)
         except ValueError as exc:
             raise BadRequest(f"sample_rate: {query['sample_rate'][:20]!r} {exc}") from None
-    try:
-        encoding = parse_encoding(query.get("encoding") or Encoding.S16LE.value)
-    except ValueError as exc:
-        raise BadRequest(f"encoding: {query['encoding'][:20]!r} {exc}") from None
     return TtsParams(engine=engine, voice=voice, sample_rate=rate, encoding=encoding)
 
 
 # ---- HTTP request bodies
-
-WAV_OR_PCM_FORMATS = {"wav": Encoding.S16LE, "pcm_s16le": Encoding.S16LE, "pcm_f32le": Encoding.F32LE}
-
 
 @dataclass(frozen=True)
 class SynthesisRequest:
@@ -184,33 +200,39 @@ class SynthesisRequest:
     text: str
     engine: str | None = None
     voice: str | None = None
-    format: str = "wav"
-    sample_rate: int | None = None  # None: the engine's native rate
+    format: OutputFormat = OutputFormat.WAV
+    sample_rate: int | None = None  # None: the format's default (G.711: 8 kHz; others: the engine's rate)
     seed: int | None = None
+    language: str | None = None
+    instruct: str | None = None
 
-    @property
-    def encoding(self) -> Encoding:
-        return WAV_OR_PCM_FORMATS[self.format]
+    def engine_options(self) -> dict[str, str]:
+        return engine_options(self.language, self.instruct)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], limits: TextLimits) -> SynthesisRequest:
         """Raises ``BadRequest`` (or ``TooLarge`` for the text) naming the field."""
-        fmt = data.get("format", "wav")
-        if fmt not in WAV_OR_PCM_FORMATS:
-            raise BadRequest(f"format: must be one of: {', '.join(WAV_OR_PCM_FORMATS)}")
+        raw_format = data.get("format", "wav")
+        try:
+            fmt = parse_output_format(raw_format if isinstance(raw_format, str) else "", HTTP_OUTPUTS)
+        except ValueError as exc:
+            raise BadRequest(f"format: {exc}") from None
         rate = data.get("sample_rate")
         if rate is not None:
             if isinstance(rate, bool) or not isinstance(rate, int):
                 raise BadRequest("sample_rate: must be an integer")
             try:
                 rate = parse_rate(rate)
+                fmt.check_rate(rate)
             except ValueError as exc:
                 raise BadRequest(f"sample_rate: {exc}") from None
         seed = data.get("seed")
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED):
             raise BadRequest(f"seed: must be an integer between 0 and {MAX_SEED}")
         return cls(text=body_text(data, "text", limits), engine=body_str(data, "engine"),
-                   voice=body_str(data, "voice"), format=fmt, sample_rate=rate, seed=seed)
+                   voice=body_str(data, "voice"), format=fmt, sample_rate=rate, seed=seed,
+                   language=body_str(data, "language", MAX_LANGUAGE_CHARS),
+                   instruct=body_str(data, "instruct", MAX_INSTRUCT_CHARS))
 
 
 @dataclass(frozen=True)
@@ -220,14 +242,19 @@ class SpeechRequest:
     input: str
     model: str | None = None
     voice: str | None = None
-    response_format: str = "wav"
+    response_format: str = "mp3"  # OpenAI's default
+
+    @property
+    def output(self) -> OutputFormat:
+        return OPENAI_OUTPUTS[self.response_format]
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], limits: TextLimits) -> SpeechRequest:
         text = body_text(data, "input", limits)
-        fmt = data.get("response_format") or "wav"  # OpenAI's default is mp3, which is not offered here
-        if fmt not in ("wav", "pcm"):
-            raise BadRequest(f"response_format: {str(fmt)[:20]!r} is not supported; use wav or pcm")
+        fmt = data.get("response_format") or "mp3"
+        if fmt not in OPENAI_OUTPUTS:
+            raise BadRequest(f"response_format: {str(fmt)[:20]!r} is not supported; use one of: "
+                             f"{', '.join(OPENAI_OUTPUTS)}")
         if data.get("stream_format") not in (None, "audio"):
             raise BadRequest("stream_format: only 'audio' is supported")
         speed = data.get("speed")
@@ -252,12 +279,14 @@ def body_text(data: Mapping[str, Any], field: str, limits: TextLimits) -> str:
     return text
 
 
-def body_str(data: Mapping[str, Any], field: str) -> str | None:
+def body_str(data: Mapping[str, Any], field: str, max_chars: int | None = None) -> str | None:
     value = data.get(field)
     if value is None:
         return None
     if not isinstance(value, str) or not value.strip():
         raise BadRequest(f"{field}: must be a non-empty string")
+    if max_chars is not None and len(value) > max_chars:
+        raise BadRequest(f"{field}: longer than {max_chars} characters")
     return value
 
 
@@ -307,6 +336,17 @@ class UtteranceEnd:
 
 
 @dataclass(frozen=True)
+class Flushed:
+    """Every utterance queued before the ``flush`` that asked for it has been sent."""
+
+    id: str
+    type: Literal["flushed"] = "flushed"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "id": self.id}
+
+
+@dataclass(frozen=True)
 class Cancelled:
     id: str | None
     frames_sent: int
@@ -314,13 +354,3 @@ class Cancelled:
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": self.type, "id": self.id, "frames_sent": self.frames_sent}
-
-
-@dataclass(frozen=True)
-class Closed:
-    utterances: int
-    audio_s: float
-    type: Literal["closed"] = "closed"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"type": self.type, "utterances": self.utterances, "audio_s": round(self.audio_s, 3)}

@@ -32,10 +32,10 @@ class OutItem:
     owner: Any = None  # the utterance it belongs to (None: session-level)
     data: bytes | None = None
     samples: int = 0
-    event: dict | Callable[[], dict] | None = None
+    event: dict[str, Any] | Callable[[], dict[str, Any]] | None = None
     final: bool = False  # the last message of the session: the sender stops after it
 
-    def event_dict(self) -> dict:
+    def event_dict(self) -> dict[str, Any]:
         return self.event() if callable(self.event) else dict(self.event or {})
 
 

@@ -1,8 +1,8 @@
 """Routes of the TTS feature: the /v1/tts socket and the speech HTTP routes.
 
 - ``WS /v1/tts``: a ``TtsSession`` per socket (gateway/tts/session.py).
-- ``POST /v1/tts``: JSON in, chunked streaming WAV or raw PCM out.
-- ``POST /v1/audio/speech``: the OpenAI speech request and response formats.
+- ``POST /v1/tts``: JSON in, chunked streaming audio out (WAV, PCM, MP3, Opus, AAC, FLAC, G.711).
+- ``POST /v1/audio/speech``: the OpenAI speech request and response formats (MP3 by default).
 - the voice routes live in gateway/tts/voices.py.
 
 Bodies are parsed by their request shapes (gateway/protocol/tts.py); every
@@ -16,26 +16,30 @@ from collections.abc import AsyncIterator
 
 from starlette.background import BackgroundTask
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 from starlette.routing import BaseRoute
 from starlette.websockets import WebSocket
 
 from auth.access import RouteClass, http_route, ws_route
 from engines.base import TtsEngine
-from gateway.audio import Encoding, wav_header
+from gateway.codecs.formats import OutputFormat
+from gateway.codecs.pyav import load_av
 from gateway.errors import GatewayError, OverCapacity, refuse_socket
 from gateway.protocol.json import read_json_object
 from gateway.protocol.tts import Ready, SpeechRequest, SynthesisRequest, TextLimits, parse_tts_params
 from gateway.registry import client_label
-from gateway.tts.frames import open_audio
+from gateway.streaming import StallGuardedResponse
+from gateway.tts.frames import AudioBytes, open_audio
 from gateway.tts.selection import check_ready, pick_engine, resolve_voice
 from gateway.tts.session import SessionConfig, TtsSession
+from gateway.tts.transport import NativeTtsTransport
 from gateway.tts.voices import voice_routes
 
 log = logging.getLogger("voxgate.tts")
 
 TEXT_LIMITS = TextLimits()
-OPENAI_RATE = 24000  # OpenAI's wav and pcm are 24 kHz, 16-bit, mono
+OPENAI_RATE = 24000  # OpenAI's audio is 24 kHz mono in every format (pcm: 16-bit)
+PCM_OUTPUTS = (OutputFormat.PCM_S16LE, OutputFormat.PCM_F32LE)
 # OpenAI's stock voice names; a client written for OpenAI sends one of them and
 # gets this gateway's default voice unless a voice of that name exists here.
 OPENAI_VOICES = frozenset({"alloy", "ash", "ballad", "coral", "echo", "fable", "nova", "onyx", "sage",
@@ -59,13 +63,20 @@ async def tts_socket(websocket: WebSocket) -> None:
         await refuse_socket(websocket, exc)
         return
     info = engine.info()
-    session = TtsSession(ws=websocket, engine=engine, voice=voice, sample_rate=params.sample_rate or info.sample_rate,
-                         encoding=params.encoding,
+    rate = params.sample_rate or params.encoding.default_rate(info.sample_rate)
+    if params.encoding.needs_av:
+        try:
+            load_av()  # here, so a server without FFmpeg refuses the socket instead of failing mid-utterance
+        except GatewayError as exc:
+            await refuse_socket(websocket, exc)
+            return
+    session = TtsSession(transport=NativeTtsTransport(websocket, TEXT_LIMITS), engine=engine, voice=voice,
+                         sample_rate=rate, encoding=params.encoding,
                          config=SessionConfig(limits=TEXT_LIMITS, idle_timeout_s=settings.idle_timeout_s))
-    entry = state.sessions.add("tts", client_label(websocket), session.describe)
-    if entry is None:
-        await refuse_socket(websocket, OverCapacity(
-            f"too many TTS sessions (limit {settings.max_tts_sessions}); try again later"))
+    try:
+        entry = state.sessions.claim("tts", client_label(websocket), session.describe)
+    except OverCapacity as exc:
+        await refuse_socket(websocket, exc)
         return
     try:
         ready = Ready(engine=info.id, voice=voice, sample_rate=session.sample_rate, encoding=params.encoding.value,
@@ -79,29 +90,26 @@ async def tts_socket(websocket: WebSocket) -> None:
 # ---- HTTP speech
 
 
-def _speech_response(request: Request, engine: TtsEngine, text: str, voice: str | None, rate: int,
-                     encoding: Encoding, wav: bool, seed: int | None) -> Response:
-    """Register the request as a TTS session and stream its audio."""
+def speech_response(request: Request, engine: TtsEngine, text: str, voice: str | None, rate: int,
+                    fmt: OutputFormat, seed: int | None, options: dict[str, str] | None = None) -> Response:
+    """Register the request as a TTS session and stream its audio, each piece as it is encoded
+    (the speech routes of the fronts answer with it too)."""
     sessions = request.state.sessions
-    sent = {"bytes": 0}
-    entry = sessions.add("tts", client_label(request), lambda: {
+    audio: AudioBytes | None = None
+    entry = sessions.claim("tts", client_label(request), lambda: {
         "engine": engine.info().id, "voice": voice, "route": request.url.path, "sample_rate": rate,
-        "audio_s_sent": round(sent["bytes"] / encoding.sample_bytes / rate, 3)})
-    if entry is None:
-        raise OverCapacity(f"too many TTS sessions (limit {request.state.settings.max_tts_sessions}); try again later")
+        "format": fmt.value, "audio_s_sent": round((audio.samples if audio else 0) / rate, 3)})
 
     try:
-        audio = open_audio(engine, text, voice, rate, encoding, seed)
+        audio = open_audio(engine, text, voice, rate, fmt, seed, options)
     except GatewayError:
         sessions.remove(entry.id)
         raise
+    stream = audio
 
     async def body() -> AsyncIterator[bytes]:
         try:
-            if wav:
-                yield wav_header(rate, encoding)
-            async for chunk in audio:
-                sent["bytes"] += len(chunk)
+            async for chunk in stream:
                 yield chunk
         except GatewayError as exc:  # the status line is gone: the stream just ends short
             log.warning("TTS HTTP stream ended early: %s", exc.message)
@@ -109,13 +117,13 @@ def _speech_response(request: Request, engine: TtsEngine, text: str, voice: str 
             await cleanup()
 
     async def cleanup() -> None:  # after the body, or instead of it when the client left first
-        await audio.aclose()
+        await stream.aclose()
         sessions.remove(entry.id)
 
-    media_type = "audio/wav" if wav else f"audio/pcm;rate={rate};encoding={encoding.value}"
-    headers = {"X-Sample-Rate": str(rate), "X-Encoding": encoding.value, "Cache-Control": "no-store"}
-    return StreamingResponse(body(), media_type=media_type, headers=headers,
-                             background=BackgroundTask(cleanup))
+    media_type = f"audio/pcm;rate={rate};encoding={fmt.value}" if fmt in PCM_OUTPUTS else fmt.media_type
+    headers = {"X-Sample-Rate": str(rate), "X-Encoding": fmt.value, "Cache-Control": "no-store"}
+    return StallGuardedResponse(body(), media_type=media_type, headers=headers, background=BackgroundTask(cleanup),
+                                stall_timeout_s=request.state.settings.idle_timeout_s)
 
 
 async def tts_http(request: Request) -> Response:
@@ -125,24 +133,24 @@ async def tts_http(request: Request) -> Response:
     engine = pick_engine(state.tts, req.engine or state.settings.tts_engine)
     check_ready(engine)
     voice = resolve_voice(engine, req.voice)
-    return _speech_response(request, engine, req.text, voice, req.sample_rate or engine.info().sample_rate,
-                            req.encoding, wav=req.format == "wav", seed=req.seed)
+    rate = req.sample_rate or req.format.default_rate(engine.info().sample_rate)
+    return speech_response(request, engine, req.text, voice, rate, req.format, seed=req.seed,
+                           options=req.engine_options())
 
 
 async def openai_speech(request: Request) -> Response:
     """``POST /v1/audio/speech``: OpenAI-compatible (``model``, ``input``, ``voice``,
-    ``response_format`` wav or pcm); 24 kHz 16-bit mono like OpenAI's."""
+    ``response_format`` mp3 (the default), opus, aac, flac, wav or pcm); 24 kHz mono like OpenAI's."""
     state = request.state
     req = SpeechRequest.from_dict(await read_json_object(request, TEXT_LIMITS.max_message_bytes), TEXT_LIMITS)
-    engine_id = req.model if req.model in state.tts else state.settings.tts_engine
+    engine_id = req.model if req.model is not None and req.model in state.tts else state.settings.tts_engine
     engine = pick_engine(state.tts, engine_id)
     check_ready(engine)
     voice = req.voice
     if voice in OPENAI_VOICES and voice not in {v.id for v in engine.voices()}:
         voice = None
     voice = resolve_voice(engine, voice)
-    return _speech_response(request, engine, req.input, voice, OPENAI_RATE, Encoding.S16LE,
-                            wav=req.response_format == "wav", seed=None)
+    return speech_response(request, engine, req.input, voice, OPENAI_RATE, req.output, seed=None)
 
 
 def tts_routes() -> list[BaseRoute]:

@@ -62,6 +62,10 @@ class SentenceBuffer:
     def clear(self) -> None:
         self._text = ""
 
+    def restore(self, pending: str) -> None:
+        """Put back what ``pending`` held before an ``append`` whose sentences were refused."""
+        self._text = pending
+
 
 def split_sentences(text: str) -> tuple[list[str], str]:
     """Split ``text`` into complete sentences and the unfinished rest.

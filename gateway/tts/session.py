@@ -1,4 +1,6 @@
-"""The /v1/tts session: text in, audio frames out, one session per socket.
+"""A TTS session: text in, audio frames out, one per socket (or per context of
+a front that multiplexes several). It talks to its client only through a
+``TtsTransport`` (gateway/tts/transport.py), so /v1/tts and every front share it.
 
 Four tasks, all owned by ``TtsSession.run`` (which cancels and awaits them):
 
@@ -19,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import enum
-import json
 import logging
 import time
 from collections import deque
@@ -27,9 +28,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from starlette.websockets import WebSocket, WebSocketDisconnect
+from starlette.websockets import WebSocketDisconnect
 
-from engines.base import EngineError, SynthesisOptions, TtsEngine, TtsStream
+from engines.base import EngineError, SynthesisOptions, TtsEngine
+from gateway.codecs.formats import OutputFormat
 from gateway.errors import (
     CLOSE_IDLE,
     CLOSE_NORMAL,
@@ -37,27 +39,29 @@ from gateway.errors import (
     CLOSE_TOO_BIG,
     BadMessage,
     GatewayError,
-    close_socket,
+    TooLarge,
 )
+from gateway.protocol.common import Closed
 from gateway.protocol.tts import (
     Cancel,
     Cancelled,
     ClientMessage,
-    Closed,
     End,
     Flush,
+    Flushed,
     Keepalive,
     Speak,
     Start,
     TextFragment,
     TextLimits,
-    UtteranceEnd,
-    parse_client_message,
 )
+from gateway.tasks import cancel_and_wait
 from gateway.tts.frames import FrameEncoder
 from gateway.tts.outbound import OutboundQueue, OutItem, Stalled
 from gateway.tts.selection import gateway_error, resolve_voice
 from gateway.tts.sentences import SentenceBuffer
+from gateway.tts.transport import TtsTransport
+from gateway.tts.utterance import END_OF_WORK, EndOfWork, FlushMark, QueueItem, Utterance
 
 log = logging.getLogger("voxgate.tts")
 
@@ -96,22 +100,6 @@ class SessionConfig:
     close_timeout_s: float = 5.0
 
 
-@dataclass
-class Utterance:
-    id: str
-    text: str
-    voice: str | None
-    seed: int | None
-    cancelled: bool = False
-    stream: TtsStream | None = None
-    started_at: float | None = None  # synthesis started
-    first_sent_at: float | None = None  # first frame handed to the socket
-    synth_done_at: float | None = None
-    samples_generated: int = 0  # at the engine's rate
-    frames_sent: int = 0
-    samples_sent: int = 0  # at the socket's rate
-
-
 @dataclass(frozen=True)
 class Closing:
     """How the session ends: ``code`` None means the client is already gone."""
@@ -120,21 +108,18 @@ class Closing:
     reason: str = ""
 
 
-_END_OF_WORK = object()  # queued after the last utterance when the client sent ``end``
-
-
 @dataclass
 class TtsSession:
-    """One /v1/tts socket after ``ready`` was decided. ``run()`` owns everything."""
+    """One TTS session after ``ready`` was decided. ``run()`` owns everything."""
 
-    ws: WebSocket
+    transport: TtsTransport
     engine: TtsEngine
     voice: str | None
     sample_rate: int
-    encoding: Any  # gateway.audio.Encoding
+    encoding: OutputFormat
     config: SessionConfig
     state: TtsState = TtsState.OPEN
-    _pending: deque = field(default_factory=deque)  # Utterance | _END_OF_WORK, not started yet
+    _pending: deque[QueueItem] = field(default_factory=deque)  # not started yet
     _live: list[Utterance] = field(default_factory=list)  # queued or not fully sent
     _next_id: int = 0
     utterances_done: int = 0
@@ -166,17 +151,17 @@ class TtsSession:
                     closing = closing or self._outcome(task)
         finally:
             self.state = TtsState.CLOSING
-            for task in tasks:
-                task.cancel()
-            if tasks:  # asyncio.wait, not gather: our own cancellation must propagate unchanged
-                await asyncio.wait(tasks, timeout=self.config.close_timeout_s)
+            # asyncio.wait inside, not gather: our own cancellation must propagate unchanged
+            stuck = await cancel_and_wait(tasks, self.config.close_timeout_s)
+            if stuck:
+                log.error("TTS session tasks did not end: %s", ", ".join(t.get_name() for t in stuck))
             for utt in self._live:
                 if utt.stream is not None:
                     utt.stream.cancel()
         if closing is not None and closing.code is not None:
-            await close_socket(self.ws, closing.code, closing.reason, self.config.close_timeout_s)
+            await self.transport.close(closing.code, closing.reason, self.config.close_timeout_s)
 
-    def _outcome(self, task: asyncio.Task) -> Closing | None:
+    def _outcome(self, task: asyncio.Task[Closing | None]) -> Closing | None:
         if task.cancelled():
             return Closing(CLOSE_SERVER_ERROR, "internal error")
         exc = task.exception()
@@ -190,7 +175,7 @@ class TtsSession:
         now = time.monotonic()
         return {"engine": self.engine.info().id, "voice": self.voice, "state": self.state.value,
                 "sample_rate": self.sample_rate, "utterances": self.utterances_done,
-                "pending_utterances": sum(1 for p in self._pending if p is not _END_OF_WORK),
+                "pending_utterances": sum(1 for p in self._pending if isinstance(p, Utterance)),
                 "frames_sent": self.frames_sent, "audio_s_sent": round(self.samples_sent / self.sample_rate, 3),
                 "queued_audio_s": round(self.outbound.queued_samples / self.sample_rate, 3),
                 "send_blocked_s": round(now - self._sending_since, 3) if self._sending_since else 0.0}
@@ -198,21 +183,17 @@ class TtsSession:
     # ---- receiver
 
     async def _receive_loop(self) -> Closing | None:
-        max_bytes = self.config.limits.max_message_bytes
         while True:
-            message = await self.ws.receive()
-            if message["type"] == "websocket.disconnect":
-                return Closing(None)
-            self._last_activity = time.monotonic()
-            text, data = message.get("text"), message.get("bytes")
-            size = len(text.encode("utf-8", "surrogatepass")) if text is not None else len(data or b"")
-            if size > max_bytes:
-                return Closing(CLOSE_TOO_BIG, f"message of {size} bytes; the limit is {max_bytes}")
             try:
-                if text is None:
-                    raise BadMessage("binary messages are not accepted on /v1/tts; send JSON text messages")
-                self.handle(parse_client_message(text, self.config.limits))
+                msg = await self.transport.receive()
+                if msg is None:
+                    return Closing(None)
+                self._last_activity = time.monotonic()
+                self.handle(msg)
+            except TooLarge as exc:
+                return Closing(CLOSE_TOO_BIG, exc.message)
             except GatewayError as exc:
+                self._last_activity = time.monotonic()
                 if not self._emit(exc.to_event()):
                     return Closing(CLOSE_IDLE, "client is not reading")
             except Stalled:
@@ -224,28 +205,41 @@ class TtsSession:
         if isinstance(msg, Speak):
             voice = resolve_voice(self.engine, msg.voice) if msg.voice is not None else self.voice
             self._check_queue_room()
-            self._enqueue(msg.text, voice, msg.seed, msg.id)
+            self._enqueue(msg.text, voice, msg.seed, msg.id, msg.engine_options())
         elif isinstance(msg, TextFragment):
-            self._check_queue_room()
-            for sentence in self._buffer.append(msg.text):
+            before = self._buffer.pending
+            sentences = self._buffer.append(msg.text)
+            try:  # every sentence is an utterance: one message must not overrun the queue
+                self._check_queue_room(len(sentences))
+            except BadMessage:
+                self._buffer.restore(before)
+                raise
+            for sentence in sentences:
                 self._enqueue(sentence, self.voice, None, None)
         elif isinstance(msg, Flush):
             self._flush_buffer()
+            if msg.id is not None:
+                self._pending.append(FlushMark(msg.id))
+                self._work.set()
         elif isinstance(msg, Cancel):
             self._cancel_all()
         elif isinstance(msg, End):
             self._flush_buffer()
-            self._pending.append(_END_OF_WORK)
+            self._pending.append(END_OF_WORK)
             self._work.set()
         elif isinstance(msg, Keepalive):
             pass
         self.state = new_state
 
-    def _check_queue_room(self) -> None:
-        queued = sum(1 for p in self._pending if p is not _END_OF_WORK)
-        if queued >= self.config.max_queued_utterances:
-            raise BadMessage(f"{queued} utterances are already queued (the limit is "
-                             f"{self.config.max_queued_utterances}); wait for an \"end\" event",
+    def _check_queue_room(self, adding: int = 1) -> None:
+        queued = sum(1 for p in self._pending if isinstance(p, Utterance))
+        limit = self.config.max_queued_utterances
+        if queued >= limit:
+            raise BadMessage(f"{queued} utterances are already queued (the limit is {limit}); "
+                             "wait for an \"end\" event", code="too_many_utterances")
+        if queued + adding > limit:
+            raise BadMessage(f"this text holds {adding} sentences and {queued} utterances are queued (the limit "
+                             f"is {limit}); nothing of it was taken: send less at once, or wait for \"end\" events",
                              code="too_many_utterances")
 
     def _flush_buffer(self) -> None:
@@ -253,9 +247,11 @@ class TtsSession:
         if rest:
             self._enqueue(rest, self.voice, None, None)
 
-    def _enqueue(self, text: str, voice: str | None, seed: int | None, utt_id: str | None) -> None:
+    def _enqueue(self, text: str, voice: str | None, seed: int | None, utt_id: str | None,
+                 options: dict[str, str] | None = None) -> None:
         self._next_id += 1
-        utt = Utterance(id=utt_id or f"u{self._next_id}", text=text, voice=voice, seed=seed)
+        utt = Utterance(id=utt_id or f"u{self._next_id}", text=text, voice=voice, seed=seed,
+                        options=dict(options or {}))
         self._pending.append(utt)
         self._live.append(utt)
         self._work.set()
@@ -271,11 +267,12 @@ class TtsSession:
         self._buffer.clear()
         self.outbound.purge(lambda item: isinstance(item.owner, Utterance) and item.owner.cancelled)
         self.outbound.wake()
-        event: Callable[[], dict] = (lambda: Cancelled(head.id, head.frames_sent).to_dict()) if head else \
+        event: Callable[[], dict[str, Any]] = (lambda: Cancelled(head.id, head.frames_sent).to_dict()) if head else \
             (lambda: Cancelled(None, 0).to_dict())
         self.outbound.put_event(OutItem(event=event))
 
-    def _emit(self, event: dict | Callable[[], dict], owner: Utterance | None = None, final: bool = False) -> bool:
+    def _emit(self, event: dict[str, Any] | Callable[[], dict[str, Any]], owner: Utterance | None = None,
+              final: bool = False) -> bool:
         try:
             self.outbound.put_event(OutItem(owner=owner, event=event, final=final))
         except Stalled:
@@ -290,10 +287,13 @@ class TtsSession:
                 self._work.clear()
                 await self._work.wait()
             item = self._pending.popleft()
-            if item is _END_OF_WORK:
+            if isinstance(item, EndOfWork):
                 self._emit(lambda: Closed(self.utterances_done, self.samples_sent / self.sample_rate).to_dict(),
                            final=True)
                 return None
+            if isinstance(item, FlushMark):
+                self._emit(Flushed(item.id).to_dict())
+                continue
             if item.cancelled:
                 continue
             try:
@@ -303,7 +303,7 @@ class TtsSession:
 
     async def _synthesize(self, utt: Utterance) -> None:
         try:
-            stream = self.engine.open_stream(utt.text, utt.voice, SynthesisOptions(seed=utt.seed))
+            stream = self.engine.open_stream(utt.text, utt.voice, SynthesisOptions(seed=utt.seed, extra=utt.options))
         except EngineError as exc:
             self._fail(utt, gateway_error(exc))
             return
@@ -346,16 +346,12 @@ class TtsSession:
             self._live.remove(utt)
         self._emit({**exc.to_event(), "id": utt.id})
 
-    def _finish(self, utt: Utterance) -> dict:
+    def _finish(self, utt: Utterance) -> dict[str, Any]:
         """The utterance's ``end`` event, built when it is sent (counters are final then)."""
         if utt in self._live:
             self._live.remove(utt)
         self.utterances_done += 1
-        ttfa = (utt.first_sent_at - utt.started_at) * 1000 if utt.first_sent_at and utt.started_at else None
-        audio_native_s = utt.samples_generated / self._native_rate
-        rtf = (utt.synth_done_at - utt.started_at) / audio_native_s \
-            if audio_native_s and utt.synth_done_at and utt.started_at else None
-        return UtteranceEnd(utt.id, utt.frames_sent, utt.samples_sent / self.sample_rate, ttfa, rtf).to_dict()
+        return utt.end_event(self._native_rate, self.sample_rate).to_dict()
 
     # ---- sender
 
@@ -365,10 +361,10 @@ class TtsSession:
             self._sending_since = time.monotonic()
             try:
                 if item.data is not None:
-                    await self.ws.send_bytes(item.data)
+                    await self.transport.send_audio(item.data)
                     self._count_sent(item)
                 else:
-                    await self.ws.send_text(json.dumps(item.event_dict()))
+                    await self.transport.send_event(item.event_dict())
             except (WebSocketDisconnect, RuntimeError, OSError):
                 return Closing(None)
             finally:

@@ -12,21 +12,26 @@ from __future__ import annotations
 import asyncio
 import re
 from pathlib import Path
+from typing import Any
 
 from starlette.datastructures import UploadFile
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute
 
 from auth.access import RouteClass, http_route
 from engines.base import CloneRefused, EngineError
 from engines.files import write_bytes_atomically
 from gateway.audio import AudioFormatError, read_wav
 from gateway.errors import BadRequest, GatewayError, TooLarge
+from gateway.protocol.json import bounded_request
 from gateway.tts.selection import check_ready, gateway_error, pick_engine, voice_ids, voice_not_found
 
 MAX_UPLOAD_BYTES = 10 * 1024 * 1024
+MULTIPART_OVERHEAD_BYTES = 64 * 1024  # the form's other fields and part headers
 MIN_CLONE_S = 1.0
 MAX_CLONE_S = 30.0
+MAX_REF_TEXT_CHARS = 1000
 VOICE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 
 
@@ -36,7 +41,8 @@ async def list_voices(request: Request) -> Response:
     wanted = request.query_params.get("engine")
     if wanted is not None and wanted not in engines:
         pick_engine(engines, wanted)  # raises the unknown-engine error
-    voices, defaults = [], {}
+    voices: list[dict[str, Any]] = []
+    defaults: dict[str, str | None] = {}
     for name, engine in engines.items():
         if wanted is not None and name != wanted:
             continue
@@ -49,20 +55,25 @@ async def list_voices(request: Request) -> Response:
 
 
 async def add_voice(request: Request) -> Response:
-    """Clone a voice: multipart form with ``id``, ``file`` (WAV, 1-30 s) and optional ``engine``."""
+    """Clone a voice: multipart form with ``id``, ``file`` (WAV, 1-30 s), optional ``engine`` and
+    optional ``ref_text`` (what the clip says; OmniVoice needs it unless it can transcribe the clip)."""
     state = request.state
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > MAX_UPLOAD_BYTES + 65536:
-        raise TooLarge(f"upload of {declared} bytes; the limit is {MAX_UPLOAD_BYTES} bytes of WAV")
     if not request.headers.get("content-type", "").startswith("multipart/form-data"):
         raise BadRequest("body: send multipart/form-data with the fields id and file (a WAV)")
-    async with request.form(max_files=1, max_fields=8) as form:
+    async with bounded_request(request, MAX_UPLOAD_BYTES + MULTIPART_OVERHEAD_BYTES).form(
+            max_files=1, max_fields=8) as form:
         voice_id = form.get("id")
         if not isinstance(voice_id, str) or not VOICE_ID.match(voice_id):
             raise BadRequest("id: required, 1-64 characters of letters, digits, '_' or '-', starting with a letter "
                              "or digit")
         engine_field = form.get("engine")
         engine_id = engine_field if isinstance(engine_field, str) and engine_field else state.settings.tts_engine
+        ref_field = form.get("ref_text")
+        if ref_field is not None and not isinstance(ref_field, str):
+            raise BadRequest("ref_text: must be a text field (the words spoken in the clip)")
+        ref_text = ref_field.strip() if ref_field else None
+        if ref_text is not None and len(ref_text) > MAX_REF_TEXT_CHARS:
+            raise BadRequest(f"ref_text: {len(ref_text)} characters; the limit is {MAX_REF_TEXT_CHARS}")
         upload = form.get("file")
         if not isinstance(upload, UploadFile):
             raise BadRequest("file: required, a WAV file")
@@ -87,7 +98,9 @@ async def add_voice(request: Request) -> Response:
     path = upload_path(state.settings.voices_dir, engine_id, voice_id)
     await asyncio.to_thread(write_bytes_atomically, path, data)
     try:
-        voice = await engine.clone_voice(voice_id, data)
+        # Only when given: an engine that clones from the audio alone is called without it.
+        voice = await (engine.clone_voice(voice_id, data, transcript=ref_text) if ref_text
+                       else engine.clone_voice(voice_id, data))
     except CloneRefused as exc:
         await asyncio.to_thread(_unlink, path)
         raise BadRequest(str(exc), code="clone_unsupported") from None
@@ -123,13 +136,10 @@ def upload_path(voices_dir: Path, engine_id: str, voice_id: str) -> Path:
 
 
 def _unlink(path: Path) -> None:
-    try:
-        path.unlink()
-    except FileNotFoundError:
-        pass
+    path.unlink(missing_ok=True)
 
 
-def voice_routes() -> list:
+def voice_routes() -> list[BaseRoute]:
     return [
         http_route("/v1/voices", list_voices, access=RouteClass.CONSUME, methods=["GET"], name="voices"),
         http_route("/v1/voices", add_voice, access=RouteClass.ADMIN, methods=["POST"], name="add_voice"),

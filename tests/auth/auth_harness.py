@@ -4,6 +4,7 @@ share listener, and a guard that no secret reaches the logs."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from auth import AuthConfig, AuthMiddleware, AuthState, auth_routes, principal_of
 from auth.access import RouteClass, http_route, make_classifier, ws_route
+from tests.support.hosts import TEST_HOST
 from tests.support.listeners import FakeListener
 
 KEY = "vgk-test-Zq8rT2mW9xLp4sNe"
@@ -24,6 +26,11 @@ LOOPBACK = ("127.0.0.1", 50000)
 REMOTE = ("198.51.100.9", 50000)  # never in a trusted network
 TRUSTED = ("203.0.113.7", 50000)  # in TRUSTED_NET
 SOCKET_PATHS = ("/v1/tts", "/v1/dictation")
+
+
+def with_test_host(config: AuthConfig) -> AuthConfig:
+    """``config`` whose Host allow-list also names TestClient's ``testserver``."""
+    return dataclasses.replace(config, allowed_hosts=(*config.allowed_hosts, TEST_HOST))
 
 
 class FakeClock:
@@ -91,8 +98,8 @@ class Harness:
     def client(self, name: str) -> TestClient:
         return {"local": self.local, "remote": self.remote, "trusted": self.trusted}[name]
 
-    def enable_pin(self) -> str:
-        r = self.local.post("/v1/admin/share")
+    def enable_pin(self, headers: dict[str, str] | None = None) -> str:
+        r = self.local.post("/v1/admin/share", headers=headers)
         assert r.status_code == 201, r.text
         pin = r.json()["pin"]
         self.secrets.append(pin)
@@ -141,6 +148,7 @@ def harness(leak_guard: list[str]):
     made: list[Harness] = []
 
     def make(config: AuthConfig) -> Harness:
+        config = with_test_host(config)
         clock = FakeClock()
         listener = FakeListener()
         state = AuthState(config, share_listener=listener, clock=clock)
@@ -159,7 +167,8 @@ def harness(leak_guard: list[str]):
 
 @pytest.fixture
 def real_harness(leak_guard: list[str]):
-    """``real_harness(config)`` -> a Harness over the real app (``gateway.app.create_app``).
+    """``real_harness(config)`` -> a Harness over the real app (``gateway.app.create_app``),
+    with no engine unless ``tts`` names some.
 
     One lifespan runs (through the loopback client); the other clients share its
     state, as clients of one server do.
@@ -169,12 +178,13 @@ def real_harness(leak_guard: list[str]):
 
     stack = contextlib.ExitStack()
 
-    def make(config: AuthConfig) -> Harness:
+    def make(config: AuthConfig, tts: dict | None = None) -> Harness:
         settings = Settings(engines=(), server_mode=config.server_mode, api_key=config.api_key,
                             trusted_networks=config.trusted_networks, allowed_origins=config.allowed_origins,
-                            forwarded_allow_ips=config.forwarded_allow_ips, allow_anonymous=config.allow_anonymous)
+                            forwarded_allow_ips=config.forwarded_allow_ips, allow_anonymous=config.allow_anonymous,
+                            allowed_hosts=(*config.allowed_hosts, TEST_HOST))
         listener = FakeListener()
-        app = create_app(settings, share_listener=listener)
+        app = create_app(settings, tts_engines=tts, share_listener=listener)
         local = stack.enter_context(TestClient(app, client=LOOPBACK))
         others = []
         for addr in (REMOTE, TRUSTED):

@@ -82,10 +82,12 @@ def rows(mode: str, client: str, route: str, table: dict[str, Expect]) -> None:
         ROWS.append((mode, client, route, credential, expected))
 
 
-KEY_CREDENTIALS = ("bearer_key", "bearer_key_lowercase", "x_api_key", "query_api_key")
+KEY_CREDENTIALS = ("bearer_key", "bearer_key_lowercase", "token_key", "x_api_key", "query_api_key", "xi_api_key",
+                   "query_authorization")
 SESSION_CREDENTIALS = ("session_bearer", "session_cookie")
 PIN_CREDENTIALS = ("pin_header", "pin_cookie")
-INVALID_KEYLIKE = ("bad_bearer", "bad_x_api_key", "bad_query_api_key", "bad_session_cookie", "basic_auth")
+INVALID_KEYLIKE = ("bad_bearer", "bad_token", "bad_x_api_key", "bad_query_api_key", "bad_session_cookie", "basic_auth",
+                   "bad_xi_api_key", "bad_query_authorization")
 INVALID_PIN = ("bad_pin_header", "bad_pin_cookie")
 
 # ---- loopback may everything, in every mode, with or without a credential
@@ -217,10 +219,22 @@ def present(h: Harness, credential: str, *, pin: str | None) -> Presented:
         return Presented({"Authorization": f"Bearer {KEY}"}, "")
     if credential == "bearer_key_lowercase":
         return Presented({"authorization": f"bearer {KEY}"}, "")
+    if credential == "token_key":
+        return Presented({"Authorization": f"Token {KEY}"}, "")
+    if credential == "bad_token":
+        return Presented({"Authorization": f"token {bad(KEY + 'y')}"}, "")
     if credential == "x_api_key":
         return Presented({"X-API-Key": KEY}, "")
     if credential == "query_api_key":
         return Presented({}, f"api_key={KEY}")
+    if credential == "xi_api_key":  # ElevenLabs' header
+        return Presented({"xi-api-key": KEY}, "")
+    if credential == "query_authorization":  # ElevenLabs' query form of a bearer token
+        return Presented({}, f"authorization={KEY}")
+    if credential == "bad_xi_api_key":
+        return Presented({"xi-api-key": bad("not-the-key-3")}, "")
+    if credential == "bad_query_authorization":
+        return Presented({}, f"authorization={bad('not-the-key-4')}")
     if credential == "session_bearer":
         return Presented({"Authorization": f"Bearer {h.key_session()}"}, "")
     if credential == "session_cookie":

@@ -2,7 +2,8 @@
 
 Each row runs on the test app (whose routes report the principal they were
 given) and on the real app of ``gateway.app``: its /v1/engines and
-/v1/admin/sessions over HTTP, its /v1/tts and /v1/dictation sockets (there
+/v1/admin/sessions over HTTP, its sockets (/v1/tts, /v1/dictation and the
+fronts' that speak first; there
 "allowed" means the route itself answered; a refusal is the same exact status or
 close). A new socket route joins the table by adding its path to SOCKET_TARGETS.
 """
@@ -15,7 +16,8 @@ from starlette.websockets import WebSocketDisconnect
 from tests.auth.auth_table import MODES, ROWS, body, present, row_id
 
 SOCKET_TARGETS = [("test-app", "/v1/tts"), ("test-app", "/v1/dictation"),
-                  ("real-app", "/v1/tts"), ("real-app", "/v1/dictation")]
+                  ("real-app", "/v1/tts"), ("real-app", "/v1/dictation"),
+                  ("real-app", "/v1/listen"), ("real-app", "/v1/speak"), ("real-app", "/v1/realtime")]
 ADMIN_SOCKET = "/ws/admin"  # the test app's; the real app has no admin socket
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import socket
 
 import httpx
 import pytest
@@ -11,13 +12,14 @@ from starlette.testclient import TestClient
 from gateway.app import create_app
 from gateway.config import Settings
 from gateway.lan_share import UvicornShareListener, primary_lan_ipv4
+from tests.support.hosts import TEST_HOST
 from tests.support.net import free_port
 
 
 @pytest.mark.slow
 def test_share_listener_serves_the_app_with_its_lifespan_state(leak_guard) -> None:
     port = free_port()
-    settings = Settings(engines=(), share_host="127.0.0.1", share_port=port)
+    settings = Settings(engines=(), allowed_hosts=(TEST_HOST,), share_host="127.0.0.1", share_port=port)
     app = create_app(settings, share_listener=UvicornShareListener(settings))
     with TestClient(app, client=("127.0.0.1", 50000)) as c:
         r = c.post("/v1/admin/share")
@@ -42,7 +44,7 @@ def test_busy_port_is_a_clear_503(leak_guard) -> None:
         busy.bind(("127.0.0.1", 0))
         busy.listen(1)
         port = busy.getsockname()[1]
-        settings = Settings(engines=(), share_host="127.0.0.1", share_port=port)
+        settings = Settings(engines=(), allowed_hosts=(TEST_HOST,), share_host="127.0.0.1", share_port=port)
         app = create_app(settings, share_listener=UvicornShareListener(settings))
         with TestClient(app, client=("127.0.0.1", 50000)) as c:
             r = c.post("/v1/admin/share")
@@ -53,7 +55,7 @@ def test_busy_port_is_a_clear_503(leak_guard) -> None:
 def test_stopping_sharing_through_the_share_listener_itself(leak_guard) -> None:
     # The DELETE is served by the listener it stops: the answer must not wait for it.
     port = free_port()
-    settings = Settings(engines=(), share_host="127.0.0.1", share_port=port)
+    settings = Settings(engines=(), allowed_hosts=(TEST_HOST,), share_host="127.0.0.1", share_port=port)
     app = create_app(settings, share_listener=UvicornShareListener(settings))
     with TestClient(app, client=("127.0.0.1", 50000)) as c:
         leak_guard.append(c.post("/v1/admin/share").json()["pin"])

@@ -5,10 +5,11 @@ from __future__ import annotations
 import ipaddress
 
 import pytest
+from starlette.testclient import TestClient
 from starlette.websockets import WebSocketDisconnect
 
 from auth import AuthConfig
-from tests.auth.auth_harness import KEY
+from tests.auth.auth_harness import KEY, build_test_app
 
 TOO_MANY = {"detail": "Too many authentication attempts", "code": "too_many_attempts"}
 SERVER_KEY = AuthConfig(server_mode=True, api_key=KEY)
@@ -104,7 +105,9 @@ def test_pin_is_revoked_after_100_failures_from_many_addresses(harness) -> None:
     # Many clients behind a trusted proxy: each address fails once.
     proxy = ipaddress.ip_network("127.0.0.1/32")
     h = harness(AuthConfig(server_mode=True, forwarded_allow_ips=(proxy,)))
-    pin = h.enable_pin()
+    # The proxy names its client every time; one on this machine is loopback.
+    local_via_proxy = {"X-Forwarded-For": "127.0.0.1"}
+    pin = h.enable_pin(local_via_proxy)
     wrong = "000000" if pin != "000000" else "111111"
     statuses = [h.local.get("/consume", headers={"X-Voxgate-Pin": wrong, "X-Forwarded-For": f"10.0.{i // 250}.{i % 250 + 1}"})
                 .status_code for i in range(99)]
@@ -116,10 +119,11 @@ def test_pin_is_revoked_after_100_failures_from_many_addresses(harness) -> None:
     # The right PIN no longer exists; with no key, no credential can help.
     r = h.local.get("/consume", headers={"X-Voxgate-Pin": pin, **other})
     assert (r.status_code, r.json()) == (403, {"detail": "loopback origin required", "code": "loopback_required"})
-    assert h.local.get("/v1/admin/share").json() == {"enabled": False, "url": None, "port": None}
+    assert h.local.get("/v1/admin/share", headers=local_via_proxy).json() == {
+        "enabled": False, "url": None, "port": None}
     h.local.portal.call(h.state.share.wait_stopped)
     assert (h.listener.running, h.listener.stops) == (False, 1)
-    new_pin = h.enable_pin()
+    new_pin = h.enable_pin(local_via_proxy)
     assert h.local.get("/consume", headers={"X-Voxgate-Pin": new_pin, **other}).json()["principal"] == "pin"
 
 
@@ -140,3 +144,31 @@ def test_loopback_is_never_locked_out_of_routes(harness) -> None:
         assert h.local.post("/v1/auth/session", headers={"X-API-Key": "wrong"}).status_code == 401
     assert h.local.post("/v1/auth/session", headers={"X-API-Key": KEY}).status_code == 429
     assert h.local.get("/admin").json() == {"principal": "loopback", "may_admin": True}
+
+
+NEIGHBOUR = ("2001:db8:1:2::bad", 50000)
+KEY_HOLDER = ("2001:db8:1:2::600d", 50000)
+
+
+def test_a_neighbour_in_the_same_64_locks_out_only_its_own_address(harness) -> None:
+    h = harness(SERVER_KEY)
+    app = build_test_app(h.state)
+    with TestClient(app, client=NEIGHBOUR) as neighbour, TestClient(app, client=KEY_HOLDER) as holder:
+        assert fail(neighbour, 10, {"X-API-Key": "wrong"}) == [401] * 10
+        assert neighbour.get("/consume", headers={"X-API-Key": KEY}).status_code == 429
+        assert holder.get("/consume", headers={"X-API-Key": KEY}).json()["principal"] == "api_key"
+
+
+def test_a_64_is_locked_out_after_100_failures_from_its_addresses_together(harness) -> None:
+    h = harness(SERVER_KEY)
+    app = build_test_app(h.state)
+    for i in range(10):  # ten addresses of one /64, each short of its own limit
+        with TestClient(app, client=(f"2001:db8:1:2::{i + 1:x}", 50000)) as c:
+            assert fail(c, 9, {"X-API-Key": "wrong"}) == [401] * 9
+    with TestClient(app, client=("2001:db8:1:2::ff", 50000)) as c:
+        assert fail(c, 10, {"X-API-Key": "wrong"}) == [401] * 10
+    with TestClient(app, client=KEY_HOLDER) as holder:
+        r = holder.get("/consume", headers={"X-API-Key": KEY})
+        assert (r.status_code, r.json(), r.headers["retry-after"]) == (429, TOO_MANY, "60")
+    with TestClient(app, client=("2001:db8:1:3::1", 50000)) as other_64:
+        assert other_64.get("/consume", headers={"X-API-Key": KEY}).status_code == 200

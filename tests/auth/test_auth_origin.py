@@ -111,13 +111,16 @@ def test_loopback_without_origin_or_from_its_own_loopback_page_is_accepted(keyed
     assert keyed.local.post("/admin", headers=page).json() == {"principal": "loopback", "may_admin": True}
 
 
-def test_loopback_page_on_a_rebound_domain_is_rejected(keyed) -> None:
-    # evil.example re-pointed at 127.0.0.1: its Origin equals the Host it sends.
+def test_loopback_page_on_a_rebound_domain_is_rejected_even_when_any_host_is_allowed(harness) -> None:
+    # evil.example re-pointed at 127.0.0.1: its Origin equals the Host it sends. The
+    # Host allow-list refuses it first (test_auth_hosts.py); with "*" allowed, the
+    # origin check still does.
+    h = harness(AuthConfig(server_mode=True, api_key=KEY, allowed_hosts=("*",)))
     page = {"Host": "evil.example:8000", "Origin": "http://evil.example:8000"}
-    assert close_of(keyed.local, "/v1/tts", page) == (1008, REJECTED)
-    r = keyed.local.post("/v1/admin/share", headers=page)
+    assert close_of(h.local, "/v1/tts", page) == (1008, REJECTED)
+    r = h.local.post("/v1/admin/share", headers=page)
     assert (r.status_code, r.json()) == (403, {"detail": REJECTED, "code": "origin_rejected"})
-    assert keyed.listener.starts == 0
+    assert h.listener.starts == 0
 
 
 def test_loopback_page_on_an_allowed_origin_is_accepted(keyed) -> None:

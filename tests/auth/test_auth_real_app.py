@@ -8,6 +8,7 @@ from starlette.testclient import TestClient
 from gateway.app import create_app
 from gateway.config import Settings
 from tests.auth.auth_harness import KEY, LOOPBACK, REMOTE
+from tests.support.hosts import TEST_HOST
 from tests.support.listeners import FakeListener
 
 SESSIONS = "/v1/admin/sessions"
@@ -17,7 +18,7 @@ KEY_REQUIRED = {"detail": "API key required", "code": "api_key_required"}
 
 
 def app_for(**settings) -> object:
-    return create_app(Settings(engines=(), **settings), share_listener=FakeListener())
+    return create_app(Settings(engines=(), allowed_hosts=(TEST_HOST,), **settings), share_listener=FakeListener())
 
 
 @pytest.mark.parametrize(("settings", "client", "headers", "status", "body"), [

@@ -5,7 +5,7 @@ from __future__ import annotations
 from starlette.testclient import TestClient
 
 from auth import AuthConfig, AuthState
-from tests.auth.auth_harness import KEY, REMOTE, build_test_app
+from tests.auth.auth_harness import KEY, REMOTE, build_test_app, with_test_host
 
 SERVER_KEY = AuthConfig(server_mode=True, api_key=KEY)
 BEARER = {"Authorization": f"Bearer {KEY}"}
@@ -97,7 +97,7 @@ def test_delete_revokes_a_cookie_session(harness) -> None:
 def test_sessions_die_with_the_process(harness) -> None:
     h = harness(SERVER_KEY)
     token = h.key_session()
-    restarted = AuthState(SERVER_KEY)
+    restarted = AuthState(with_test_host(SERVER_KEY))
     with TestClient(build_test_app(restarted), client=REMOTE) as client:
         r = client.get("/consume", headers={"Authorization": f"Bearer {token}"})
     assert (r.status_code, r.json()) == (401, {"detail": "API key required", "code": "api_key_required"})

@@ -11,6 +11,7 @@ from auth.client_address import resolve_client
 from auth.credentials import CredentialKind, presented_credential
 from auth.lockout import FailureLimiter, client_bucket
 from auth.origin import normalize_origin
+from auth.redact import redact_secrets
 from auth.share import ShareInfo, new_pin
 
 PROXY = (ipaddress.ip_network("10.0.0.0/8"),)
@@ -26,7 +27,7 @@ def scope(client=("198.51.100.9", 1), headers=(), query=b"", type_="http") -> di
     ("10.0.0.2", "127.0.0.1, 203.0.113.5", "203.0.113.5"),  # the left part is the client's word
     ("10.0.0.2", "203.0.113.5, 10.0.0.9", "203.0.113.5"),  # skip proxies from the right
     ("10.0.0.2", "10.0.0.7, 10.0.0.9", "10.0.0.7"),  # all proxies: the left-most
-    ("10.0.0.2", "", "10.0.0.2"),
+    ("10.0.0.2", "", "unknown"),  # a trusted proxy that does not name its client: unknown, never the proxy
     ("198.51.100.9", "127.0.0.1", "198.51.100.9"),  # an untrusted peer's header is ignored
     ("10.0.0.2", "garbage", "unknown"),
     ("::ffff:10.0.0.2", "::1", "::1"),
@@ -161,3 +162,15 @@ def test_loopback_origins(origin: str, loopback: bool) -> None:
     from auth.origin import is_loopback_origin
 
     assert is_loopback_origin(origin) is loopback
+
+
+@pytest.mark.parametrize("line", [
+    '127.0.0.1:5000 - "WebSocket /v1/tts?api%5Fkey=SECRET-1" [accepted]',
+    'GET /v1/engines?x=1&%61pi_key=SECRET-1 HTTP/1.1',
+    'GET /v1/engines?API%5FKEY=SECRET-1&ticket%3D=x HTTP/1.1',
+    'GET /v1/tts?tick%65t=SECRET-1',
+    'GET /v1/tts?x=%26api_key%3D&Api_Key=SECRET-1',
+])
+def test_percent_encoded_secret_names_are_redacted(line: str) -> None:
+    assert "SECRET-1" not in redact_secrets(line)
+    assert redact_secrets(line).count("***") >= 1

@@ -219,9 +219,10 @@ async def test_a_sidecar_crash_mid_utterance_loses_no_speech(server, speech):
     assert {"juice", "lemons"} <= set(heard), text  # spoken before the crash (~2 s into the sentence)
     assert {"chopped", "garbage"} <= set(heard), text  # spoken after it
     assert wer(SECOND, " ".join(f["text"] for f in finals_of(other))) <= MAX_PIPER_WER
-    health = httpx.get(url + "/health").json()
+    async with httpx.AsyncClient() as http:
+        health = (await http.get(url + "/health")).json()
+        engines = (await http.get(url + "/v1/engines")).json()["engines"]
     assert health["asr"] == {"state": "ready"}
-    engines = httpx.get(url + "/v1/engines").json()["engines"]
     assert [e["restarts"] for e in engines if e["kind"] == "asr"] == [1]
 
 

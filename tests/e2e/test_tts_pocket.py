@@ -45,6 +45,15 @@ async def gateway(model_dir, tmp_path):
         yield url, engine
 
 
+def assert_same_s16(ours: bytes, theirs: bytes) -> None:
+    """The same 16-bit audio, sample for sample, up to one step of rounding: the
+    scheduler's Mimi decoder takes one frame or several per call depending on how
+    busy the machine is, and a different call shape can round a sample the other way."""
+    a, b = np.frombuffer(ours, "<i2").astype(np.int32), np.frombuffer(theirs, "<i2").astype(np.int32)
+    assert len(a) == len(b)
+    assert int(np.max(np.abs(a - b), initial=0)) <= 1
+
+
 async def engine_pcm(engine, text: str, seed: int, voice: str | None = None) -> np.ndarray:
     stream = engine.open_stream(text, voice, SynthesisOptions(seed=seed))
     return np.concatenate([frame async for frame in stream.frames()])
@@ -58,7 +67,7 @@ async def test_socket_pcm_equals_the_engine_output_for_the_same_seed(gateway):
         utt = await tts.synthesize(text, seed=42)
         closed = await tts.close()
     direct = await engine_pcm(engine, text, seed=42)
-    assert utt.audio == encode(direct, Encoding.S16LE)
+    assert_same_s16(utt.audio, encode(direct, Encoding.S16LE))
     assert utt.frames == len(direct) // 1920 and all(len(f) for f in [utt.audio])
     assert utt.end["frames"] == utt.frames and utt.end["audio_s"] == round(len(direct) / 24000, 3)
     assert utt.end["rtf"] > 0 and utt.end["ttfa_ms"] >= 0
@@ -144,4 +153,5 @@ async def test_http_wav_equals_the_socket_audio(gateway):
     samples, rate = read_wav(r.content)
     async with await TtsClient.connect(url) as tts:
         utt = await tts.synthesize(text, seed=5)
-    assert rate == 24000 and encode(samples, Encoding.S16LE) == utt.audio
+    assert rate == 24000
+    assert_same_s16(encode(samples, Encoding.S16LE), utt.audio)

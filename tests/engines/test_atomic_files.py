@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -47,3 +49,47 @@ def test_replace_dir_into_a_new_place(tmp_path: Path):
     (staging / "a").write_text("1")
     replace_dir(staging, tmp_path / "model")
     assert (tmp_path / "model" / "a").read_text() == "1" and not staging.exists()
+
+
+def test_replace_dir_never_leaves_the_destination_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    dest = tmp_path / "model"
+    dest.mkdir()
+    (dest / "old.bin").write_text("old")
+    staging = tmp_path / ".staging"
+    staging.mkdir()
+    (staging / "new.bin").write_text("new")
+    seen: list[bool] = []  # does dest exist at each rename?
+    real_rename = os.rename
+
+    def watching_rename(src, dst):
+        seen.append(dest.exists())
+        real_rename(src, dst)
+        seen.append(dest.exists())
+
+    monkeypatch.setattr(os, "rename", watching_rename)
+    replace_dir(staging, dest)
+    assert all(seen)
+    assert sorted(p.name for p in dest.iterdir()) == ["new.bin"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]
+
+
+@pytest.mark.parametrize("how", ["file", "new dir", "replaced dir"])
+def test_the_parent_directory_is_fsynced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str):
+    synced_dirs: list[str] = []
+    real_fsync = os.fsync
+
+    def recording_fsync(fd):
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            synced_dirs.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", recording_fsync)
+    if how == "file":
+        write_bytes_atomically(tmp_path / "voice.bin", b"x")
+    else:
+        if how == "replaced dir":
+            (tmp_path / "model").mkdir()
+        staging = tmp_path / ".staging"
+        staging.mkdir()
+        replace_dir(staging, tmp_path / "model")
+    assert synced_dirs == [str(tmp_path)]

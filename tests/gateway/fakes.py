@@ -54,6 +54,7 @@ def _frame(rng: np.random.Generator) -> np.ndarray:
 class FakeStream:
     def __init__(self, engine: FakeTtsEngine, text: str, voice: str | None, options: SynthesisOptions | None):
         self.engine, self.text, self.voice = engine, text, voice
+        self.options = options
         self.rng = np.random.default_rng(seed_for(text, options))
         self.total = engine.frames_by_text.get(text, frames_for(text))
         self.produced = 0
@@ -96,6 +97,7 @@ class FakeTtsEngine:
     open_error: Exception | None = None  # raised by open_stream (e.g. the engine's queue is full)
     builtin: tuple[str, ...] = ("alba", "marius")
     cloned: dict[str, bytes] = field(default_factory=dict)
+    transcripts: dict[str, str | None] = field(default_factory=dict)  # what clone_voice was told the clip says
     streams: list[FakeStream] = field(default_factory=list)
     frames_produced: int = 0
 
@@ -126,10 +128,11 @@ class FakeTtsEngine:
         self.streams.append(stream)
         return stream
 
-    async def clone_voice(self, voice_id: str, wav_bytes: bytes) -> Voice:
+    async def clone_voice(self, voice_id: str, wav_bytes: bytes, transcript: str | None = None) -> Voice:
         if not self.can_clone:
             raise CloneRefused("this fake cannot clone")
         self.cloned[voice_id] = wav_bytes
+        self.transcripts[voice_id] = transcript
         return Voice(voice_id, self.engine_id, source="cloned")
 
     async def delete_voice(self, voice_id: str) -> None:

@@ -12,6 +12,7 @@ from starlette.testclient import TestClient
 from engines.base import AsrService, TtsEngine
 from gateway.app import create_app
 from gateway.config import Settings
+from tests.support.hosts import TEST_HOST
 from tests.support.listeners import FakeListener
 
 LOOPBACK = ("127.0.0.1", 5000)
@@ -22,6 +23,7 @@ def make_app(tmp_path: Path, *, tts: Mapping[str, TtsEngine] | None = None, asr:
     """The real app with ``tts`` engines (default none) and ``asr`` (default
     none), its data under ``tmp_path`` and a share listener that opens nothing."""
     engines = settings.pop("engines", ("asr",) if asr is not None else ())
+    settings.setdefault("allowed_hosts", (TEST_HOST,))
     return create_app(Settings(engines=engines, data_dir=tmp_path, **settings), tts_engines=dict(tts or {}),
                       asr=asr, share_listener=FakeListener())
 

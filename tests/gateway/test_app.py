@@ -59,9 +59,12 @@ def test_health_is_503_starting_while_engines_load_then_200(tmp_path):
         engine.gate.set()
         body = wait_until_ready(client)
         assert body["status"] == "ok"
-        # a missing model is reported, the gateway keeps serving
-        assert body["engines"] == {"pocket": {"state": "missing", "detail": "model.safetensors not found",
-                                              "hint": "voxgate models pull pocket"}}
+        # a missing model is reported, the gateway keeps serving; the public /health says
+        # only the state, the details (paths, errors) are for consumers of /v1/engines
+        assert body["engines"] == {"pocket": {"state": "missing"}}
+        listed = client.get("/v1/engines").json()["engines"][0]
+        assert (listed["state"], listed["detail"], listed["hint"]) == (
+            "missing", "model.safetensors not found", "voxgate models pull pocket")
     assert engine.closed, "the lifespan closes the engines it owns"
 
 
@@ -78,8 +81,8 @@ def test_engines_route_reports_state_and_hint(tmp_path):
     with make_client(tmp_path, tts={"pocket": engine}) as client:
         wait_until_ready(client)
         assert client.get("/v1/engines").json() == {"engines": [{
-            "kind": "tts", "default": True, "id": "pocket", "sample_rate": 24000, "frame_samples": 1920,
-            "languages": ["en"], "can_clone": False, "default_voice": None,
+            "kind": "tts", "default": True, "default_reason": "Pocket TTS is enabled", "id": "pocket",
+            "sample_rate": 24000, "frame_samples": 1920, "languages": ["en"], "can_clone": False, "default_voice": None,
             "state": "missing", "detail": "model.safetensors not found", "hint": "voxgate models pull pocket"}]}
 
 
@@ -107,13 +110,21 @@ def test_metrics_in_prometheus_text_format(tmp_path):
         wait_until_ready(client)
         r = client.get("/metrics")
         assert r.status_code == 200 and r.headers["content-type"] == "text/plain; version=0.0.4; charset=utf-8"
-        assert r.text.splitlines() == [
+        lines = r.text.splitlines()
+        assert lines[:12] == [
             "# HELP voxgate_sessions Live WebSocket sessions.", "# TYPE voxgate_sessions gauge",
             'voxgate_sessions{kind="dictation"} 0', 'voxgate_sessions{kind="tts"} 0',
+            'voxgate_sessions{kind="transcription"} 0',
             "# HELP voxgate_engine_ready 1 when the engine is ready.", "# TYPE voxgate_engine_ready gauge",
             'voxgate_engine_ready{engine="pocket",state="missing"} 0',
             "# HELP voxgate_started 1 once engine loading is over.", "# TYPE voxgate_started gauge",
-            "voxgate_started 1"]
+            "voxgate_started 1",
+            "# HELP voxgate_process_resident_bytes Resident memory of the gateway process."]
+        gauges = {line.split()[0]: float(line.split()[1]) for line in lines if not line.startswith("#")}
+        assert {"voxgate_process_resident_bytes", "voxgate_process_open_fds", "voxgate_process_threads",
+                "voxgate_asyncio_tasks"} <= set(gauges)
+        assert gauges["voxgate_process_resident_bytes"] > 1e6 and gauges["voxgate_process_open_fds"] >= 3
+        assert gauges["voxgate_process_threads"] >= 2 and gauges["voxgate_asyncio_tasks"] >= 1
 
 
 def test_metrics_is_admin_only(tmp_path):

@@ -9,6 +9,7 @@ import pytest
 
 from gateway.audio import (
     AudioFormatError,
+    AudioTooLong,
     Encoding,
     PcmDecoder,
     StreamResampler,
@@ -118,3 +119,20 @@ def test_read_wav_errors_say_why(data, message):
     with pytest.raises(AudioFormatError) as err:
         read_wav(data)
     assert str(err.value) == message
+
+
+@pytest.mark.parametrize("rate", [0, 1, 7999, 48001, 4_000_000_000])
+def test_read_wav_refuses_a_rate_outside_8_to_48_khz(rate):
+    data = wav_header(16000, n_samples=4)[:24] + struct.pack("<I", rate) + wav_header(16000, n_samples=4)[28:]
+    with pytest.raises(AudioFormatError) as err:
+        read_wav(data + b"\0" * 8)
+    assert str(err.value) == f"the WAV file has a sample rate of {rate} Hz; accepted: 8000 to 48000 Hz"
+
+
+def test_read_wav_refuses_audio_past_its_cap_before_decoding(monkeypatch):
+    data = write_wav(np.zeros(8000 * 61, dtype=np.float32), 8000)  # 61 s
+    decoded = []
+    monkeypatch.setattr(np, "frombuffer", lambda *a, **k: decoded.append(a) or None)
+    with pytest.raises(AudioTooLong) as err:
+        read_wav(data, max_duration_s=60)
+    assert (str(err.value), decoded) == ("audio of 1.0 min; the limit is 1 min", [])

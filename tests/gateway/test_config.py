@@ -14,7 +14,8 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_defaults_are_local_mode_on_loopback():
     s = Settings.from_env({})
     assert (s.host, s.port, s.server_mode, s.api_key, s.allow_anonymous) == ("127.0.0.1", 8000, False, None, False)
-    assert s.engines == ("pocket", "asr")
+    assert s.engines == ("pocket", "piper", "asr")
+    assert s.tts_engine == "auto"
     assert s.data_dir == Path("~/.local/share/voxgate").expanduser()
     assert s.pocket_model_dir == s.data_dir / "models" / "pocket"
 
@@ -40,9 +41,11 @@ def test_env_values_are_parsed_into_types():
     ({"VOXGATE_SERVER_MODE": "maybe"}, "VOXGATE_SERVER_MODE='maybe' is not a boolean (use 1/0, true/false, yes/no, on/off)"),
     ({"VOXGATE_TRUSTED_NETWORKS": "lan"}, "VOXGATE_TRUSTED_NETWORKS='lan' has 'lan', which is not an IP network (CIDR like 192.168.1.0/24)"),
     ({"VOXGATE_ALLOWED_ORIGINS": "app.example.com"}, "VOXGATE_ALLOWED_ORIGINS='app.example.com' has 'app.example.com'; an origin is scheme://host[:port] with no path"),
-    ({"VOXGATE_ENGINES": "pocket,kokoro"}, "VOXGATE_ENGINES='pocket,kokoro' has 'kokoro'; known engines: pocket, asr (or none)"),
+    ({"VOXGATE_ENGINES": "pocket,kokoro"}, "VOXGATE_ENGINES='pocket,kokoro' has 'kokoro'; known engines: pocket, piper, omnivoice, asr (or none)"),
     ({"VOXGATE_LOG_LEVEL": "loud"}, "VOXGATE_LOG_LEVEL='loud' must be one of: debug, info, warning, error"),
     ({"VOXGATE_POCKET_QUANTIZE": "int4"}, "VOXGATE_POCKET_QUANTIZE='int4' must be one of: none, int8"),
+    ({"VOXGATE_DEVICE": "tpu"}, "VOXGATE_DEVICE='tpu' must be auto, cpu, cuda, cuda:N or mps"),
+    ({"VOXGATE_OMNIVOICE_IDLE_S": "-1"}, "VOXGATE_OMNIVOICE_IDLE_S='-1' is out of range (0..86400)"),
 ])
 def test_bad_values_name_the_variable_and_why(env, message):
     with pytest.raises(ConfigError) as err:

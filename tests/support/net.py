@@ -24,6 +24,14 @@ async def running_server(app: Any, port: int | None = None) -> AsyncIterator[str
     port = port or free_port()
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on",
                             ws_ping_interval=None)
+    async with running_config(config) as url:
+        yield url
+
+
+@contextlib.asynccontextmanager
+async def running_config(config: uvicorn.Config) -> AsyncIterator[str]:
+    """Serve with ``config`` (host 127.0.0.1) in this event loop; yields the base URL."""
+    port = config.port
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
     try:

@@ -1,4 +1,39 @@
-// Human text for the close codes of the voxgate protocol (docs/protocol.md).
+// What a socket's close means. A refused WebSocket cannot carry a machine code,
+// only the exact detail as its reason (docs/auth.md), so the one table below maps
+// those few reasons to the codes the HTTP answers carry; everything else in the
+// page switches on codes.
+
+const REFUSAL_CODES = {
+  "PIN required": "pin_required",
+  "API key required": "api_key_required",
+  "loopback origin required": "loopback_required",
+  "loopback origin or admin API key required": "admin_required",
+  "browser origin rejected": "origin_rejected",
+  "Too many authentication attempts": "too_many_attempts",
+  "authentication is not ready": "auth_not_ready",
+  "host not allowed: VOXGATE_ALLOWED_HOSTS lists the names this server answers to": "host_rejected",
+};
+
+/** Codes after which signing in again can help. */
+export const SIGN_IN_CODES = new Set(["pin_required", "api_key_required"]);
+
+/** The machine code of a 1008 refusal, or "" for any other close. */
+export function refusalCode(code, reason) {
+  return code === 1008 ? REFUSAL_CODES[reason] || "" : "";
+}
+
+/** True when the refusal means the page must sign in again (the gate can help). */
+export function needsSignIn(code, reason) {
+  return SIGN_IN_CODES.has(refusalCode(code, reason));
+}
+
+/**
+ * True when the socket was lost rather than ended: the network dropped (1006),
+ * the server went away or restarts (1001, 1012) or is briefly over capacity (1013).
+ */
+export function isDrop(code) {
+  return code === 1001 || code === 1006 || code === 1012 || code === 1013;
+}
 
 /** A sentence for the user, or "" for a normal end. `what` names the socket ("Dictation"). */
 export function describeClose(what, code, reason) {
@@ -23,9 +58,4 @@ export function describeClose(what, code, reason) {
     default:
       return `${what} ended unexpectedly (close code ${code}${reason ? ", " + reason : ""}).`;
   }
-}
-
-/** True when the refusal means the page must sign in again (the gate can help). */
-export function needsSignIn(code, reason) {
-  return code === 1008 && (reason === "PIN required" || reason === "API key required");
 }

@@ -21,34 +21,37 @@ function stateNote(label, engine) {
 }
 
 /**
- * {asr: {available, note}, tts: {available, note, defaultEngine}, loading} from
- * the `engines` list of GET /v1/engines.
+ * {asr: {available, note, languages}, tts: {available, note, defaultEngine, engines}, loading}
+ * from the `engines` list of GET /v1/engines. `asr.languages` lists what the
+ * recognizer can be told to expect, empty unless the model is multilingual;
+ * `tts.engines` is every TTS engine, ready or not, for the engine picker.
  */
 export function panelStates(engines) {
   const asr = engines.find((e) => e.kind === "asr");
   const tts = engines.filter((e) => e.kind === "tts");
   const loading = engines.some((e) => e.state === "loading");
   const out = {loading};
+  const languages = asr && asr.multilingual === true && Array.isArray(asr.languages) ? asr.languages : [];
 
   if (!asr) {
-    out.asr = {available: false, note: note("Dictation is off: this gateway runs without speech recognition (start it with --engines asr).")};
+    out.asr = {available: false, languages, note: note("Dictation is off: this gateway runs without speech recognition (start it with --engines asr).")};
   } else if (asr.state === "ready") {
-    out.asr = {available: true, note: note(`Recognizer: ${asr.model || "ready"}.`)};
+    out.asr = {available: true, languages, note: note(`Recognizer: ${asr.model || "ready"}.`)};
   } else {
-    out.asr = {available: false, note: stateNote("Speech recognition", asr)};
+    out.asr = {available: false, languages, note: stateNote("Speech recognition", asr)};
   }
 
   const ready = tts.filter((e) => e.state === "ready");
   const preferred = ready.find((e) => e.default) || ready[0];
   if (tts.length === 0) {
-    out.tts = {available: false, note: note("Speech is off: this gateway runs without a TTS engine (start it with --engines pocket)."), defaultEngine: null};
+    out.tts = {available: false, note: note("Speech is off: this gateway runs without a TTS engine (start it with --engines pocket)."), defaultEngine: null, engines: tts};
   } else if (!preferred) {
     const wrap = document.createElement("span");
     tts.forEach((e, i) => {
       if (i) wrap.append(" ");
       wrap.append(stateNote(`The ${e.id} engine`, e));
     });
-    out.tts = {available: false, note: wrap, defaultEngine: null};
+    out.tts = {available: false, note: wrap, defaultEngine: null, engines: tts};
   } else {
     const others = tts.filter((e) => e.state !== "ready");
     const wrap = note(`Engine: ${preferred.id}.`);
@@ -56,7 +59,7 @@ export function panelStates(engines) {
       wrap.append(" ");
       wrap.append(stateNote(`The ${e.id} engine`, e));
     }
-    out.tts = {available: true, note: wrap, defaultEngine: preferred.id};
+    out.tts = {available: true, note: wrap, defaultEngine: preferred.id, engines: tts};
   }
   return out;
 }

@@ -1,17 +1,29 @@
-// Page start-up: ask the gateway what this browser may do (GET /v1/engines),
-// show the matching login gate or the two panels, and keep the engine notes
-// fresh while an engine is still loading.
+// Page start-up: ask the gateway what this browser may do (GET /v1/engines) and
+// who it is (GET /v1/auth/me), show the matching login gate or the panels, and
+// keep the engine notes fresh while an engine is still loading.
 
+import {AdminPanel} from "./admin.js";
 import {request} from "./api.js";
 import {DictationPanel} from "./dictation.js";
 import {panelStates} from "./engines.js";
-import {decide, signInError, signInWithKey, signInWithPin, signOut, takePinFromAddress} from "./gate.js";
+import {decide, signInError, signInWithKey, signInWithPin, signOut, takePinFromAddress, whoAmI} from "./gate.js";
+import "./stats.js";
 import {TtsPanel} from "./tts.js";
 
 const LOADING_POLL_MS = 2000;
 const MAX_LOADING_POLLS = 300;   // ten minutes of model loading, then the page stops asking
 const UNREACHABLE_RETRY_MS = 5000;
 const MAX_UNREACHABLE_RETRIES = 60;
+const WHO = {
+  loopback: "This computer",
+  api_key: "Signed in with the API key",
+  session: "Signed in with the API key",
+  pin: "Signed in with the PIN",
+  pin_session: "Signed in with the PIN",
+  ticket: "Signed in with a ticket",
+  trusted_network: "Trusted network",
+  anonymous: "Open gateway",
+};
 
 const $ = (id) => document.getElementById(id);
 
@@ -22,22 +34,42 @@ const gate = {
 };
 const app = $("app");
 const signOutButton = $("sign-out");
+const who = $("who");
 
 const dictation = new DictationPanel({
-  toggle: $("dictation-toggle"), state: $("dictation-state"), note: $("asr-note"),
-  finals: $("finals"), partialStable: document.querySelector("#partial .stable"),
-  partialUnstable: document.querySelector("#partial .unstable"), problem: $("dictation-problem"),
+  toggle: $("dictation-toggle"), talk: $("dictation-talk"), pushHint: $("push-hint"),
+  modes: [...document.querySelectorAll("input[name=dictation-mode]")],
+  language: $("dictation-language"), languageField: $("language-field"), level: $("mic-level"),
+  state: $("dictation-state"), lag: $("dictation-lag"), note: $("asr-note"), problem: $("dictation-problem"),
+  transcript: {
+    finals: $("finals"), partialStable: document.querySelector("#partial .stable"),
+    partialUnstable: document.querySelector("#partial .unstable"),
+    copy: $("transcript-copy"), clear: $("transcript-clear"), status: $("transcript-status"),
+  },
 }, {onSignInNeeded: () => enter()});
 
 const tts = new TtsPanel({
-  text: $("tts-text"), voice: $("tts-voice"), speak: $("tts-speak"), stop: $("tts-stop"),
-  state: $("tts-state"), stats: $("tts-stats"), note: $("tts-note"), problem: $("tts-problem"),
+  text: $("tts-text"), speak: $("tts-speak"), stop: $("tts-stop"), state: $("tts-state"),
+  ttfa: $("tts-ttfa"), stats: $("tts-stats"), note: $("tts-note"), problem: $("tts-problem"),
+  picker: {
+    engine: $("tts-engine"), voice: $("tts-voice"),
+    clone: {details: $("clone"), form: $("clone-form"), id: $("clone-id"), file: $("clone-file"),
+            submit: $("clone-submit"), status: $("clone-status")},
+  },
 }, {onSignInNeeded: () => enter()});
+
+const admin = new AdminPanel({
+  section: $("admin"),
+  share: {toggle: $("share-toggle"), details: $("share-details"), pin: $("share-pin"), link: $("share-link"),
+          qr: $("share-qr"), status: $("share-status")},
+  sessions: {body: $("sessions-body"), status: $("sessions-status"), refresh: $("sessions-refresh")},
+});
 
 let pendingPin = takePinFromAddress();
 let timer = null;
 let loadingPolls = 0;
 let unreachableRetries = 0;
+let shownAdmin = null;
 
 function schedule(fn, ms) {
   clearTimeout(timer);
@@ -64,31 +96,34 @@ async function enter() {
 }
 
 async function showApp(engines) {
+  const me = await whoAmI();
   gate.section.hidden = true;
   app.hidden = false;
-  signOutButton.hidden = false;
+  signOutButton.hidden = !me.session;  // only a session can be signed out of
+  who.textContent = (WHO[me.principal] || "") + (me.admin ? " · admin" : "");
+  if (shownAdmin !== me.admin) {
+    shownAdmin = me.admin;
+    admin.show(me.admin);
+    tts.voices.setAdmin(me.admin);
+  }
   const states = panelStates(engines);
   dictation.setAvailable(states.asr.available, states.asr.note);
+  dictation.setLanguages(states.asr.languages);
   tts.setAvailable(states.tts.available, states.tts.note);
-  if (states.tts.available) await loadVoices(states.tts.defaultEngine);
+  tts.voices.setEngines(states.tts.engines, states.tts.defaultEngine);
+  if (states.tts.available) await tts.voices.loadVoices();
   if (states.loading && loadingPolls < MAX_LOADING_POLLS) {
     loadingPolls += 1;
     schedule(enter, LOADING_POLL_MS);
   }
 }
 
-async function loadVoices(defaultEngine) {
-  const result = await request("GET", "/v1/voices");
-  if (result.status !== 200) {
-    tts.setVoices([], {}, defaultEngine);
-    return;
-  }
-  tts.setVoices(result.body.voices || [], result.body.defaults || {}, defaultEngine);
-}
-
 function showGate(decision) {
   app.hidden = true;
   signOutButton.hidden = true;
+  who.textContent = "";
+  shownAdmin = null;
+  admin.show(false);
   gate.section.hidden = false;
   gate.message.textContent = decision.message;
   gate.pinForm.hidden = decision.view !== "pin";

@@ -1,7 +1,9 @@
 // AudioWorklet processor: collects the microphone's 128-sample render quanta
 // into chunks of `chunkSamples` mono Float32 samples and posts each chunk to the
-// main thread (the buffer is transferred, not copied). Several input channels are
-// averaged to mono. A "flush" message posts whatever is collected so far.
+// main thread as {samples, rms} (the buffer is transferred, not copied); `rms`
+// drives the level meter. Several input channels are averaged to mono.
+// A "flush" message posts whatever is collected so far, then {flushed: true},
+// so the main thread knows every sample captured before it asked has arrived.
 
 class PcmCaptureProcessor extends AudioWorkletProcessor {
   constructor(options) {
@@ -11,14 +13,18 @@ class PcmCaptureProcessor extends AudioWorkletProcessor {
     this.chunk = new Float32Array(this.chunkSamples);
     this.filled = 0;
     this.port.onmessage = (event) => {
-      if (event.data === "flush") this.post();
+      if (event.data !== "flush") return;
+      this.post();
+      this.port.postMessage({flushed: true});
     };
   }
 
   post() {
     if (this.filled === 0) return;
-    const out = this.chunk.slice(0, this.filled);
-    this.port.postMessage(out, [out.buffer]);
+    const samples = this.chunk.slice(0, this.filled);
+    let energy = 0;
+    for (let i = 0; i < samples.length; i++) energy += samples[i] * samples[i];
+    this.port.postMessage({samples, rms: Math.sqrt(energy / samples.length)}, [samples.buffer]);
     this.filled = 0;
   }
 

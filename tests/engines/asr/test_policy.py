@@ -297,3 +297,34 @@ def test_finalize_after_an_eager_final_gives_the_same_text():
     policy.finalize(now[0])
     (final,) = policy.settle()
     assert (final["ev"], final["text"], final["words"]) == ("final", "hello", eager["words"])
+
+
+def test_a_finalize_mark_with_nothing_open_is_answered_at_once():
+    policy = make([(5.0, 6.0)])
+    now = [0.0]
+    feed_seconds(policy, 1.0, now)
+    policy.finalize(now[0], "f1")
+    assert policy.settle() == [{"ev": "finalized", "stream": "s", "id": "f1", "utterance": None}]
+
+
+def test_a_finalize_mark_follows_the_final_of_the_utterance_it_closed():
+    policy = make([(1.0, 5.0)], interim=False)
+    now = [0.0]
+    feed_seconds(policy, 2.0, now)
+    policy.finalize(now[0], "f1")
+    assert policy.settle() == []
+    job = policy.take_job()
+    events = policy.on_result(job, result("hello world"), now[0])
+    assert [(e["ev"], e.get("text"), e.get("id"), e["utterance"]) for e in events] == [
+        ("final", "hello world", None, 0), ("finalized", None, "f1", 0)]
+
+
+def test_a_finalize_mark_waits_for_an_earlier_utterance_closed_by_silence():
+    policy = make([(1.0, 1.5)], interim=False, silence_ms=300)
+    now = [0.0]
+    feed_seconds(policy, 2.0, now)  # the utterance closed by silence; its final is being decoded
+    job = policy.take_job()
+    policy.finalize(now[0], "f1")
+    assert policy.settle() == []
+    events = policy.on_result(job, result("hello"), now[0])
+    assert [(e["ev"], e["utterance"]) for e in events] == [("final", 0), ("finalized", None)]

@@ -4,6 +4,7 @@ frame stream of a real process staying clean when a library prints."""
 from __future__ import annotations
 
 import io
+import json
 import queue
 import subprocess
 import sys
@@ -12,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engines.asr.framing import encode_frame, read_frame
+from engines.asr.framing import MAX_PAYLOAD_BYTES, encode_frame, read_frame
 from engines.asr.policy import StreamOptions, StreamPolicy
 from engines.asr.server import SidecarServer
 from tests.engines.asr.scripted import ScriptedVad
@@ -107,6 +108,8 @@ def test_library_prints_go_to_stderr_not_into_the_frames():
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            pipe.close()
 
 
 def test_a_stream_that_hits_a_bug_is_dropped_and_the_others_go_on():
@@ -164,3 +167,33 @@ def test_finals_of_several_streams_are_decoded_in_one_batch_with_the_real_model(
     assert sorted(finals) == ["s0", "s1", "s2"]
     heard = " ".join(finals[f"s{i}"] for i in range(3))
     assert wer(" ".join(texts), heard) <= 0.25, finals  # tiny.en on Piper: ~10%
+
+
+def test_frames_that_cannot_be_used_are_answered_and_the_sidecar_reads_on():
+    server, out = make_server()
+    oversize = {"op": "transcribe", "req": "r1", "len": MAX_PAYLOAD_BYTES + 1}
+    stdin = io.BytesIO(json.dumps(oversize).encode() + b"\n" + bytes(MAX_PAYLOAD_BYTES + 1)
+                       + b"{not json\n"
+                       + encode_frame({"op": "open", "stream": "s1"}) + encode_frame({"op": "end", "stream": "s1"}))
+    assert server.serve(stdin) == 0
+    out.seek(0)
+    events = []
+    while (frame := read_frame(out)) is not None:
+        if frame[0]["ev"] != "lag":  # once a second, whenever the loop gets there
+            events.append(frame[0])
+    assert events[1:] == [
+        {"ev": "error", "req": "r1", "code": "too_large",
+         "message": f"frame payload of {MAX_PAYLOAD_BYTES + 1} bytes exceeds {MAX_PAYLOAD_BYTES}"},
+        {"ev": "error", "stream": None, "code": "bad_request", "message": events[2]["message"]},
+        {"ev": "ended", "stream": "s1", "utterances": 0, "audio_s": 0.0},
+    ]
+    assert events[2]["message"].startswith("frame header is not JSON")
+
+
+def test_the_lag_event_says_how_long_the_running_decode_has_taken():
+    server, out = make_server()
+    server.streams = {"a": StreamPolicy("a", StreamOptions(), vad=ScriptedVad([]))}  # nothing waiting
+    server.decoder._running[1] = 10.0  # a decode thread began a call at t=10
+    server._report_lag(12.5)
+    out.seek(0)
+    assert read_frame(out)[0] == {"ev": "lag", "streams": {"a": 0.0}, "busy_s": 2.5}

@@ -60,7 +60,7 @@ def reference_jobs(model_dir: Path, jobs: list[dict], out_dir: Path) -> Referenc
 def generation_jobs(model_dir: Path) -> list[dict]:
     voices = model_dir / "embeddings"
     jobs = []
-    for (name, text), voice, seed in zip(TEXTS.items(), ["alba", "marius", "marius", "alba"], [3, 4, 5, 6]):
+    for (name, text), voice, seed in zip(TEXTS.items(), ["alba", "marius", "marius", "alba"], [3, 4, 5, 6], strict=True):
         jobs.append({"kind": "generate", "name": name, "text": text, "seed": seed,
                      "voice": str(voices / f"{voice}.safetensors"), "temperature": 0.3})
     jobs.append({"kind": "generate", "name": "t0", "text": TEXTS["short"], "seed": 9,

@@ -180,15 +180,16 @@ def run(model_dir: Path, jobs_path: Path, out_path: Path) -> None:
             original = model._run_flow_lm_and_increment_step
             decode = model.mimi.decode_from_latent
 
+            # The wrappers run within this iteration only, so the loop variables they use are current.
             def record(*args, **kwargs):
-                latent, is_eos = original(*args, **kwargs)
+                latent, is_eos = original(*args, **kwargs)  # noqa: B023
                 if kwargs.get("backbone_input_latents") is not None:
-                    eos.append(bool(is_eos.item()))
+                    eos.append(bool(is_eos.item()))  # noqa: B023
                 return latent, is_eos
 
             def record_decode(latent, state):
-                played.append(latent[0].clone())  # de-normalised latents, as Mimi gets them
-                return decode(latent, state)
+                played.append(latent[0].clone())  # noqa: B023  (de-normalised latents, as Mimi gets them)
+                return decode(latent, state)  # noqa: B023
 
             model._run_flow_lm_and_increment_step = record
             model.mimi.decode_from_latent = record_decode

@@ -249,7 +249,7 @@ async def test_engine_audio_equals_the_reference(tiny_dir: Path, tiny_reference,
         assert eng._scheduler.decode_chunk == decode_chunk
         streams = {name: eng.open_stream(TEXTS[name], voice, SynthesisOptions(seed=seed, temperature=0.3))
                    for name, voice, seed in (("short", "alba", 3), ("tiny", "marius", 4))}
-        got = dict(zip(streams, await asyncio.gather(*(_collect(s) for s in streams.values()))))
+        got = dict(zip(streams, await asyncio.gather(*(_collect(s) for s in streams.values())), strict=True))
     finally:
         await eng.close()
     for name, frames in got.items():

@@ -59,7 +59,7 @@ def test_noise_draws_follow_the_reference_order() -> None:
     assert utterance.finished
     torch.manual_seed(seed)
     expected = [torch.empty(1, latent_dim).normal_(0.0, 0.3 ** 0.5)[0] for _ in range(9)]
-    assert all(torch.equal(a, b) for a, b in zip(used, expected[1:8]))
+    assert all(torch.equal(a, b) for a, b in zip(used, expected[1:8], strict=True))
     after = torch.empty(latent_dim).normal_(0.0, 0.3 ** 0.5, generator=utterance.generator)
     torch.manual_seed(seed)
     for _ in range(9):

@@ -124,7 +124,7 @@ def test_saved_voice_round_trips(tiny_model, tmp_path: Path) -> None:
     assert stored["transformer.layers.0.self_attn/offset"].dtype == torch.int64
     again = tiny_model.read_voice(tmp_path / "v.safetensors")
     assert again.length == voice.length
-    assert all(torch.equal(a, b) for a, b in zip(again.layers, voice.layers))
+    assert all(torch.equal(a, b) for a, b in zip(again.layers, voice.layers, strict=True))
 
 
 def test_cloning_refused_when_encoder_is_zero(model_copy: Path) -> None:

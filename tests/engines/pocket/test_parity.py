@@ -112,7 +112,7 @@ def test_cloning_matches_reference_voice_state(tiny_model, tiny_dir: Path, tiny_
     ours = tiny_model.clone_voice(samples.astype(np.float32) / 32768.0, rate)
     reference = tiny_model.read_voice(tiny_reference.meta["clone_export"])
     assert ours.length == reference.length
-    for mine, theirs in zip(ours.layers, reference.layers):
+    for mine, theirs in zip(ours.layers, reference.layers, strict=True):
         torch.testing.assert_close(mine, theirs, rtol=1e-5, atol=1e-5)
 
 

@@ -74,5 +74,5 @@ def test_small_geometry_cloning_matches_reference(small) -> None:
     ours = model.clone_voice(samples.astype(np.float32) / 32768.0, rate)
     theirs = model.read_voice(Path(root) / "cloned.safetensors")
     assert ours.length == theirs.length
-    for mine, ref in zip(ours.layers, theirs.layers):
+    for mine, ref in zip(ours.layers, theirs.layers, strict=True):
         torch.testing.assert_close(mine, ref, rtol=1e-5, atol=1e-5)

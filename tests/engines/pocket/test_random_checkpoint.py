@@ -7,6 +7,7 @@ to one thread for the whole process).
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import subprocess
 import sys
@@ -17,7 +18,9 @@ import pytest
 import torch
 from safetensors import safe_open
 
+from engines.pocket import load_model
 from engines.pocket import random_checkpoint as rc
+from engines.pocket.geometry import detect_geometry
 
 # The project spec's key list of the released English model (pocket-tts 4.0.1
 # TTSModel.state_dict()), kept with the tests so every clone checks it.
@@ -37,17 +40,60 @@ def _read_keys_file() -> dict[str, tuple[int, ...]]:
 
 def _tensors(path: Path) -> dict[str, torch.Tensor]:
     with safe_open(str(path), framework="pt") as f:
-        return {k: f.get_tensor(k) for k in f}
+        return {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118 (safe_open is not iterable)
 
 
 def test_english_layout_is_exactly_the_reference_key_list():
-    layout = rc.checkpoint_layout(rc.GEOMETRIES["english"])
+    layout = rc.checkpoint_layout(rc.PRESETS["english"].geometry)
     assert layout == _read_keys_file()
     assert sum(torch.Size(s).numel() for s in layout.values()) == 109_502_146
 
 
+@pytest.mark.parametrize("name", ["english", "tiny"])
+def test_preset_geometry_reads_back_as_itself(name: str):
+    g = rc.PRESETS[name].geometry
+    # The head width is in no weight shape; the loader takes it from a voice file.
+    assert detect_geometry(rc.checkpoint_layout(g), lm_head_dim=g.lm_head_dim) == g
+
+
+def test_english_preset_reads_back_with_the_default_head_width():
+    g = rc.PRESETS["english"].geometry
+    assert detect_geometry(rc.checkpoint_layout(g)) == g
+
+
+def test_loader_detects_the_tiny_preset(tiny_model_dir: Path):
+    assert load_model(tiny_model_dir).geometry == rc.PRESETS["tiny"].geometry
+
+
+@pytest.mark.slow
+def test_loader_detects_the_english_preset(english_model_dir: Path):
+    assert load_model(english_model_dir).geometry == rc.PRESETS["english"].geometry
+
+
+def test_layout_refuses_a_geometry_the_loader_would_read_differently():
+    g = rc.PRESETS["tiny"].geometry
+    with pytest.raises(ValueError, match=r"^geometry is not the released Pocket TTS architecture: "
+                                         r"lm_kv_heads=1 \(reads back as 2\); "
+                                         r"flow_type='drifting' \(reads back as 'lsd'\)$"):
+        rc.checkpoint_layout(dataclasses.replace(g, lm_kv_heads=1, flow_type="drifting"))
+
+
+# Seeded files are reproducible byte for byte; tests, benchmarks and parity runs
+# rely on a seed naming the same model everywhere.
+TINY_SEED0_SHA256 = {
+    "model.safetensors": "0e7eb0a5e90bbde449fef8812b6638d78b8366e48dcc30dda44626dd66c2e807",
+    "embeddings/alba.safetensors": "82ca4758e8cefa1dc3756758ca83a2dfdd9f8cc672f77b8b281d8b6d657a32c6",
+    "embeddings/marius.safetensors": "927443176dccdac7cf52798823d92085c646f07b7b726f786d02191126d375e2",
+}
+
+
+def test_tiny_seed_0_weights_and_voices_are_the_known_bytes(tiny_model_dir: Path):
+    assert {name: hashlib.sha256((tiny_model_dir / name).read_bytes()).hexdigest()
+            for name in TINY_SEED0_SHA256} == TINY_SEED0_SHA256
+
+
 def test_tiny_directory_has_the_released_layout(tiny_model_dir: Path):
-    g = rc.GEOMETRIES["tiny"]
+    g = rc.PRESETS["tiny"].geometry
     assert sorted(p.relative_to(tiny_model_dir).as_posix() for p in tiny_model_dir.rglob("*")) == [
         "embeddings", "embeddings/alba.safetensors", "embeddings/marius.safetensors",
         "model.safetensors", "tokenizer.model"]
@@ -64,22 +110,22 @@ def test_tokenizer_vocabulary_matches_the_embedding_table(tiny_model_dir: Path):
 
     sp = spm.SentencePieceProcessor(model_file=str(tiny_model_dir / "tokenizer.model"))
     rows = _tensors(tiny_model_dir / "model.safetensors")["flow_lm.conditioner.embed.weight"].shape[0]
-    assert sp.vocab_size() == rows - 1 == rc.GEOMETRIES["tiny"].n_bins
+    assert sp.vocab_size() == rows - 1 == rc.PRESETS["tiny"].geometry.vocab_size
     ids = sp.encode("Hello world, this is a test.")
     assert ids and all(0 <= i < sp.vocab_size() for i in ids)
     assert sp.decode(ids) == "Hello world, this is a test."
 
 
 def test_voice_files_are_per_layer_kv_caches_with_offsets(tiny_model_dir: Path):
-    g = rc.GEOMETRIES["tiny"]
+    g, frames = rc.PRESETS["tiny"].geometry, rc.PRESETS["tiny"].voice_frames
     voice = _tensors(tiny_model_dir / "embeddings" / "alba.safetensors")
     expected = {}
-    for i in range(g.num_layers):
-        expected[f"transformer.layers.{i}.self_attn/cache"] = (2, 1, g.voice_frames, g.num_heads, g.head_dim)
+    for i in range(g.lm_layers):
+        expected[f"transformer.layers.{i}.self_attn/cache"] = (2, 1, frames, g.lm_kv_heads, g.lm_head_dim)
         expected[f"transformer.layers.{i}.self_attn/offset"] = (1,)
     assert {k: tuple(v.shape) for k, v in voice.items()} == expected
     assert voice["transformer.layers.0.self_attn/offset"].dtype == torch.int64
-    assert voice["transformer.layers.0.self_attn/offset"].tolist() == [g.voice_frames]
+    assert voice["transformer.layers.0.self_attn/offset"].tolist() == [frames]
     other = _tensors(tiny_model_dir / "embeddings" / "marius.safetensors")
     assert not torch.equal(voice["transformer.layers.0.self_attn/cache"], other["transformer.layers.0.self_attn/cache"])
 
@@ -143,16 +189,17 @@ REFERENCE_SCRIPT = textwrap.dedent('''
     cfg["weights_path_without_voice_cloning"] = None
     f, m = cfg["flow_lm"], cfg["mimi"]
     f["flow"].update(depth=g["flow_depth"], dim=g["flow_dim"])
-    f["transformer"].update(d_model=g["d_model"], num_heads=g["num_heads"], num_layers=g["num_layers"],
-                            hidden_scale=g["ffn_dim"] // g["d_model"])
-    f["lookup_table"] = {"dim": g["d_model"], "n_bins": g["n_bins"], "tokenizer": "sentencepiece",
+    f["transformer"].update(d_model=g["lm_dim"], num_heads=g["lm_heads"], num_layers=g["lm_layers"],
+                            hidden_scale=g["lm_ff_dim"] // g["lm_dim"])
+    f["lookup_table"] = {"dim": g["lm_dim"], "n_bins": g["vocab_size"], "tokenizer": "sentencepiece",
                          "tokenizer_path": str(model_dir / "tokenizer.model")}
-    m["seanet"].update(dimension=g["seanet_dim"], n_filters=g["n_filters"])
-    m["transformer"].update(d_model=g["seanet_dim"], num_heads=g["mimi_heads"], num_layers=g["mimi_layers"],
-                            dim_feedforward=g["mimi_ffn_dim"], input_dimension=g["seanet_dim"],
-                            output_dimensions=[g["seanet_dim"]])
-    m["quantizer"]["output_dimension"] = g["seanet_dim"]
-    m["outer_dim"] = g["seanet_dim"]
+    s, t = g["decoder"], g["decoder_transformer"]
+    m["seanet"].update(dimension=s["dimension"], n_filters=s["n_filters"])
+    m["transformer"].update(d_model=t["d_model"], num_heads=t["num_heads"], num_layers=t["num_layers"],
+                            context=t["context"], dim_feedforward=t["ff_dim"], input_dimension=t["input_dim"],
+                            output_dimensions=[t["output_dim"]])
+    m["quantizer"]["output_dimension"] = g["outer_dim"]
+    m["outer_dim"] = g["outer_dim"]
     out_yaml.write_text(yaml.safe_dump(cfg))
     model = TTSModel.load_model(config=str(out_yaml))  # load_state_dict(strict=True)
     result = {"keys": {k: list(v.shape) for k, v in model.state_dict().items()}, "runs": []}
@@ -173,7 +220,7 @@ REFERENCE_SCRIPT = textwrap.dedent('''
 
 
 def _reference_check(model_dir: Path, geometry: str, tmp_path: Path) -> dict:
-    g = json.dumps(dataclasses.asdict(rc.GEOMETRIES[geometry]))
+    g = json.dumps(dataclasses.asdict(rc.PRESETS[geometry].geometry))
     proc = subprocess.run([sys.executable, "-c", REFERENCE_SCRIPT, str(model_dir), g, str(tmp_path / "ref.yaml")],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -182,7 +229,7 @@ def _reference_check(model_dir: Path, geometry: str, tmp_path: Path) -> dict:
 
 
 def _assert_reference_agrees(result: dict, geometry: str) -> None:
-    layout = rc.checkpoint_layout(rc.GEOMETRIES[geometry])
+    layout = rc.checkpoint_layout(rc.PRESETS[geometry].geometry)
     assert {k: tuple(v) for k, v in result["keys"].items()} == layout
     for run in result["runs"]:
         frames = run["samples"] / 1920

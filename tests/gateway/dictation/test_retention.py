@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gateway.dictation.retention import IDLE_KEEP_SAMPLES, MAX_KEEP_SAMPLES, Retention
+from gateway.dictation.retention import IDLE_KEEP_SAMPLES, MAX_KEEP_SAMPLES, FinalizeEntry, Retention
 
 
 def chunk(seconds: float) -> np.ndarray:
@@ -46,10 +46,11 @@ def test_replayed_events_are_not_shown_twice():
     assert not r.accept({"ev": "partial", "utterance": 0, "stable": "one two three"})
 
 
-def test_an_utterance_without_words_is_finished_but_not_shown():
+def test_an_utterance_without_words_is_finished_and_reported_once():
     r = Retention()
     r.accept({"ev": "speech_started", "utterance": 0, "start_sample": 0})
-    assert not r.accept({"ev": "discarded", "utterance": 0, "end_sample": 8000})
+    assert r.accept({"ev": "discarded", "utterance": 0, "end_sample": 8000})
+    assert not r.accept({"ev": "discarded", "utterance": 0, "end_sample": 8000})  # a replay's duplicate
     assert r.resume_fields()["first_utterance"] == 1
 
 
@@ -59,8 +60,29 @@ def test_a_finalize_mark_is_replayed_in_order_with_the_audio():
     r.add_finalize()
     r.add_audio(chunk(0.5))
     entries = r.entries(0)
-    assert [None if e is None else len(e) for e in entries] == [8000, None, 8000]
-    assert r.entries(2)[0] is not None and len(r) == 3
+    assert [e if isinstance(e, FinalizeEntry) else len(e) for e in entries] == [8000, FinalizeEntry(None), 8000]
+    assert len(r.entries(2)[0]) == 8000 and len(r) == 3
+
+
+def test_a_finalize_mark_is_answered_once_across_a_replay():
+    r = Retention()
+    r.accept({"ev": "speech_started", "utterance": 0, "start_sample": 0})
+    r.add_audio(chunk(0.5))
+    r.add_finalize("f1")
+    r.add_audio(chunk(0.5))
+    assert r.accept({"ev": "finalized", "id": "f1", "utterance": None})
+    assert r.entries(1)[0] == FinalizeEntry("f1")  # the open utterance keeps it for a replay
+    assert not r.accept({"ev": "finalized", "id": "f1", "utterance": None})  # the replayed finalize's answer
+
+
+def test_an_unanswered_finalize_mark_is_kept_for_a_replay():
+    r = Retention()
+    r.add_finalize("f1")
+    r.add_audio(chunk(5.0))  # past the idle window that would trim a plain finalize
+    assert r.entries(0)[0] == FinalizeEntry("f1")
+    r.accept({"ev": "finalized", "id": "f1", "utterance": None})
+    r.add_audio(chunk(0.1))
+    assert all(not isinstance(e, FinalizeEntry) for e in r.entries(0))
 
 
 def test_an_utterance_that_never_ends_keeps_at_most_60_s():

@@ -41,7 +41,8 @@ def test_a_model_that_cannot_load_fails_the_engine_and_the_socket_says_why(tmp_p
             if health.status_code == 200:
                 break
             time.sleep(0.1)
-        asr = health.json()["asr"]
+        assert health.json()["asr"] == {"state": "failed"}  # no paths, no stderr on the public route
+        asr = next(e for e in client.get("/v1/engines").json()["engines"] if e["kind"] == "asr")
         assert asr["state"] == "failed"
         assert asr["detail"].startswith(f"the ASR sidecar did not start: cannot load ASR model '{model}'")
         with client.websocket_connect("/v1/dictation") as ws:

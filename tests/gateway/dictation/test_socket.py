@@ -46,7 +46,7 @@ def test_the_sidecar_is_opened_with_the_stream_options(tmp_path):
 
 
 @pytest.mark.parametrize(("query", "reason"), [
-    ("encoding=pcm_mulaw", "encoding: 'pcm_mulaw' must be one of: pcm_s16le, pcm_f32le"),
+    ("encoding=pcm_mulaw", "encoding: 'pcm_mulaw' must be one of: pcm_s16le, pcm_f32le, mulaw, alaw, opus, webm, ogg"),
     ("sample_rate=4000", "sample_rate: '4000' must be between 8000 and 48000"),
     ("sample_rate=fast", "sample_rate: 'fast' is not an integer"),
     ("silence_ms=100", "silence_ms: 100 must be between 200 and 5000"),
@@ -173,8 +173,7 @@ def test_a_10_mb_message_closes_1009_and_other_sessions_go_on(tmp_path):
         with client.websocket_connect("/v1/dictation") as ws:
             receive(ws)
             ws.send_bytes(b"\0" * (10 * 1024 * 1024))
-            assert close_code(ws) == (1009, "audio message of 10485760 bytes; the limit is 1048576, "
-                                            "send smaller chunks")
+            assert close_code(ws) == (1009, "audio message of 10485760 bytes; the limit is 1048576, send smaller chunks")
         other.send_bytes(b"\1\0" * 1600)
         other.send_json({"type": "end"})
         assert receive(other) == {"type": "closed", "utterances": 0, "audio_s": 0.1}
@@ -213,6 +212,16 @@ def test_sidecar_events_are_relayed_as_protocol_events(tmp_path):
         ws.send_json({"type": "end"})
         assert receive(ws) == {"type": "closed", "utterances": 1, "audio_s": 0.0}
         assert close_code(ws) == (1000, "")
+
+
+def test_an_utterance_without_words_ends_with_discarded(tmp_path):
+    fake = FakeSidecar()
+    with dictation_client(tmp_path, fake) as client, client.websocket_connect("/v1/dictation") as ws:
+        receive(ws)
+        deliver(client, fake, {"ev": "speech_started", "utterance": 0, "at": 0.5, "start_sample": 1600},
+                {"ev": "discarded", "utterance": 0, "end_sample": 16000})
+        assert receive(ws) == {"type": "speech_started", "utterance": 0, "at": 0.5}
+        assert receive(ws) == {"type": "discarded", "utterance": 0}
 
 
 def test_duplicates_from_a_replay_never_reach_the_client(tmp_path):
@@ -292,6 +301,23 @@ def test_finalize_is_passed_to_the_sidecar_in_order_with_the_audio(tmp_path):
         ws.send_json({"type": "end"})
         receive(ws)
         assert fake.ops(stream_of_id(fake)) == ["open", "audio", "finalize", "audio", "end"]
+
+
+def test_a_finalize_with_an_id_reaches_the_sidecar_and_its_answer_the_client(tmp_path):
+    fake = FakeSidecar()
+    with dictation_client(tmp_path, fake) as client, client.websocket_connect("/v1/dictation") as ws:
+        receive(ws)
+        ws.send_json({"type": "finalize", "id": "turn-3"})
+        ws.send_json({"type": "keepalive"})  # a round trip: the finalize was handled before it
+        ws.send_json({"type": "finalize", "id": 7})
+        assert receive(ws) == {"type": "error", "code": "bad_message", "retryable": False,
+                               "message": "finalize.id must be a string of 1..128 characters"}
+        assert [h for h, _ in fake.frames if h["op"] == "finalize"] == [
+            {"op": "finalize", "stream": stream_of_id(fake), "id": "turn-3"}]
+        deliver(client, fake, {"ev": "finalized", "id": "turn-3", "utterance": None})
+        ws.send_json({"type": "end"})
+        assert receive(ws) == {"type": "finalized", "id": "turn-3", "utterance": None}
+        assert receive(ws)["type"] == "closed"
 
 
 def test_admin_sessions_lists_the_stream_with_its_lag(tmp_path):

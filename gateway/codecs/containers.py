@@ -1,0 +1,112 @@
+"""Opus in a container stream, decoded incrementally: Ogg Opus (RFC 7845) and
+WebM with an ``A_OPUS`` track (what browsers' MediaRecorder produces).
+
+Both need PyAV only for the Opus packets; the framing is read here, so bytes
+can arrive cut anywhere and a packet is decoded as soon as its page or block is
+complete (see ogg.py and webm.py).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gateway.audio import AudioFormatError
+from gateway.codecs.formats import OPUS_DECODE_RATE
+from gateway.codecs.ogg import OggReader
+from gateway.codecs.opus import OpusDecoder, OpusHead
+from gateway.codecs.webm import AudioTrack, WebmReader
+
+_EMPTY = np.zeros(0, dtype=np.float32)
+# The first bytes of other codecs' Ogg identification headers, to say what was sent.
+_OGG_CODECS = ((b"\x01vorbis", "Vorbis"), (b"\x80theora", "Theora"), (b"\x7fFLAC", "FLAC"), (b"Speex   ", "Speex"),
+               (b"OpusHead", "Opus"), (b"fishead\0", "Skeleton"))
+
+
+def _concat(parts: list[np.ndarray]) -> np.ndarray:
+    if not parts:
+        return _EMPTY
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+class OggOpusDecoder:
+    """An Ogg byte stream -> mono float32 at 48 kHz. The first Opus logical
+    stream is decoded, other streams (video, skeleton) are ignored; a new Opus
+    stream after the current one's data (a chained file) is followed."""
+
+    sample_rate = OPUS_DECODE_RATE
+
+    def __init__(self) -> None:
+        self._reader = OggReader()
+        self._serial: int | None = None
+        self._opus: OpusDecoder | None = None
+        self._headers_left = 0  # OpusTags still to skip
+        self._has_data = False
+        self._others: list[str] = []
+
+    def feed(self, data: bytes) -> np.ndarray:
+        out: list[np.ndarray] = []
+        for packet in self._reader.feed(data):
+            if packet.bos:
+                self._begin(packet.serial, packet.data)
+                continue
+            if self._serial is None:
+                found = ", ".join(self._others) or "no identification header"
+                raise AudioFormatError(f"the Ogg stream has no Opus audio (found: {found})")
+            if packet.serial != self._serial:
+                continue
+            if self._headers_left:
+                self._headers_left -= 1
+                continue
+            assert self._opus is not None
+            self._has_data = True
+            out.append(self._opus.decode(packet.data))
+        return _concat(out)
+
+    def _begin(self, serial: int, header: bytes) -> None:
+        if not header.startswith(b"OpusHead"):
+            self._others.append(next((name for magic, name in _OGG_CODECS if header.startswith(magic)), "unknown"))
+            return
+        if self._serial is not None and not self._has_data:
+            return  # a second Opus stream multiplexed with the first: keep the first
+        self._opus = OpusDecoder(OpusHead.parse(header), header)
+        self._serial, self._headers_left, self._has_data = serial, 1, False
+
+    def finish(self) -> np.ndarray:
+        if self._reader.pending_bytes:
+            raise AudioFormatError(f"the Ogg stream ended inside a page ({self._reader.pending_bytes} bytes "
+                                   "of it were dropped)")
+        return _EMPTY
+
+
+class WebmOpusDecoder:
+    """A WebM byte stream -> mono float32 at 48 kHz, from its first audio track,
+    which must be Opus."""
+
+    sample_rate = OPUS_DECODE_RATE
+
+    def __init__(self) -> None:
+        self._reader = WebmReader()
+        self._opus: OpusDecoder | None = None
+
+    def feed(self, data: bytes) -> np.ndarray:
+        out: list[np.ndarray] = []
+        for item in self._reader.feed(data):
+            if isinstance(item, AudioTrack):
+                self._opus = self._open(item)
+            elif self._opus is not None:
+                out.append(self._opus.decode(item))
+        return _concat(out)
+
+    @staticmethod
+    def _open(track: AudioTrack) -> OpusDecoder:
+        if track.codec != "A_OPUS":
+            raise AudioFormatError(f"the WebM audio track is {track.codec or 'of no codec'}; send Opus (A_OPUS)")
+        if not track.codec_private:
+            raise AudioFormatError("the WebM Opus track has no OpusHead (CodecPrivate)")
+        return OpusDecoder(OpusHead.parse(track.codec_private), track.codec_private)
+
+    def finish(self) -> np.ndarray:
+        if self._reader.in_element:
+            raise AudioFormatError(f"the WebM stream ended inside an element ({self._reader.pending_bytes} bytes "
+                                   "of it were dropped)")
+        return _EMPTY

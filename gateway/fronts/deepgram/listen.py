@@ -1,0 +1,179 @@
+"""``WS /v1/listen``: Deepgram's live transcription socket over the gateway's
+own ``DictationSession``.
+
+The transport translates both ways and nothing else: binary audio (G.711
+decoded to 16-bit PCM here) and ``KeepAlive`` / ``Finalize`` / ``CloseStream``
+become the session's audio, ``keepalive``, ``finalize`` (with an id) and
+``end``; the session's ``speech_started`` / ``partial`` / ``final`` /
+``finalized`` / ``closed`` / ``error`` events become ``SpeechStarted``,
+``Results``, ``UtteranceEnd``, ``Metadata`` and ``Error``.
+
+Finalize: every ``Finalize`` is answered by exactly one ``Results`` with
+``from_finalize: true``. The session answers a finalize with an id by a
+``finalized`` event right after the final of the utterance it closed (or at
+once when none was open). The final of the newest utterance, while a Finalize
+waits, is that answer; a ``finalized`` whose Finalize was not answered that way
+becomes an empty ``Results`` with ``from_finalize: true``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import itertools
+from collections import deque
+from typing import Any
+
+from starlette.websockets import WebSocket
+
+from auth.credentials import answer_subprotocol
+from gateway.config import Settings
+from gateway.dictation.session import DictationSession
+from gateway.errors import CLOSE_IDLE, CLOSE_SERVER_ERROR, GatewayError, OverCapacity, TooLarge, close_socket
+from gateway.fronts.deepgram import messages as dg
+from gateway.fronts.deepgram.params import ListenParams, parse_listen_params
+from gateway.fronts.deepgram.refusal import new_request_id, refuse, request_headers
+from gateway.protocol.dictation import (
+    MAX_AUDIO_MESSAGE_BYTES,
+    MAX_TEXT_MESSAGE_BYTES,
+    ClientMessage,
+    End,
+    Finalize,
+    Keepalive,
+)
+from gateway.registry import client_label
+
+IDLE_TIMEOUT_S = 10.0  # Deepgram closes a stream with no audio and no KeepAlive for 10 s (NET-0001)
+NET_0001 = "NET-0001: no audio data or text message was received within the timeout window"
+
+
+class ListenTransport:
+    """The ``DictationTransport`` of one ``/v1/listen`` socket."""
+
+    def __init__(self, websocket: WebSocket, params: ListenParams, request_id: str, model_name: str) -> None:
+        self.websocket = websocket
+        self.params = params
+        self.request_id = request_id
+        self.model = dg.ModelInfo(model_name, "whisper")
+        self.created = dg.now_iso()
+        self._marks = itertools.count(1)
+        self._waiting: deque[str] = deque()  # Finalize marks not answered yet, oldest first
+        self._answered: set[str] = set()  # answered by a final before their ``finalized`` came
+        self._newest = -1  # the newest utterance the session announced
+        self._last_end = 0.0  # where the last Results ended (seconds)
+        self._audio_bytes = 0
+        self._sha = hashlib.sha256()
+        self._closing = False
+
+    @property
+    def audio_s(self) -> float:
+        width = 2 if self.params.encoding == "linear16" else 1
+        return self._audio_bytes / width / self.params.sample_rate
+
+    # ---- client -> session
+
+    async def receive(self) -> bytes | ClientMessage | None:
+        message = await self.websocket.receive()
+        if message["type"] == "websocket.disconnect":
+            return None
+        data, text = message.get("bytes"), message.get("text")
+        if data is not None:
+            if not data:  # Deepgram's older clients end a stream with an empty binary frame
+                self._closing = True
+                return End()
+            if len(data) > MAX_AUDIO_MESSAGE_BYTES:
+                raise TooLarge(f"audio message of {len(data)} bytes; the limit is {MAX_AUDIO_MESSAGE_BYTES}")
+            self._audio_bytes += len(data)
+            self._sha.update(data)
+            return bytes(data)  # the session decodes it (codec layer): linear16, mulaw or alaw
+        text = text or ""
+        if len(text.encode("utf-8", "surrogatepass")) > MAX_TEXT_MESSAGE_BYTES:
+            raise TooLarge(f"text message longer than {MAX_TEXT_MESSAGE_BYTES} bytes")
+        kind = dg.parse_listen_control(text).kind
+        if kind == "KeepAlive":
+            return Keepalive()
+        if kind == "Finalize":
+            mark = f"f{next(self._marks)}"
+            self._waiting.append(mark)
+            return Finalize(id=mark)
+        self._closing = True
+        return End()
+
+    # ---- session -> client
+
+    async def send_event(self, event: dict[str, Any], timeout_s: float) -> None:
+        for message in self._translate(event):
+            await asyncio.wait_for(self.websocket.send_json(message), timeout_s)
+
+    def _translate(self, event: dict[str, Any]) -> list[dict[str, Any]]:
+        kind = event.get("type")
+        p = self.params
+        if kind == "speech_started":
+            self._newest = max(self._newest, int(event["utterance"]))
+            return [dg.speech_started(float(event["at"]))] if p.vad_events else []
+        if kind == "partial":
+            if not p.interim_results:
+                return []
+            return [self._results(event["text"], event["start"], event["end"], is_final=False)]
+        if kind == "final":
+            from_finalize = bool(self._waiting) and int(event["utterance"]) >= self._newest
+            if from_finalize:
+                self._answered.add(self._waiting.popleft())
+            out = [self._results(event["text"], event["start"], event["end"], is_final=True,
+                                 from_finalize=from_finalize)]
+            if p.utterance_end_ms is not None and event["text"]:
+                out.append(dg.utterance_end(float(event["end"])))
+            return out
+        if kind == "finalized":
+            mark = str(event["id"])
+            if mark in self._answered:
+                self._answered.discard(mark)
+                return []
+            if mark in self._waiting:
+                self._waiting.remove(mark)
+            return [self._results("", self._last_end, max(self._last_end, self.audio_s), is_final=True,
+                                  from_finalize=True)]
+        if kind == "closed":
+            return [dg.listen_metadata(request_id=self.request_id, created=self.created, duration_s=self.audio_s,
+                                       sha256=self._sha.hexdigest(), model=self.model)]
+        if kind == "error":
+            return [dg.listen_error(str(event.get("code", "internal_error")), str(event.get("message", "")))]
+        return []  # ready: Deepgram says nothing when a stream opens
+
+    def _results(self, text: str, start: float, end: float, *, is_final: bool,
+                 from_finalize: bool = False) -> dict[str, Any]:
+        if is_final:
+            self._last_end = max(self._last_end, float(end))
+        speech_final = is_final and self.params.endpointing and not from_finalize and not self._closing
+        return dg.results(request_id=self.request_id, model=self.model, text=text, start=float(start),
+                          end=float(end), is_final=is_final, speech_final=speech_final, from_finalize=from_finalize)
+
+    async def close(self, code: int, reason: str) -> None:
+        if code == CLOSE_IDLE:  # Deepgram's idle close: 1011 with NET-0001
+            code, reason = CLOSE_SERVER_ERROR, NET_0001
+        await close_socket(self.websocket, code, reason)
+
+
+async def listen_socket(websocket: WebSocket) -> None:
+    """``/v1/listen``: validate the query and capacity, then run the dictation session."""
+    state = websocket.state
+    settings: Settings = state.settings
+    request_id = new_request_id()
+    await websocket.accept(subprotocol=answer_subprotocol(websocket.scope), headers=request_headers(request_id))
+    try:
+        params = parse_listen_params(websocket.query_params)
+    except GatewayError as exc:
+        await refuse(websocket, exc, dg.listen_error)
+        return
+    model_name = state.asr.model_name if state.asr is not None else "none"
+    transport = ListenTransport(websocket, params, request_id, model_name)
+    session = DictationSession(transport, params.dictation, settings, state.asr, idle_timeout_s=IDLE_TIMEOUT_S)
+    try:
+        entry = state.sessions.claim("dictation", client_label(websocket), session.describe)
+    except OverCapacity as exc:
+        await refuse(websocket, exc, dg.listen_error)
+        return
+    try:
+        await session.run(entry.id)
+    finally:
+        state.sessions.remove(entry.id)

@@ -1,0 +1,142 @@
+"""Query parameters of Deepgram's ``/v1/listen`` and ``/v1/speak``, mapped onto
+the gateway's own session parameters.
+
+Parameters Deepgram defines but this gateway has no use for (``punctuate``,
+``smart_format``, ``diarize``, ``keyterm``, ``tag``, ...) are accepted and
+ignored, as Deepgram ignores what a model does not support; values that would
+change what the client receives and cannot be honoured (two channels, an
+encoding we cannot decode) are refused with a message naming the parameter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from gateway.audio import parse_rate
+from gateway.codecs.formats import InputEncoding, OutputFormat
+from gateway.errors import BadRequest
+from gateway.protocol.dictation import MAX_SILENCE_MS, MIN_SILENCE_MS, DictationParams
+
+ENCODINGS = ("linear16", "mulaw", "alaw")
+G711_RATE = 8000
+# Deepgram's encoding names onto the codec layer's, in and out.
+INPUT_ENCODINGS = {"linear16": InputEncoding.PCM_S16LE, "mulaw": InputEncoding.MULAW, "alaw": InputEncoding.ALAW}
+OUTPUT_FORMATS = {"linear16": OutputFormat.PCM_S16LE, "mulaw": OutputFormat.MULAW, "alaw": OutputFormat.ALAW}
+DEFAULT_SILENCE_MS = 500  # the native default; Deepgram's 10 ms is below what the VAD can tell
+
+
+@dataclass(frozen=True)
+class ListenParams:
+    encoding: str  # one of ENCODINGS: what the client sends
+    sample_rate: int
+    model: str
+    language: str  # as the client asked, for the Metadata
+    interim_results: bool
+    endpointing: bool  # False: finals never carry speech_final
+    utterance_end_ms: int | None
+    vad_events: bool
+    dictation: DictationParams  # what the shared session runs with (always 16-bit PCM)
+
+
+@dataclass(frozen=True)
+class SpeakParams:
+    encoding: str  # one of ENCODINGS: what the client gets
+    sample_rate: int
+    model: str
+
+
+def _bool(query: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = query.get(name)
+    if raw is None or raw == "":
+        return default
+    low = raw.lower()
+    if low in ("true", "1"):
+        return True
+    if low in ("false", "0"):
+        return False
+    raise BadRequest(f"{name}: {raw[:20]!r} is not a boolean (use true or false)")
+
+
+def _int(query: Mapping[str, str], name: str) -> int | None:
+    raw = query.get(name)
+    if raw is None or raw == "":
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise BadRequest(f"{name}: {raw[:20]!r} is not an integer") from None
+    if value < 0:
+        raise BadRequest(f"{name}: {value} must not be negative")
+    return value
+
+
+def _encoding(query: Mapping[str, str]) -> str:
+    encoding = (query.get("encoding") or "linear16").lower()
+    if encoding not in ENCODINGS:
+        raise BadRequest(f"encoding: {encoding[:20]!r} is not supported; use linear16, mulaw or alaw "
+                         "(this gateway decodes no containers or compressed audio)")
+    return encoding
+
+
+def _rate(query: Mapping[str, str], default: int) -> int:
+    raw = query.get("sample_rate")
+    if not raw:
+        return default
+    try:
+        return parse_rate(raw)
+    except ValueError as exc:
+        raise BadRequest(f"sample_rate: {raw[:20]!r} {exc}") from None
+
+
+def _language(raw: str) -> str:
+    """Deepgram's BCP-47 tag (``en-US``) as the ISO 639-1 code the ASR takes; ``multi`` detects."""
+    low = raw.strip().lower()
+    if low in ("", "multi", "auto"):
+        return "auto"
+    base = low.split("-", 1)[0]
+    if not (2 <= len(base) <= 3 and base.isalpha()):
+        raise BadRequest(f"language: {raw[:20]!r} is not a BCP-47 language tag")
+    return base
+
+
+def parse_listen_params(query: Mapping[str, str]) -> ListenParams:
+    """Parse ``/v1/listen``'s query. Raises ``BadRequest`` naming the parameter."""
+    encoding = _encoding(query)
+    rate = _rate(query, G711_RATE if encoding != "linear16" else 16000)
+    channels = _int(query, "channels")
+    if channels not in (None, 1):
+        raise BadRequest(f"channels: {channels} is not supported; send mono audio (channels=1)")
+    if _bool(query, "multichannel", False):
+        raise BadRequest("multichannel: only one channel is transcribed; use multichannel=false")
+    raw_endpointing = (query.get("endpointing") or "").lower()
+    endpointing = raw_endpointing != "false"
+    silence_ms = DEFAULT_SILENCE_MS
+    if raw_endpointing not in ("", "true", "false"):
+        value = _int(query, "endpointing")
+        assert value is not None
+        silence_ms = min(max(value, MIN_SILENCE_MS), MAX_SILENCE_MS)
+    utterance_end_ms = _int(query, "utterance_end_ms")
+    if utterance_end_ms is not None and not endpointing:
+        # without endpointing, the utterance-end gap is the only silence rule the client asked for
+        silence_ms = min(max(utterance_end_ms, MIN_SILENCE_MS), MAX_SILENCE_MS)
+    interim = _bool(query, "interim_results", False)
+    _bool(query, "punctuate", False)
+    _bool(query, "smart_format", False)
+    language = query.get("language") or "en"
+    dictation = DictationParams(sample_rate=rate, encoding=INPUT_ENCODINGS[encoding], language=_language(language),
+                                interim=interim, word_timestamps=False, silence_ms=silence_ms)
+    return ListenParams(encoding=encoding, sample_rate=rate, model=(query.get("model") or "")[:64],
+                        language=language[:20], interim_results=interim, endpointing=endpointing,
+                        utterance_end_ms=utterance_end_ms, vad_events=_bool(query, "vad_events", False),
+                        dictation=dictation)
+
+
+def parse_speak_params(query: Mapping[str, str]) -> SpeakParams:
+    """Parse ``/v1/speak``'s query. Raises ``BadRequest`` naming the parameter."""
+    encoding = _encoding(query)
+    container = (query.get("container") or "none").lower()
+    if container != "none":
+        raise BadRequest(f"container: {container[:20]!r} is not supported on the socket; use container=none")
+    rate = _rate(query, G711_RATE if encoding != "linear16" else 24000)
+    return SpeakParams(encoding=encoding, sample_rate=rate, model=(query.get("model") or "")[:128])

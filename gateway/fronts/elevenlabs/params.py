@@ -1,0 +1,112 @@
+"""ElevenLabs' request parameters mapped onto the gateway's TTS: the
+``output_format`` names, the socket query (``model_id``, ``inactivity_timeout``,
+``sync_alignment``, ``auto_mode``, ...) and the voice in the path.
+
+Parameters ElevenLabs defines that change nothing here (``enable_logging``,
+``enable_ssml_parsing``, ``apply_text_normalization``, ``language_code``,
+``optimize_streaming_latency``) are accepted and ignored; a value that would
+change what the client receives and cannot be honoured is refused, naming the
+parameter.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from engines.base import TtsEngine
+from gateway.codecs.formats import MPEG_RATES, OutputFormat
+from gateway.errors import BadRequest
+from gateway.tts.selection import voice_ids
+
+DEFAULT_FORMAT = "mp3_44100_128"  # ElevenLabs' default, on its sockets and its HTTP routes
+PCM_RATES = (8000, 16000, 22050, 24000, 32000, 44100, 48000)
+DEFAULT_INACTIVITY_S = 20
+MAX_INACTIVITY_S = 180
+MP3_BYTES_PER_S = 8000  # the codec layer's MP3 is 64 kbit/s at these rates (alignment timing of MP3 messages)
+_MP3 = re.compile(r"^mp3_(\d+)_(\d+)$")
+
+
+@dataclass(frozen=True)
+class AudioFormat:
+    name: str  # ElevenLabs' name, e.g. pcm_16000
+    format: OutputFormat
+    sample_rate: int
+
+    def duration_ms(self, data: bytes) -> float:
+        """How much audio a message of ``data`` carries (MP3: estimated from its bit rate)."""
+        if self.format is OutputFormat.PCM_S16LE:
+            return len(data) / 2 / self.sample_rate * 1000
+        if self.format in (OutputFormat.MULAW, OutputFormat.ALAW):
+            return len(data) / self.sample_rate * 1000
+        return len(data) / MP3_BYTES_PER_S * 1000
+
+
+def parse_output_format(raw: str | None) -> AudioFormat:
+    """``pcm_<rate>``, ``ulaw_8000``, ``alaw_8000``, ``mp3_<rate>_<kbps>``;
+    ``BadRequest`` naming the ones offered."""
+    name = (raw or DEFAULT_FORMAT).strip().lower()
+    if name.startswith("pcm_") and name[4:].isdigit() and int(name[4:]) in PCM_RATES:
+        return AudioFormat(name, OutputFormat.PCM_S16LE, int(name[4:]))
+    if name == "ulaw_8000":
+        return AudioFormat(name, OutputFormat.MULAW, 8000)
+    if name == "alaw_8000":
+        return AudioFormat(name, OutputFormat.ALAW, 8000)
+    match = _MP3.match(name)
+    if match and int(match.group(1)) in MPEG_RATES:
+        return AudioFormat(name, OutputFormat.MP3, int(match.group(1)))
+    offered = ", ".join([f"pcm_{r}" for r in PCM_RATES] + ["ulaw_8000", "alaw_8000", "mp3_22050_32",
+                                                         "mp3_44100_<kbps>"])
+    raise BadRequest(f"output_format: {name[:30]!r} is not supported; use one of: {offered}")
+
+
+def _bool(query: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = query.get(name)
+    if raw is None or raw == "":
+        return default
+    low = raw.lower()
+    if low in ("true", "1"):
+        return True
+    if low in ("false", "0"):
+        return False
+    raise BadRequest(f"{name}: {raw[:20]!r} is not a boolean (use true or false)")
+
+
+@dataclass(frozen=True)
+class SocketParams:
+    model_id: str
+    audio: AudioFormat
+    inactivity_timeout_s: int
+    sync_alignment: bool
+    auto_mode: bool
+
+
+def parse_socket_params(query: Mapping[str, str]) -> SocketParams:
+    """The query of ``stream-input`` and ``multi-stream-input``; ``BadRequest`` naming the parameter."""
+    raw = query.get("inactivity_timeout")
+    timeout = DEFAULT_INACTIVITY_S
+    if raw:
+        try:
+            timeout = int(raw)
+        except ValueError:
+            raise BadRequest(f"inactivity_timeout: {raw[:20]!r} is not an integer") from None
+        if not 1 <= timeout <= MAX_INACTIVITY_S:
+            raise BadRequest(f"inactivity_timeout: {timeout} must be between 1 and {MAX_INACTIVITY_S} seconds")
+    for name in ("enable_logging", "enable_ssml_parsing"):
+        _bool(query, name, False)
+    return SocketParams(model_id=(query.get("model_id") or "")[:128], audio=parse_output_format(
+        query.get("output_format")), inactivity_timeout_s=timeout, sync_alignment=_bool(query, "sync_alignment", False),
+        auto_mode=_bool(query, "auto_mode", False))
+
+
+def voice_for(engine: TtsEngine, voice_id: str) -> str | None:
+    """ElevenLabs names voices by their id (``21m00Tcm4TlvDq8ikWAM``): a voice of that
+    id here is used, any other id gets the engine's default voice."""
+    return voice_id if voice_id in voice_ids(engine) else engine.info().default_voice
+
+
+def engine_id_for(engines: Mapping[str, TtsEngine], model_id: str | None, default: str) -> str:
+    """A ``model_id`` naming one of the gateway's engines picks it; ElevenLabs' own
+    model names (``eleven_flash_v2_5``) get the configured default engine."""
+    return model_id if model_id and model_id in engines else default

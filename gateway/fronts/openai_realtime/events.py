@@ -1,0 +1,90 @@
+"""OpenAI Realtime transcription events: the server events this front sends,
+built from the gateway's own, and the client events it reads.
+
+Shapes follow the official ``openai`` package's types
+(``openai.types.realtime``): ``SessionCreatedEvent``,
+``InputAudioBufferSpeechStartedEvent`` / ``...SpeechStoppedEvent`` /
+``...CommittedEvent`` / ``...ClearedEvent``,
+``ConversationItemInputAudioTranscriptionDeltaEvent`` / ``...CompletedEvent``,
+``RealtimeErrorEvent``. Every server event carries a unique ``event_id``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+from gateway.errors import BadMessage
+from gateway.protocol.json import parse_message
+
+CLIENT_TYPES = ("session.update", "input_audio_buffer.append", "input_audio_buffer.commit",
+                "input_audio_buffer.clear")
+MAX_EVENT_ID_CHARS = 128
+
+
+@dataclass(frozen=True)
+class ClientEvent:
+    type: str
+    data: dict[str, Any]
+    event_id: str | None  # the client's own id, echoed in an error about this event
+
+
+def parse_client_event(raw: str) -> ClientEvent:
+    """One client event; ``BadMessage`` (naming the problem) when it has no usable type."""
+    data = parse_message(raw)
+    kind = data.get("type")
+    if not isinstance(kind, str):
+        raise BadMessage("an event needs a string \"type\"")
+    event_id = data.get("event_id")
+    if not isinstance(event_id, str) or len(event_id) > MAX_EVENT_ID_CHARS:
+        event_id = None
+    if kind not in CLIENT_TYPES:
+        raise BadMessage(f"event type {kind[:60]!r} is not supported by this transcription server; "
+                         f"use one of: {', '.join(CLIENT_TYPES)}")
+    return ClientEvent(kind, data, event_id)
+
+
+class Events:
+    """Builds the server events of one socket, numbering their ``event_id``."""
+
+    def __init__(self) -> None:
+        self._ids = itertools.count(1)
+        self.prefix = secrets.token_hex(4)  # ids of this socket's events and items start with it
+
+    def _event(self, kind: str, **fields: Any) -> dict[str, Any]:
+        return {"type": kind, "event_id": f"event_{self.prefix}{next(self._ids):05d}", **fields}
+
+    def session_created(self, session: dict[str, Any]) -> dict[str, Any]:
+        return self._event("session.created", session=session)
+
+    def session_updated(self, session: dict[str, Any]) -> dict[str, Any]:
+        return self._event("session.updated", session=session)
+
+    def speech_started(self, item_id: str, audio_start_ms: int) -> dict[str, Any]:
+        return self._event("input_audio_buffer.speech_started", audio_start_ms=audio_start_ms, item_id=item_id)
+
+    def speech_stopped(self, item_id: str, audio_end_ms: int) -> dict[str, Any]:
+        return self._event("input_audio_buffer.speech_stopped", audio_end_ms=audio_end_ms, item_id=item_id)
+
+    def committed(self, item_id: str, previous_item_id: str | None) -> dict[str, Any]:
+        return self._event("input_audio_buffer.committed", previous_item_id=previous_item_id, item_id=item_id)
+
+    def cleared(self) -> dict[str, Any]:
+        return self._event("input_audio_buffer.cleared")
+
+    def delta(self, item_id: str, text: str) -> dict[str, Any]:
+        return self._event("conversation.item.input_audio_transcription.delta", item_id=item_id, content_index=0,
+                           delta=text)
+
+    def completed(self, item_id: str, transcript: str, audio_s: float) -> dict[str, Any]:
+        return self._event("conversation.item.input_audio_transcription.completed", item_id=item_id,
+                           content_index=0, transcript=transcript,
+                           usage={"type": "duration", "seconds": round(max(0.0, audio_s), 3)})
+
+    def error(self, code: str, message: str, *, kind: str = "invalid_request_error", param: str | None = None,
+              event_id: str | None = None) -> dict[str, Any]:
+        """``kind``: ``invalid_request_error`` (the client can fix it) or ``server_error``."""
+        return self._event("error", error={"type": kind, "code": code, "message": message, "param": param,
+                                           "event_id": event_id})

@@ -1,0 +1,106 @@
+"""``WS /v1/realtime?intent=transcription``: OpenAI's Realtime API in its
+transcription mode, over the gateway's own ``DictationSession``.
+
+The socket opens with ``session.created`` (the default configuration: 24 kHz
+PCM, server VAD). ``session.update`` events are answered until the first audio
+arrives; that audio starts the dictation session with the format, language
+and silence window configured by then (``?model=`` is accepted and ignored:
+the configured recognizer answers whatever the client names).
+
+Refusals are OpenAI ``error`` events followed by a close: 1013 over capacity
+(openai-python retries it), 1011 when no recognizer is available, 4400 for a
+conversation session (no ``intent=transcription``), which this server does not
+offer. Auth refusals close 1008 before this route runs (AUTH.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+from starlette.routing import BaseRoute
+from starlette.websockets import WebSocket
+
+from auth.access import RouteClass, ws_route
+from auth.credentials import answer_subprotocol
+from engines.base import EngineState
+from gateway.config import Settings
+from gateway.dictation.faults import disabled_error, unavailable_error
+from gateway.dictation.session import DictationSession
+from gateway.errors import CLOSE_IDLE, CLOSE_TIMEOUT_S, BadRequest, GatewayError, OverCapacity, close_socket
+from gateway.fronts.openai_realtime.config import TranscriptionConfig
+from gateway.fronts.openai_realtime.transport import RealtimeTransport
+from gateway.registry import client_label
+
+
+class _Describe:
+    """The admin listing's view of the socket: configuring, then the dictation session's own."""
+
+    def __init__(self) -> None:
+        self.session: DictationSession | None = None
+
+    def __call__(self) -> dict[str, Any]:
+        described = {"front": "openai-realtime"}
+        described.update(self.session.describe() if self.session is not None else {"phase": "configuring"})
+        return described
+
+
+async def _refuse(transport: RealtimeTransport, error: GatewayError) -> None:
+    with contextlib.suppress(Exception):  # the client left first: the close below is a no-op then
+        await transport.send_error(error)
+    await close_socket(transport.websocket, error.close_code, error.message, CLOSE_TIMEOUT_S)
+
+
+def _check_query(query: Any) -> None:
+    intent = query.get("intent")
+    if intent != "transcription":
+        what = "missing" if intent is None else f"{intent[:40]!r} is not supported"
+        raise BadRequest(f"intent: {what}; this server runs transcription sessions only: connect to "
+                         "/v1/realtime?intent=transcription")
+
+
+async def realtime_socket(websocket: WebSocket) -> None:
+    state = websocket.state
+    settings: Settings = state.settings
+    offered = [str(p) for p in websocket.scope.get("subprotocols") or ()]
+    await websocket.accept(subprotocol="realtime" if "realtime" in offered else answer_subprotocol(websocket.scope))
+    asr = state.asr
+    languages = list(asr.info()["languages"]) if asr is not None else []
+    transport = RealtimeTransport(websocket, TranscriptionConfig(), languages, settings.idle_timeout_s)
+    try:
+        _check_query(websocket.query_params)
+        if asr is None:
+            raise disabled_error()
+        if asr.status().state in (EngineState.MISSING, EngineState.FAILED):
+            raise unavailable_error(asr.status())
+    except GatewayError as exc:
+        await _refuse(transport, exc)
+        return
+    describe = _Describe()
+    try:
+        entry = state.sessions.claim("dictation", client_label(websocket), describe)
+    except OverCapacity as exc:
+        await _refuse(transport, exc)
+        return
+    try:
+        await transport.send_session_created()
+        try:
+            if not await asyncio.wait_for(transport.first_audio(), settings.idle_timeout_s):
+                return
+        except asyncio.TimeoutError:
+            await close_socket(websocket, CLOSE_IDLE, f"no audio for {settings.idle_timeout_s:.0f} s")
+            return
+        try:
+            session = DictationSession(transport, transport.config.dictation_params(), settings, asr)
+        except GatewayError as exc:  # a codec the format needs is missing
+            await _refuse(transport, exc)
+            return
+        describe.session = session
+        await session.run(entry.id)
+    finally:
+        state.sessions.remove(entry.id)
+
+
+def openai_realtime_routes() -> list[BaseRoute]:
+    return [ws_route("/v1/realtime", realtime_socket, access=RouteClass.CONSUME, name="openai_realtime")]

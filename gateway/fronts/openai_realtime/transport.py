@@ -1,0 +1,206 @@
+"""The ``DictationTransport`` of one OpenAI Realtime transcription socket.
+
+Client events become the dictation session's input: ``input_audio_buffer.append``
+its audio (base64 decoded; 24 kHz PCM or G.711 as configured), ``.commit`` a
+``finalize`` with an id, ``.clear`` a ``finalize`` whose utterances are then
+forgotten (``ItemTracker.clear``). ``session.update`` is answered here, by
+``session.updated`` or an ``error``; so are the commit of an empty buffer and
+audio that is not base64, as OpenAI answers them.
+
+The session's events become OpenAI's through ``ItemTracker``; its ``ready`` and
+``closed`` have no counterpart (``session.created`` went out when the socket
+opened), its errors become ``error`` events. Every send goes through one lock:
+the session's sender task and this transport's own answers share the socket.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import itertools
+import logging
+from typing import Any
+
+from starlette.websockets import WebSocket
+
+from gateway.errors import CLOSE_TOO_BIG, BadMessage, GatewayError, TooLarge, close_socket
+from gateway.fronts.openai_realtime.config import TranscriptionConfig, UpdateError, apply_update
+from gateway.fronts.openai_realtime.events import ClientEvent, Events, parse_client_event
+from gateway.fronts.openai_realtime.items import ItemTracker
+from gateway.protocol.dictation import MAX_AUDIO_MESSAGE_BYTES, ClientMessage, Finalize
+
+log = logging.getLogger("voxgate.fronts.openai")
+
+# An append carries at most MAX_AUDIO_MESSAGE_BYTES of audio: 4/3 of it in base64, plus the JSON around it.
+MAX_EVENT_BYTES = MAX_AUDIO_MESSAGE_BYTES * 4 // 3 + 4096
+MIN_COMMIT_MS = 100  # OpenAI refuses to commit less audio than this
+SERVER_ERROR_CODES = frozenset({"internal_error", "asr_failed", "engine_unavailable", "asr_unavailable",
+                                "over_capacity"})
+
+
+class RealtimeTransport:
+    def __init__(self, websocket: WebSocket, config: TranscriptionConfig, languages: list[str],
+                 send_timeout_s: float) -> None:
+        self.websocket = websocket
+        self.config = config
+        self.languages = languages
+        self.send_timeout_s = send_timeout_s
+        self.events = Events()
+        self.session_id = f"sess_{self.events.prefix}"
+        self.items = ItemTracker(self.events, server_vad=config.turn_detection is not None)
+        self.audio_started = False  # the first audio fixed the format and the recognizer's settings
+        self._marks = itertools.count(1)
+        self._buffered_bytes = 0  # audio appended since the last commit or clear
+        self._stash: bytes | None = None
+        self._lock = asyncio.Lock()
+
+    # ---- before the dictation session exists
+
+    async def first_audio(self) -> bool:
+        """Answer configuration events until the first audio arrives (kept for
+        ``receive``); False when the client left first."""
+        while True:
+            try:
+                message = await self._next()
+            except TooLarge as exc:
+                await self.close(CLOSE_TOO_BIG, exc.message)
+                return False
+            except GatewayError as exc:
+                await self.send_error(exc)
+                continue
+            if message is None:
+                return False
+            if isinstance(message, bytes):
+                self._stash = message
+                self.audio_started = True
+                return True
+            # a commit or clear before any audio: answered already, nothing to finalize
+
+    # ---- client -> session
+
+    async def receive(self) -> bytes | ClientMessage | None:
+        if self._stash is not None:
+            data, self._stash = self._stash, None
+            return data
+        return await self._next()
+
+    async def _next(self) -> bytes | ClientMessage | None:
+        while True:
+            message = await self.websocket.receive()
+            if message["type"] == "websocket.disconnect":
+                return None
+            text = message.get("text")
+            if text is None:
+                raise BadMessage("binary frames are not accepted; send input_audio_buffer.append events with "
+                                 "base64 audio")
+            size = len(text.encode("utf-8", "surrogatepass"))
+            if size > MAX_EVENT_BYTES:
+                raise TooLarge(f"event of {size} bytes; the limit is {MAX_EVENT_BYTES} "
+                               f"({MAX_AUDIO_MESSAGE_BYTES} bytes of audio an append)")
+            event = parse_client_event(text)
+            result = await self._handle(event)
+            if result is not None:
+                return result
+
+    async def _handle(self, event: ClientEvent) -> bytes | ClientMessage | None:
+        """The session's input for one client event, or None when it was answered here."""
+        if event.type == "session.update":
+            await self._update(event)
+            return None
+        if event.type == "input_audio_buffer.append":
+            return await self._append(event)
+        mark = f"m{next(self._marks)}"
+        if event.type == "input_audio_buffer.commit":
+            buffered_ms = self._buffered_bytes / self._bytes_per_second() * 1000
+            if buffered_ms < MIN_COMMIT_MS:
+                await self._send(self.events.error(
+                    "input_audio_buffer_commit_empty",
+                    f"Error committing input audio buffer: buffer too small. Expected at least {MIN_COMMIT_MS}ms "
+                    f"of audio, but buffer only has {buffered_ms:.2f}ms of audio.", event_id=event.event_id))
+                return None
+            self._buffered_bytes = 0
+            for out in self.items.commit(mark):
+                await self._send(out)
+            return Finalize(id=mark) if self.audio_started else None
+        self._buffered_bytes = 0  # input_audio_buffer.clear
+        self.items.clear()
+        await self._send(self.events.cleared())
+        return Finalize(id=mark) if self.audio_started else None
+
+    async def _update(self, event: ClientEvent) -> None:
+        try:
+            config = apply_update(self.config, event.data.get("session"), self.languages)
+            if self.audio_started:
+                self._check_fixed(config)
+        except UpdateError as exc:
+            await self._send(self.events.error(exc.code, str(exc), param=exc.param, event_id=event.event_id))
+            return
+        self.config = config
+        self.items.set_server_vad(config.turn_detection is not None)
+        await self._send(self.events.session_updated(config.session_object(self.session_id)))
+
+    def _check_fixed(self, new: TranscriptionConfig) -> None:
+        """After the first audio the recognizer runs with the format, language and
+        silence it was started with; the rest (VAD on or off, the reported model,
+        prompt, noise reduction) may still change."""
+        old = self.config
+        fixed = (("session.audio.input.format", "the audio format", new.format != old.format),
+                 ("session.audio.input.transcription.language", "the language", new.language != old.language),
+                 ("session.audio.input.turn_detection.silence_duration_ms", "silence_duration_ms",
+                  new.turn_detection is not None and old.turn_detection is not None
+                  and new.turn_detection.silence_duration_ms != old.turn_detection.silence_duration_ms))
+        for param, what, changed in fixed:
+            if changed:
+                raise UpdateError(param, f"{what} cannot change after audio was appended; open a new session "
+                                  "to change it")
+
+    async def _append(self, event: ClientEvent) -> bytes | None:
+        audio = event.data.get("audio")
+        if not isinstance(audio, str):
+            raise BadMessage("input_audio_buffer.append.audio must be a base64 string")
+        try:
+            data = base64.b64decode(audio, validate=True)
+        except (binascii.Error, ValueError):
+            await self._send(self.events.error("invalid_value", "input_audio_buffer.append.audio is not valid "
+                                               "base64", param="audio", event_id=event.event_id))
+            return None
+        if not data:
+            return None
+        self._buffered_bytes += len(data)
+        return data
+
+    def _bytes_per_second(self) -> int:
+        config = self.config
+        return config.sample_rate * (2 if config.format == "audio/pcm" else 1)
+
+    # ---- session -> client
+
+    async def send_event(self, event: dict[str, Any], timeout_s: float) -> None:
+        kind = event.get("type")
+        if kind == "error":
+            code = str(event.get("code", "internal_error"))
+            if code == "asr_unavailable" and event.get("retryable"):
+                # the recognizer restarts and replays the audio: nothing is lost, the
+                # client need not act (OpenAI clients treat every error as fatal)
+                log.info("ASR sidecar restarting under an OpenAI Realtime session")
+                return
+            kind_ = "server_error" if code in SERVER_ERROR_CODES else "invalid_request_error"
+            await self._send(self.events.error(code, str(event.get("message", "")), kind=kind_), timeout_s)
+            return
+        for out in self.items.on_event(event):
+            await self._send(out, timeout_s)
+
+    async def send_session_created(self) -> None:
+        await self._send(self.events.session_created(self.config.session_object(self.session_id)))
+
+    async def send_error(self, exc: GatewayError) -> None:
+        kind = "server_error" if exc.code in SERVER_ERROR_CODES else "invalid_request_error"
+        await self._send(self.events.error(exc.code, exc.message, kind=kind))
+
+    async def _send(self, event: dict[str, Any], timeout_s: float | None = None) -> None:
+        async with self._lock:
+            await asyncio.wait_for(self.websocket.send_json(event), timeout_s or self.send_timeout_s)
+
+    async def close(self, code: int, reason: str) -> None:
+        await close_socket(self.websocket, code, reason)

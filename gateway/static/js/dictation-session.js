@@ -1,0 +1,261 @@
+// One dictation run: the microphone, and the /v1/dictation socket it feeds,
+// re-opened with backoff when it drops. Audio captured while no socket is ready
+// waits in a bounded outbox, and audio the lost socket never settled with a
+// `final` is sent again, so a drop loses no speech (within the bounds below).
+// Stop sends {"type":"end"} and waits (bounded) for `closed` and the close.
+
+import {socketUrl} from "./api.js";
+import {describeClose, isDrop, needsSignIn} from "./close-codes.js";
+import {Microphone, levelOf, microphoneProblem} from "./mic.js";
+import {Outbox, ReplayWindow} from "./outbox.js";
+import {floatToS16le} from "./pcm.js";
+import {counters, logEvent} from "./stats.js";
+
+const CHUNK_S = 0.05;             // 50 ms of audio per binary message
+const READY_TIMEOUT_MS = 20000;   // each socket must say `ready` within this
+const CLOSE_TIMEOUT_MS = 15000;   // after `end`, the final and the close must come within this
+const MAX_SOCKET_BUFFER_S = 2;    // audio the socket may hold unsent; more waits in the outbox
+const MAX_PENDING_S = 60;         // audio kept while disconnected
+const MAX_REPLAY_S = 30;          // unsettled audio kept for a replay
+const REPLAY_IDLE_S = 3;          // kept while no utterance is open
+const KEEPALIVE_MS = 10000;       // the gateway closes a socket idle for 30 s
+const PUMP_RETRY_MS = 50;
+const BACKOFF_MS = [500, 1000, 2000, 4000, 8000];
+const MAX_RECONNECTS = 8;
+
+export class DictationSession {
+  /** `view` is the panel; `forwarding` false holds audio back (push-to-talk not pressed). */
+  constructor(view, {language, forwarding}) {
+    this.view = view;
+    this.language = language;
+    this.forwarding = forwarding;
+    this.mic = new Microphone((samples, rms) => this.onChunk(samples, rms), CHUNK_S);
+    this.ws = null;
+    this.ready = false;
+    this.everReady = false;
+    this.stopping = false;
+    this.done = false;
+    this.attempt = 0;
+    this.presses = 0;
+    this.timers = new Set();
+    this.lastSentAt = 0;
+  }
+
+  async run() {
+    this.view.setState("Opening the microphone…");
+    try {
+      await this.mic.open();
+    } catch (err) {
+      this.finish(microphoneProblem(err));
+      return;
+    }
+    if (this.stopping) { this.finish(""); return; }
+    this.rate = this.mic.rate;
+    this.outbox = new Outbox(this.rate, MAX_PENDING_S);
+    this.replay = new ReplayWindow(this.rate, {maxS: MAX_REPLAY_S, idleS: REPLAY_IDLE_S});
+    this.keepaliveTimer = setInterval(() => this.keepAlive(), KEEPALIVE_MS);
+    this.view.sessionLive();
+    this.view.setState("Connecting…");
+    this.connect();
+  }
+
+  connect() {
+    const params = {sample_rate: String(this.rate), encoding: "pcm_s16le"};
+    if (this.language) params.language = this.language;
+    const ws = new WebSocket(socketUrl("/v1/dictation", params));
+    ws.binaryType = "arraybuffer";
+    this.ws = ws;
+    this.ready = false;
+    this.later(READY_TIMEOUT_MS, () => {
+      if (this.ws === ws && !this.ready) this.lost(ws, "The gateway did not start the dictation session in time.");
+    });
+    ws.onmessage = (event) => {
+      if (this.ws !== ws || typeof event.data !== "string") return;
+      let msg;
+      try { msg = JSON.parse(event.data); } catch { return; }
+      this.onEvent(msg);
+    };
+    ws.onclose = (event) => {
+      if (this.ws !== ws || this.done) return;
+      if (this.stopping) {
+        // a socket the user stopped before it was up closes without a code: nothing to explain
+        const quiet = event.code === 1005 || event.code === 1006;
+        this.finish(quiet ? "" : describeClose("Dictation", event.code, event.reason));
+      } else if (this.everReady && isDrop(event.code)) {
+        this.lost(ws, "");
+      } else {
+        this.finish(describeClose("Dictation", event.code, event.reason), needsSignIn(event.code, event.reason));
+      }
+    };
+  }
+
+  /** The socket is gone (or useless): reconnect if it ever worked, else give up with `message`. */
+  lost(ws, message) {
+    ws.onclose = null;
+    ws.onmessage = null;
+    if (ws.readyState <= WebSocket.OPEN) ws.close();
+    this.ws = null;
+    this.ready = false;
+    if (!this.everReady) { this.finish(message); return; }
+    if (this.attempt >= MAX_RECONNECTS) {
+      this.finish(`Lost the connection to the gateway; ${MAX_RECONNECTS} attempts to reconnect failed.`);
+      return;
+    }
+    const delay = BACKOFF_MS[Math.min(this.attempt, BACKOFF_MS.length - 1)];
+    this.attempt += 1;
+    this.outbox.unshift(this.replay.takeAll().map((item) => ({...item, replayed: true})));
+    this.view.clearPartial();
+    this.view.reconnecting(delay, this.attempt, MAX_RECONNECTS);
+    logEvent("dictation:dropped");
+    this.later(delay, () => {
+      if (this.done) return;
+      this.view.setState("Reconnecting…");
+      this.connect();
+    });
+  }
+
+  onEvent(msg) {
+    const view = this.view;
+    switch (msg.type) {
+      case "ready":
+        this.ready = true;
+        if (this.everReady) {
+          counters.reconnects += 1;
+          logEvent("dictation:reconnected");
+        }
+        view.listening(msg.model || "ASR", this.rate, this.everReady);
+        this.everReady = true;
+        this.attempt = 0;
+        this.pump();
+        break;
+      case "speech_started":
+        this.replay.speechStarted();
+        view.setState("Hearing speech…");
+        break;
+      case "partial":
+        view.showPartial(String(msg.text || ""), String(msg.stable || ""));
+        view.showLag(Number(msg.lag_s) || 0);
+        break;
+      case "final":
+        this.replay.settled(Number(msg.end) || 0);
+        logEvent("dictation:final");
+        view.addFinal(String(msg.text || ""));
+        if (!this.stopping) view.listening(null, this.rate, false);
+        break;
+      case "error":
+        view.showProblem(`${msg.message || "Error"} (${msg.code})${msg.retryable ? " — retrying, nothing is lost." : ""}`);
+        break;
+      case "closed":
+        this.sawClosed = true;
+        view.setState(`Done: ${msg.utterances} utterance(s), ${msg.audio_s} s of audio.`);
+        break;
+      default:
+        break;
+    }
+  }
+
+  onChunk(samples, rms) {
+    counters.micChunks += 1;
+    counters.levelUpdates += 1;
+    this.view.setLevel(levelOf(rms));
+    if (!this.outbox || !this.forwarding || this.done) return;
+    const dropped = this.outbox.droppedSamples;
+    this.outbox.pushAudio(floatToS16le(samples));
+    if (this.outbox.droppedSamples !== dropped) {
+      counters.droppedAudioS = this.outbox.droppedSamples / this.rate;
+      this.view.showProblem(`The connection is down too long: ${counters.droppedAudioS.toFixed(1)} s of audio could not be kept.`);
+    }
+    this.pump();
+  }
+
+  /** Send what waits, as far as the socket's own buffer allows. */
+  pump() {
+    const ws = this.ws;
+    if (!ws || !this.ready || ws.readyState !== WebSocket.OPEN) return;
+    while (this.outbox.length && ws.bufferedAmount < this.rate * 2 * MAX_SOCKET_BUFFER_S) {
+      const item = this.outbox.shift();
+      if (item.audio) {
+        ws.send(item.audio);
+        counters.audioChunksSent += 1;
+        if (item.replayed) counters.replayedChunks += 1;
+      } else {
+        ws.send(JSON.stringify(item.control));
+        if (item.control.type === "finalize") counters.finalizeSent += 1;
+      }
+      if (!(item.control && item.control.type === "end")) this.replay.add(item);
+      this.lastSentAt = performance.now();
+    }
+    if (this.outbox.length && !this.pumpTimer) {
+      this.pumpTimer = setTimeout(() => { this.pumpTimer = null; this.pump(); }, PUMP_RETRY_MS);
+    }
+  }
+
+  keepAlive() {
+    const ws = this.ws;
+    if (!ws || !this.ready || ws.readyState !== WebSocket.OPEN) return;
+    if (performance.now() - this.lastSentAt < KEEPALIVE_MS) return;
+    ws.send(JSON.stringify({type: "keepalive"}));
+    this.lastSentAt = performance.now();
+  }
+
+  /** Push-to-talk pressed: audio flows to the gateway from now on. */
+  press() {
+    this.presses += 1;
+    this.forwarding = true;
+  }
+
+  /** Push-to-talk released: the audio captured up to now, then `finalize`. */
+  async release() {
+    const press = this.presses;
+    await this.mic.flush();
+    if (press !== this.presses || this.done || this.stopping) return;  // pressed again meanwhile: one utterance
+    this.forwarding = false;
+    if (!this.outbox) return;
+    this.outbox.pushControl({type: "finalize"});
+    this.pump();
+  }
+
+  /** Stop: the last audio, then `end`; close when the gateway has answered. */
+  async stop() {
+    if (this.stopping || this.done) return;
+    this.stopping = true;
+    this.view.stopping();
+    if (!this.ready) {
+      // Not connected yet, or reconnecting: nothing more will be heard.
+      this.mic.close();
+      const ws = this.ws;
+      if (ws && ws.readyState === WebSocket.OPEN) {
+        ws.send(JSON.stringify({type: "end"}));
+        this.later(CLOSE_TIMEOUT_MS, () => this.finish("The gateway did not finish in time; the connection was closed."));
+      } else {
+        this.finish(this.everReady ? "Stopped while reconnecting: the audio since the connection was lost was not transcribed." : "");
+      }
+      return;
+    }
+    this.view.setState("Finishing the last sentence…");
+    await this.mic.flush();
+    this.forwarding = false;
+    this.mic.close();
+    if (this.done) return;
+    this.outbox.pushControl({type: "end"});
+    this.pump();
+    this.later(CLOSE_TIMEOUT_MS, () => this.finish("The gateway did not finish in time; the connection was closed."));
+  }
+
+  later(ms, fn) {
+    const timer = setTimeout(() => { this.timers.delete(timer); fn(); }, ms);
+    this.timers.add(timer);
+  }
+
+  finish(message, signIn = false) {
+    if (this.done) return;
+    this.done = true;
+    for (const timer of this.timers) clearTimeout(timer);
+    this.timers.clear();
+    clearInterval(this.keepaliveTimer);
+    clearTimeout(this.pumpTimer);
+    this.mic.close();
+    if (this.ws && this.ws.readyState <= WebSocket.OPEN) this.ws.close();
+    this.view.ended(this, message, signIn);
+  }
+}

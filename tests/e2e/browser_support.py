@@ -1,0 +1,202 @@
+"""Shared pieces of the browser tests: Debian's Chromium driven by Playwright,
+the gateway's answers as the tests play them, a scriptable WebSocket, the
+screenshots every state leaves behind, and a real QR decoder.
+
+The test extra installs playwright, zxing-cpp and pillow, and
+scripts/setup.sh --test installs chromium: a missing one is a broken setup, so
+the tests fail rather than skip.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import playwright.sync_api as playwright_api
+import pytest
+import zxingcpp
+from PIL import Image
+
+expect = playwright_api.expect
+
+ROOT = Path(__file__).resolve().parents[2]
+UI_TIMEOUT_MS = 15000
+DESKTOP = {"width": 1000, "height": 900}
+PHONE = {"width": 375, "height": 812}
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--use-fake-ui-for-media-stream",
+    "--use-fake-device-for-media-stream", "--autoplay-policy=no-user-gesture-required",
+]
+
+ENGINES_READY = {"engines": [
+    {"kind": "tts", "id": "pocket", "default": True, "state": "ready", "sample_rate": 24000, "frame_samples": 1920,
+     "languages": ["en"], "can_clone": True, "default_voice": "marius"},
+    {"kind": "asr", "id": "asr", "model": "tiny.en", "state": "ready", "languages": ["en"], "multilingual": False},
+]}
+VOICES = {"voices": [{"id": "alba", "engine": "pocket", "name": "alba", "language": "en", "source": "builtin"},
+                     {"id": "marius", "engine": "pocket", "name": "marius", "language": "en", "source": "builtin"}],
+          "defaults": {"pocket": "marius"}}
+ME_USER = {"principal": "pin", "admin": False, "session": True}
+ME_ADMIN = {"principal": "loopback", "admin": True, "session": False}
+
+
+def launch_chromium(p: playwright_api.Playwright, *extra_args: str) -> playwright_api.Browser:
+    chromium = shutil.which("chromium")
+    assert chromium, "Debian's chromium is not installed (scripts/setup.sh --test installs it)"
+    return p.chromium.launch(executable_path=chromium, args=[*CHROMIUM_ARGS, *extra_args])
+
+
+def refusal(detail: str, code: str) -> dict[str, str]:
+    """An auth refusal body exactly as the gateway sends it."""
+    return {"detail": detail, "code": code}
+
+
+def answer(status: int, body: dict | None, headers: dict[str, str] | None = None) -> Callable:
+    def fulfil(route) -> None:
+        if body is None:
+            route.fulfill(status=status, headers=headers or {})
+        else:
+            route.fulfill(status=status, content_type="application/json", body=json.dumps(body), headers=headers or {})
+    return fulfil
+
+
+def open_app(page, gateway_url: str, engines: dict = ENGINES_READY, me: dict | None = ME_USER) -> None:
+    """Load the page with these engines; ``me`` answers GET /v1/auth/me (None: the real gateway answers)."""
+    page.route("**/v1/engines", answer(200, engines))
+    page.route("**/v1/voices", answer(200, VOICES))
+    if me is not None:
+        page.route("**/v1/auth/me", answer(200, me))
+    page.goto(gateway_url + "/")
+    expect(page.locator("#app")).to_be_visible()
+
+
+def counters(page) -> dict[str, float]:
+    return page.evaluate("({...window.voxgate.counters})")
+
+
+def wait_for(page, predicate: Callable[[], bool], what: str, timeout_s: float = 15.0) -> None:
+    for _ in range(int(timeout_s * 10)):
+        if predicate():
+            return
+        page.wait_for_timeout(100)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@dataclass
+class Connection:
+    route: object
+    url: str
+    binary: list[bytes] = field(default_factory=list)
+    text: list[dict] = field(default_factory=list)
+    order: list[str] = field(default_factory=list)  # "audio" or the type of each text message, as received
+
+
+class FakeSocket:
+    """A WebSocket route that records what the page sent on each connection and
+    lets the test answer on the latest one."""
+
+    def __init__(self, page, pattern: str, ready: dict | None):
+        self.connections: list[Connection] = []
+        self.ready = ready
+        page.route_web_socket(pattern, self._accept)
+
+    def _accept(self, route) -> None:
+        conn = Connection(route, route.url)
+        self.connections.append(conn)
+        route.on_message(lambda message: self._received(conn, message))
+        if self.ready is not None:
+            route.send(json.dumps(self.ready))
+
+    @staticmethod
+    def _received(conn: Connection, message) -> None:
+        if isinstance(message, bytes):
+            conn.binary.append(message)
+            conn.order.append("audio")
+        else:
+            event = json.loads(message)
+            conn.text.append(event)
+            conn.order.append(event.get("type", "?"))
+
+    @property
+    def latest(self) -> Connection | None:
+        return self.connections[-1] if self.connections else None
+
+    @property
+    def route(self):
+        return self.latest.route if self.latest else None
+
+    @property
+    def url(self) -> str:
+        return self.latest.url if self.latest else ""
+
+    @property
+    def binary(self) -> list[bytes]:
+        return self.latest.binary if self.latest else []
+
+    @property
+    def text(self) -> list[dict]:
+        return self.latest.text if self.latest else []
+
+    def send(self, event: dict) -> None:
+        self.route.send(json.dumps(event))
+
+
+class Screenshots:
+    """Pictures of the page's states at desktop and phone widths, kept as test artifacts."""
+
+    def __init__(self, directory: Path):
+        self.directory = directory
+
+    def take(self, page, name: str) -> None:
+        size = page.viewport_size
+        for label, viewport in (("desktop", DESKTOP), ("phone", PHONE)):
+            page.set_viewport_size(viewport)
+            page.wait_for_timeout(100)  # a frame for the layout to settle
+            page.screenshot(path=str(self.directory / f"{name}-{label}.png"), full_page=True)
+        page.set_viewport_size(size)
+
+
+@pytest.fixture(scope="session")
+def screenshots() -> Screenshots:
+    """Kept in build/browser-screenshots (ignored by git), replaced by every run."""
+    directory = ROOT / "build" / "browser-screenshots"
+    directory.mkdir(parents=True, exist_ok=True)
+    return Screenshots(directory)
+
+
+def decode_qr(png: bytes) -> list[str]:
+    """Every QR code zxing-cpp finds in a PNG image."""
+    image = np.asarray(Image.open(io.BytesIO(png)).convert("L"))
+    return [result.text for result in zxingcpp.read_barcodes(image, formats=zxingcpp.BarcodeFormat.QRCode)]
+
+
+def no_page_errors(page) -> list[str]:
+    """Collect uncaught page errors into a list the fixture checks at the end."""
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    return errors
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with playwright_api.sync_playwright() as p:
+        chromium = launch_chromium(p)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport=DESKTOP)
+    context.set_default_timeout(UI_TIMEOUT_MS)
+    page = context.new_page()
+    errors = no_page_errors(page)
+    yield page
+    context.close()
+    assert errors == [], f"uncaught errors in the page: {errors}"

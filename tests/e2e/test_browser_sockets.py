@@ -1,0 +1,344 @@
+"""The browser client's two sockets in a real headless Chromium, with the
+gateway's side played by Playwright's WebSocket routing: what the page sends
+(s16le audio, `finalize`, `end`, `cancel`), what it does with every event and
+close code, push-to-talk, reconnecting with the unsettled audio replayed, and
+the frame player. tests/e2e/test_browser.py runs the same page against the real
+engines.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import struct
+
+import pytest
+
+from tests.e2e.browser_support import (
+    ENGINES_READY,
+    FakeSocket,
+    counters,
+    expect,
+    open_app,
+    wait_for,
+)
+from tests.e2e.gateway_process import running_gateway
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
+
+DICTATION_READY = {"type": "ready", "session": "dic-1", "protocol": 1, "sample_rate": 48000,
+                   "encoding": "pcm_s16le", "language": "auto", "model": "tiny.en"}
+TTS_READY = {"type": "ready", "protocol": 1, "engine": "pocket", "voice": "marius", "sample_rate": 24000,
+             "encoding": "pcm_f32le", "frame_samples": 1920}
+
+# Records every AudioBufferSourceNode.start(when) so a test can read the play cursor.
+RECORD_STARTS = """
+(() => {
+  window.__starts = [];
+  const start = AudioBufferSourceNode.prototype.start;
+  AudioBufferSourceNode.prototype.start = function (when, ...rest) {
+    window.__starts.push({when, duration: this.buffer.duration, rate: this.buffer.sampleRate});
+    return start.call(this, when, ...rest);
+  };
+})();
+"""
+
+
+@pytest.fixture(scope="module")
+def gateway_url(tmp_path_factory):
+    with running_gateway(tmp_path_factory.mktemp("data"), "none") as gw:
+        yield gw.url
+
+
+def pause_clock(page) -> None:
+    """From now on the page's timers fire only when the test runs its clock."""
+    page.clock.pause_at(page.evaluate("Date.now()") + 10)
+
+
+def context_rate(page) -> int:
+    return page.evaluate("(async () => { const c = new AudioContext(); const r = c.sampleRate; await c.close(); return r; })()")
+
+
+# ---- dictation
+
+
+def test_dictation_streams_s16le_at_the_context_rate_and_renders_partials_and_finals(page, gateway_url):
+    fake = FakeSocket(page, "**/v1/dictation*", DICTATION_READY)
+    open_app(page, gateway_url)
+    expect(page.locator("#language-field")).to_be_hidden()  # tiny.en is not multilingual
+    page.get_by_role("button", name="Start dictation").click()
+    wait_for(page, lambda: len(fake.binary) >= 30, "1.5 s of microphone audio on the socket")
+    rate = context_rate(page)
+    assert fake.url.endswith(f"/v1/dictation?sample_rate={rate}&encoding=pcm_s16le")
+    chunks = list(fake.binary)
+    assert all(len(chunk) == 2 * round(rate * 0.05) for chunk in chunks)
+    samples = struct.unpack(f"<{len(b''.join(chunks)) // 2}h", b"".join(chunks))
+    assert max(abs(s) for s in samples) > 1000  # the fake device beeps once a second: real audio, not zeros
+    wait_for(page, lambda: page.evaluate("document.getElementById('mic-level').value") > 0.5, "the level meter")
+
+    fake.send({"type": "speech_started", "utterance": 0, "at": 0.4})
+    fake.send({"type": "partial", "utterance": 0, "text": "turn on the kit", "stable": "turn on", "start": 0.4,
+               "end": 1.2, "lag_s": 0.1})
+    expect(page.locator("#partial .stable")).to_have_text("turn on")
+    expect(page.locator("#partial .unstable")).to_have_text(" the kit")
+    expect(page.locator("#dictation-lag")).to_be_hidden()
+    fake.send({"type": "final", "utterance": 0, "text": "Turn on the kitchen lights.", "start": 0.4, "end": 2.3,
+               "language": "en"})
+    expect(page.locator("#finals p")).to_have_text(["Turn on the kitchen lights."])
+    expect(page.locator("#partial")).to_have_text("")
+    expect(page.locator("#finals")).to_have_attribute("aria-live", "polite")
+    fake.send({"type": "error", "code": "asr_unavailable", "message": "the recognizer is restarting", "retryable": True})
+    expect(page.locator("#dictation-problem")).to_have_text(
+        "the recognizer is restarting (asr_unavailable) — retrying, nothing is lost.")
+
+    page.get_by_role("button", name="Stop dictation").click()
+    wait_for(page, lambda: {"type": "end"} in fake.text, "the end message")
+    fake.send({"type": "closed", "utterances": 1, "audio_s": 3.2})
+    fake.route.close(code=1000, reason="")
+    expect(page.locator("#dictation-state")).to_have_text("Done: 1 utterance(s), 3.2 s of audio.")
+    expect(page.get_by_role("button", name="Start dictation")).to_be_enabled()
+    expect(page.locator("#mic-level")).to_have_attribute("value", "0")
+    assert fake.text == [{"type": "end"}]
+    assert fake.latest.order[-1] == "end"  # the last audio went before it
+
+
+def test_the_recognizers_lag_is_shown_while_it_is_behind(page, gateway_url):
+    fake = FakeSocket(page, "**/v1/dictation*", DICTATION_READY)
+    open_app(page, gateway_url)
+    page.get_by_role("button", name="Start dictation").click()
+    wait_for(page, lambda: fake.binary, "audio")
+    partial = {"type": "partial", "utterance": 0, "text": "so", "stable": "", "start": 0.0, "end": 0.5}
+    fake.send({**partial, "lag_s": 2.46})
+    expect(page.locator("#dictation-lag")).to_have_text("The recognizer is 2.5 s behind.")
+    fake.send({**partial, "lag_s": 0.3})
+    expect(page.locator("#dictation-lag")).to_be_hidden()
+
+
+def test_a_multilingual_model_offers_its_languages(page, gateway_url):
+    engines = {"engines": [ENGINES_READY["engines"][0],
+                           {"kind": "asr", "id": "asr", "model": "whisper-base", "state": "ready",
+                            "multilingual": True, "languages": ["en", "de", "fr"]}]}
+    fake = FakeSocket(page, "**/v1/dictation*", DICTATION_READY)
+    open_app(page, gateway_url, engines)
+    language = page.get_by_label("Language")
+    expect(page.locator("#dictation-language option")).to_have_text(
+        ["Detect automatically", "English (en)", "German (de)", "French (fr)"])
+    language.select_option("de")
+    page.get_by_role("button", name="Start dictation").click()
+    wait_for(page, lambda: fake.url, "the dictation socket")
+    assert fake.url.endswith("&encoding=pcm_s16le&language=de")
+    expect(language).to_be_disabled()  # a socket's language is fixed when it opens
+
+
+@pytest.mark.parametrize(("code", "reason", "shown"), [
+    (1013, "", "The gateway is busy (too many dictation sessions right now). Try again in a moment."),
+    (4400, "sample_rate: must be 8000..48000", "Dictation stopped: bad request: sample_rate: must be 8000..48000."),
+    (1011, "the recognizer cannot start", "Dictation stopped because of a server error: the recognizer cannot start."),
+    (1008, "browser origin rejected", "Dictation was refused by the gateway: browser origin rejected."),
+])
+def test_dictation_close_codes_before_ready_are_explained(page, gateway_url, code, reason, shown):
+    fake = FakeSocket(page, "**/v1/dictation*", ready=None)
+    open_app(page, gateway_url)
+    page.get_by_role("button", name="Start dictation").click()
+    wait_for(page, lambda: fake.route is not None, "the dictation socket")
+    fake.route.close(code=code, reason=reason)
+    expect(page.locator("#dictation-problem")).to_have_text(shown)
+    expect(page.get_by_role("button", name="Start dictation")).to_be_enabled()
+    assert len(fake.connections) == 1  # a socket that never worked is not retried
+
+
+def test_a_refused_socket_sends_the_page_back_to_the_gate(page, gateway_url):
+    fake = FakeSocket(page, "**/v1/dictation*", ready=None)
+    open_app(page, gateway_url)
+    page.unroute("**/v1/engines")
+    page.route("**/v1/engines", lambda route: route.fulfill(
+        status=401, content_type="application/json", body='{"detail": "PIN required", "code": "pin_required"}'))
+    page.get_by_role("button", name="Start dictation").click()
+    wait_for(page, lambda: fake.route is not None, "the dictation socket")
+    fake.route.close(code=1008, reason="PIN required")
+    expect(page.get_by_label("PIN shown by the gateway's owner")).to_be_visible()
+
+
+def test_dictation_stopped_before_the_session_is_ready_ends_quietly(page, gateway_url):
+    fake = FakeSocket(page, "**/v1/dictation*", ready=None)
+    open_app(page, gateway_url)
+    page.get_by_role("button", name="Start dictation").click()
+    wait_for(page, lambda: fake.route is not None, "the dictation socket")
+    page.get_by_role("button", name="Stop dictation").click()
+    wait_for(page, lambda: fake.text == [{"type": "end"}], "the end message")
+    assert fake.binary == []  # no audio is sent before `ready`
+    fake.route.close(code=1000, reason="")
+    expect(page.locator("#dictation-state")).to_have_text("Stopped.")
+    expect(page.locator("#dictation-problem")).to_have_text("")
+
+
+def test_push_to_talk_sends_audio_only_while_held_and_finalizes_on_release(page, gateway_url, screenshots):
+    fake = FakeSocket(page, "**/v1/dictation*", DICTATION_READY)
+    open_app(page, gateway_url)
+    page.get_by_label("Push-to-talk").check()
+    talk = page.get_by_role("button", name="Hold to talk")
+    expect(page.locator("#push-hint")).to_be_visible()
+    talk.hover()
+    page.mouse.down()
+    expect(talk).to_have_attribute("aria-pressed", "true")
+    wait_for(page, lambda: len(fake.binary) >= 10, "audio while the button is held")
+    screenshots.take(page, "dictation-push-to-talk")
+    page.mouse.up()
+    wait_for(page, lambda: fake.text == [{"type": "finalize"}], "finalize on release")
+    held = len(fake.binary)
+    assert fake.latest.order == ["audio"] * held + ["finalize"]
+    page.wait_for_timeout(500)  # ten chunks' time: none may come while the button is up
+    assert len(fake.binary) == held
+
+    page.locator("h1").click()  # the space bar talks when no control claims it
+    page.keyboard.down("Space")
+    wait_for(page, lambda: len(fake.binary) >= held + 5, "audio while the space bar is held")
+    page.keyboard.up("Space")
+    wait_for(page, lambda: fake.text == [{"type": "finalize"}] * 2, "finalize on releasing the space bar")
+    assert fake.latest.order[-1] == "finalize"
+    assert counters(page)["finalizeSent"] == 2
+    fake.send({"type": "final", "utterance": 0, "text": "Held and said.", "start": 0.1, "end": 0.9, "language": "en"})
+    expect(page.locator("#finals p")).to_have_text(["Held and said."])
+
+
+def test_space_keeps_its_meaning_in_a_text_field(page, gateway_url):
+    fake = FakeSocket(page, "**/v1/dictation*", DICTATION_READY)
+    open_app(page, gateway_url)
+    page.get_by_label("Push-to-talk").check()
+    page.get_by_label("Text to speak").fill("a")
+    page.get_by_label("Text to speak").press("Space")
+    expect(page.get_by_label("Text to speak")).to_have_value("a ")
+    assert fake.connections == []
+
+
+def test_a_dropped_socket_reconnects_and_replays_the_unsettled_audio(page, gateway_url, screenshots):
+    page.clock.install()
+    fake = FakeSocket(page, "**/v1/dictation*", DICTATION_READY)
+    open_app(page, gateway_url)
+    pause_clock(page)  # the backoff waits until the test moves the clock
+    page.get_by_role("button", name="Start dictation").click()
+    wait_for(page, lambda: len(fake.binary) >= 20, "audio on the first socket")
+    fake.send({"type": "speech_started", "utterance": 0, "at": 0.1})
+    fake.send({"type": "final", "utterance": 0, "text": "Before the drop.", "start": 0.1, "end": 0.5, "language": "en"})
+    expect(page.locator("#finals p")).to_have_text(["Before the drop."])
+    fake.send({"type": "speech_started", "utterance": 1, "at": 0.6})
+    fake.send({"type": "partial", "utterance": 1, "text": "and then", "stable": "", "start": 0.6, "end": 1.0})
+    wait_for(page, lambda: len(fake.binary) >= 30, "more audio")
+    first = fake.latest
+    first.route.close(code=1012, reason="")  # the server restarts
+    expect(page.locator("#dictation-state")).to_have_text(
+        "Connection lost. Reconnecting in 0.5 s (attempt 1 of 8); your audio is kept.")
+    expect(page.locator("#partial")).to_have_text("")  # the utterance is heard again from its start
+    screenshots.take(page, "dictation-reconnecting")
+    assert len(fake.connections) == 1
+    page.clock.run_for(500)
+    wait_for(page, lambda: len(fake.connections) == 2, "the second socket")
+    expect(page.locator("#dictation-state")).to_contain_text("Reconnected.")
+    replayed = len(first.binary) - 10  # the first 10 chunks (0.5 s) were settled by the final
+    wait_for(page, lambda: len(fake.binary) >= replayed + 5, "the replay and live audio on the second socket")
+    assert fake.binary[:replayed] == first.binary[10:]
+    assert counters(page)["replayedChunks"] == replayed
+    assert counters(page)["reconnects"] == 1
+    fake.send({"type": "final", "utterance": 0, "text": "And after it.", "start": 0.0, "end": 1.0, "language": "en"})
+    expect(page.locator("#finals p")).to_have_text(["Before the drop.", "And after it."])
+    assert page.evaluate("window.voxgate.events.filter((e) => e.startsWith('dictation:'))") == [
+        "dictation:final", "dictation:dropped", "dictation:reconnected", "dictation:final"]
+
+
+def test_reconnecting_gives_up_after_the_last_attempt_fails(page, gateway_url):
+    page.clock.install()
+    fake = FakeSocket(page, "**/v1/dictation*", DICTATION_READY)
+    open_app(page, gateway_url)
+    pause_clock(page)
+    page.get_by_role("button", name="Start dictation").click()
+    wait_for(page, lambda: fake.connections, "the first socket")
+    fake.ready = None  # from now on sockets open but the session never starts
+    fake.route.close(code=1001, reason="")
+    for attempt in range(1, 9):
+        expect(page.locator("#dictation-state")).to_contain_text(f"(attempt {attempt} of 8)")
+        page.clock.run_for(8000)  # the longest backoff
+        wait_for(page, lambda a=attempt: len(fake.connections) == a + 1, f"attempt {attempt}")
+        fake.route.close(code=1006 if attempt % 2 else 1013, reason="")
+    expect(page.locator("#dictation-problem")).to_have_text(
+        "Lost the connection to the gateway; 8 attempts to reconnect failed.")
+    expect(page.get_by_role("button", name="Start dictation")).to_be_enabled()
+
+
+def test_copy_puts_the_transcript_on_the_clipboard_and_clear_empties_it(page, gateway_url):
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    fake = FakeSocket(page, "**/v1/dictation*", DICTATION_READY)
+    open_app(page, gateway_url)
+    page.get_by_role("button", name="Start dictation").click()
+    wait_for(page, lambda: fake.binary, "audio")
+    for n, text in enumerate(["First line.", "Second line."]):
+        fake.send({"type": "final", "utterance": n, "text": text, "start": n, "end": n + 0.5, "language": "en"})
+    expect(page.locator("#finals p")).to_have_count(2)
+    page.get_by_role("button", name="Copy").click()
+    expect(page.locator("#transcript-status")).to_have_text("Transcript copied to the clipboard.")
+    assert page.evaluate("navigator.clipboard.readText()") == "First line.\nSecond line."
+    page.get_by_role("button", name="Clear").click()
+    expect(page.locator("#finals p")).to_have_count(0)
+    expect(page.get_by_role("button", name="Copy")).to_be_disabled()
+    expect(page.locator("#finals")).to_be_focused()
+
+
+# ---- speech
+
+
+def test_tts_player_schedules_each_frame_right_after_the_previous_one(page, gateway_url):
+    page.add_init_script(RECORD_STARTS)
+    fake = FakeSocket(page, "**/v1/tts*", ready=None)
+    open_app(page, gateway_url)
+    expect(page.get_by_label("Voice", exact=True)).to_have_value("marius")
+    expect(page.get_by_label("Engine")).to_have_value("pocket")
+    page.get_by_label("Voice", exact=True).select_option("alba")
+    page.get_by_label("Text to speak").fill("Two frames, please.")
+    page.get_by_role("button", name="Speak", exact=True).click()
+    wait_for(page, lambda: fake.route is not None, "the tts socket")
+    rate = int(re.search(r"sample_rate=(\d+)", fake.url).group(1))
+    assert fake.url.endswith(f"/v1/tts?encoding=pcm_f32le&engine=pocket&voice=alba&sample_rate={rate}")
+    fake.send({**TTS_READY, "voice": "alba", "sample_rate": rate})
+    wait_for(page, lambda: fake.text, "the speak message")
+    assert fake.text == [{"type": "speak", "text": "Two frames, please.", "id": "page-1"}]
+    fake.send({"type": "start", "id": "page-1", "text": "Two frames, please."})
+    frame = rate * 80 // 1000
+    tone = struct.pack(f"<{frame}f", *([0.25, -0.25] * (frame // 2)))
+    for _ in range(3):
+        fake.route.send(tone)
+    expect(page.locator("#tts-ttfa")).to_have_text(re.compile(r"^First audio after \d+ ms$"))
+    fake.send({"type": "end", "id": "page-1", "frames": 3, "audio_s": 0.24, "ttfa_ms": 95.2, "rtf": 0.31})
+    expect(page.locator("#tts-stats")).to_have_text(
+        "Server: first audio after 95 ms · real-time factor 0.31 · 0.24 s of audio in 3 frames")
+    starts = page.evaluate("window.__starts")
+    assert [s["rate"] for s in starts] == [rate] * 3
+    assert [round(s["duration"] * rate) for s in starts] == [frame] * 3
+    for before, after in itertools.pairwise(starts):
+        assert after["when"] == pytest.approx(before["when"] + before["duration"], abs=1e-9)
+    wait_for(page, lambda: {"type": "end"} in fake.text, "the end message after the utterance")
+    wait_for(page, lambda: counters(page)["ttsFramesPlayed"] == 3, "the three frames played to their end")
+    assert {k: counters(page)[k] for k in ("ttsFramesReceived", "ttsFramesScheduled", "ttsFramesStopped")} == {
+        "ttsFramesReceived": 3, "ttsFramesScheduled": 3, "ttsFramesStopped": 0}
+
+
+def test_tts_stop_silences_the_page_and_cancels_on_the_socket(page, gateway_url):
+    fake = FakeSocket(page, "**/v1/tts*", ready=None)
+    open_app(page, gateway_url)
+    page.get_by_role("button", name="Speak", exact=True).click()
+    wait_for(page, lambda: fake.route is not None, "the tts socket")
+    fake.send(TTS_READY)
+    fake.send({"type": "start", "id": "page-1", "text": "..."})
+    frame = struct.pack("<1920f", *([0.1] * 1920))
+    for _ in range(4):
+        fake.route.send(frame)
+    wait_for(page, lambda: counters(page)["ttsFramesScheduled"] == 4, "four frames scheduled")
+    page.get_by_role("button", name="Stop speaking").click()
+    wait_for(page, lambda: {"type": "cancel"} in fake.text, "the cancel message")
+    assert counters(page)["ttsFramesPlayed"] + counters(page)["ttsFramesStopped"] == 4
+    assert counters(page)["ttsFramesStopped"] >= 1  # 0.32 s of audio cannot have played already
+    fake.send({"type": "cancelled", "id": "page-1", "frames_sent": 4})
+    expect(page.locator("#tts-state")).to_have_text("Stopped after 4 frames.")
+    wait_for(page, lambda: fake.text[-1] == {"type": "end"}, "the end message after cancel")
+    fake.send({"type": "closed"})
+    fake.route.close(code=1000, reason="")
+    expect(page.get_by_role("button", name="Speak", exact=True)).to_be_enabled()
+    expect(page.get_by_role("button", name="Stop speaking")).to_be_disabled()
