@@ -8,7 +8,8 @@ and streamed through a real gateway socket in real time by the project's own
 client (gateway.client.dictation, as ``voxgate transcribe`` does). It reports:
 
 - WER of the streaming finals, and of the same model transcribing each whole
-  clip offline (POST /v1/audio/transcriptions: VAD-filtered, the finals' beam);
+  clip offline (POST /v1/audio/transcriptions, with the finals' beam), per clip
+  and, for the concurrent runs, on their four-sentence file;
 - end of speech -> final and end of speech -> eager final (p50, p95),
   measured from the wall-clock moment the last voiced sample of an utterance
   was sent (the streams ask for ``eager=true``; an utterance whose final came
@@ -243,6 +244,7 @@ async def run(url: str, server_pid: int | None, levels: list[int], max_clips: in
     if clips:
         lines += await single_streams(url, server_pid, clips)
     long_clip = concat_clips(make_clips()[:4])  # ~18 s, four sentences
+    offline_errors = word_errors(long_clip.text, offline_text(url, long_clip))[0] / len(long_clip.text.split())
     rows = []
     for n in levels:
         results = await asyncio.gather(*(stream_clip(url, long_clip) for _ in range(n)))
@@ -261,11 +263,13 @@ async def run(url: str, server_pid: int | None, levels: list[int], max_clips: in
     sustained = max(ok, default=0)
     shown = f"at least {sustained} (the most tried)" if sustained == max(levels) else str(sustained)
     lines += [("| streams | final p50 | final p95 | eager p50 | eager p95 | partial lag p95 | lag max "
-               "| first partial p50 | utterances with a partial | WER | turn_resumed |"),
-              "|---|---|---|---|---|---|---|---|---|---|---|"]
+               "| first partial p50 | utterances with a partial | WER | WER / offline | turn_resumed |"),
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for n, f50, f95, e50, e95, l95, lmax, fp50, with_partial, w, resumed in rows:
+        ratio = f"{w / offline_errors:.2f}x" if offline_errors else ("1.00x" if w == 0 else "inf")
         lines.append(f"| {n} | {f50:.2f} s | {f95:.2f} s | {e50:.2f} s | {e95:.2f} s | {l95:.2f} s | {lmax:.2f} s "
-                     f"| {fp50:.2f} s | {with_partial:.0%} | {w:.1%} | {resumed} |")
+                     f"| {fp50:.2f} s | {with_partial:.0%} | {w:.1%} | {ratio} | {resumed} |")
+    lines.append(f"\nOffline WER of the same four sentences as one file (beam {FILE_BEAM}): {offline_errors:.1%}.")
     lines += ["", (f"Most concurrent real-time streams with final p95 < {FINAL_P95_BAR_S} s and partial lag "
                    f"p95 < {LAG_P95_BAR_S} s: {shown}.")]
     return "\n".join(lines)
@@ -333,6 +337,13 @@ def concat_clips(clips: list[Clip]) -> Clip:
     return Clip("concat", text, audio, clips[0].speech_start_s, ends)
 
 
+def cpu_model() -> str:
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return "unknown CPU"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--url", help="use a running gateway instead of starting one (no CPU figure)")
@@ -355,8 +366,12 @@ def main() -> int:
             proc, url = start_server(args.threads, extra_env)
             pid = proc.pid
         started = time.monotonic()
+        load_before = os.getloadavg()
         table = asyncio.run(run(url, pid, levels, args.clips))
         print(table)
+        print(f"\nCPU: {cpu_model()}, {os.cpu_count()} cores; load average (1/5/15 min) before "
+              f"{'/'.join(f'{x:.2f}' for x in load_before)}, after {'/'.join(f'{x:.2f}' for x in os.getloadavg())}; "
+              f"ASR threads {args.threads}; settings {extra_env or 'default'}")
         print(f"\n(ran in {time.monotonic() - started:.0f} s)", file=sys.stderr)
     finally:
         if proc is not None:
