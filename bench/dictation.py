@@ -1,6 +1,6 @@
 """Live dictation benchmark: accuracy, latency, CPU and capacity on this machine.
 
-    flock /tmp/voxgate-bench.lock python bench/dictation.py     # starts its own gateway (tiny.en), ~5 minutes
+    flock /tmp/voxgate-bench.lock python bench/dictation.py     # starts its own gateway (tiny.en), ~3 minutes
 
 Speech is made at run time (Piper joe at three speeds, espeak-ng with three
 voices; clean and with white noise at 10 dB SNR), each clip framed by silence,
@@ -43,6 +43,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from engines.asr.decoder import split_cores  # noqa: E402
 from engines.asr.files import BEAM as FILE_BEAM  # noqa: E402
 from engines.asr.policy import FINAL_BEAM  # noqa: E402
 from gateway.audio import write_wav  # noqa: E402
@@ -215,7 +216,7 @@ def pct(values: list[float], q: float) -> float:
     return float(np.percentile(values, q)) if values else float("nan")
 
 
-def start_server(threads: int, extra_env: dict[str, str]) -> tuple[subprocess.Popen, str]:
+def start_server(threads: int | None, extra_env: dict[str, str]) -> tuple[subprocess.Popen, str]:
     import httpx
 
     with socket.socket() as s:
@@ -223,7 +224,9 @@ def start_server(threads: int, extra_env: dict[str, str]) -> tuple[subprocess.Po
         port = s.getsockname()[1]
     env = {k: v for k, v in os.environ.items() if not k.startswith("VOXGATE_")}
     env.update({"PYTHONPATH": str(ROOT), "VOXGATE_DATA_DIR": tempfile.mkdtemp(prefix="voxgate-bench-"),
-                "VOXGATE_ASR_THREADS": str(threads), "VOXGATE_MAX_DICTATION_STREAMS": "64", **extra_env})
+                "VOXGATE_MAX_DICTATION_STREAMS": "64", **extra_env})
+    if threads is not None:
+        env["VOXGATE_ASR_THREADS"] = str(threads)
     proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "serve", "--port", str(port), "--engines", "asr",
                              "--log-level", "warning"], cwd=ROOT, env=env, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
@@ -347,7 +350,7 @@ def cpu_model() -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--url", help="use a running gateway instead of starting one (no CPU figure)")
-    parser.add_argument("--threads", type=int, default=2, help="ASR threads of the gateway it starts")
+    parser.add_argument("--threads", type=int, help="VOXGATE_ASR_THREADS of the gateway it starts (default: unset)")
     parser.add_argument("--levels", default="1,4,8,12,16", help="concurrent stream counts to try")
     parser.add_argument("--clips", type=int, default=len(SENTENCES),
                         help="use only the first N clips for the one-stream part (0: capacity only)")
@@ -367,11 +370,13 @@ def main() -> int:
             pid = proc.pid
         started = time.monotonic()
         load_before = os.getloadavg()
+        lanes, threads = split_cores(int(extra_env.get("VOXGATE_ASR_LANES", 0)),
+                                     args.threads if args.threads is not None else 0, len(os.sched_getaffinity(0)))
         table = asyncio.run(run(url, pid, levels, args.clips))
         print(table)
         print(f"\nCPU: {cpu_model()}, {os.cpu_count()} cores; load average (1/5/15 min) before "
               f"{'/'.join(f'{x:.2f}' for x in load_before)}, after {'/'.join(f'{x:.2f}' for x in os.getloadavg())}; "
-              f"ASR threads {args.threads}; settings {extra_env or 'default'}")
+              f"settings {extra_env or 'default'}; ASR decode lanes x threads {lanes} x {threads}")
         print(f"\n(ran in {time.monotonic() - started:.0f} s)", file=sys.stderr)
     finally:
         if proc is not None:

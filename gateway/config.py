@@ -214,7 +214,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("max_tts_sessions", _int_range(1, 10000), "16", "Concurrent /v1/tts sockets; above it new ones close 1013."),
     Option("asr_model", _str, "tiny.en", "ASR model: a bundled id (tiny.en, whisper-base), a faster-whisper name or a CTranslate2 directory."),
     Option("asr_compute_type", _str, "int8", "CTranslate2 compute type for the ASR model."),
-    Option("asr_threads", _int_range(0, 256), "0", "CPU threads for the ASR sidecar (0: all cores)."),
+    Option("asr_threads", _int_range(0, 256), "0", "CPU threads per ASR decode (0: the cores divided among VOXGATE_ASR_LANES)."),
     Option("max_dictation_streams", _int_range(1, 10000), "8", "Concurrent /v1/dictation sockets; above it new ones close 1013."),
     Option("idle_timeout_s", _float_range(1, 3600), "30", "Close a socket (4408) after this long with no message or read."),
     # OmniVoice TTS engine (engines/omnivoice, the [omnivoice] extra; docs/engines/omnivoice.md)
@@ -237,7 +237,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("header_timeout_s", _float_range(1, 300), "10", "Close a connection whose request headers are not complete within this time."),
     Option("max_transcriptions", _int_range(1, 64), "2", "Concurrent file transcriptions; more get 503 + Retry-After (live dictation streams are counted apart)."),
     Option("dictation_max_ahead_s", _float_range(1, 3600), "30", "Audio a dictation stream may send ahead of real time; past it the gateway reads that socket only as fast as real time."),
-    Option("asr_lanes", _int_range(1, 64), "1", "Decodes the ASR sidecar runs at once, each on VOXGATE_ASR_THREADS threads."),  # dictation at load
+    Option("asr_lanes", _int_range(0, 64), "0", "Decodes the ASR sidecar runs at once, each on VOXGATE_ASR_THREADS threads (0: the cores divided by VOXGATE_ASR_THREADS; both 0: one per core)."),  # dictation at load
     Option("asr_batch", _int_range(1, 64), "4", "Most finals of different streams the ASR sidecar decodes together in one beam search."),
 )
 
@@ -285,7 +285,7 @@ class Settings:
     header_timeout_s: float = 10.0
     max_transcriptions: int = 2
     dictation_max_ahead_s: float = 30.0
-    asr_lanes: int = 1
+    asr_lanes: int = 0
     asr_batch: int = 4
 
     @classmethod

@@ -59,6 +59,22 @@ class Transcript:
     decode_s: float = 0.0
 
 
+def split_cores(lanes: int, threads: int, cores: int) -> tuple[int, int]:
+    """Decode lanes and threads per lane for ``cores`` CPU cores; a 0 is filled in
+    so that lanes x threads = cores (both 0: one single-threaded lane per core).
+
+    Several single-threaded decodes at once beat one decode on every core: a short
+    window's decode does not spread well over threads (on 2 cores, 2 lanes of 1
+    thread held final p95 under 1.2 s to 16 streams; 1 lane of 2, to 8).
+    """
+    cores = max(1, cores)
+    if lanes <= 0:
+        lanes = max(1, cores // threads) if threads > 0 else cores
+    if threads <= 0:
+        threads = max(1, cores // lanes)
+    return lanes, threads
+
+
 class WhisperDecoder:
     """Loads a model once; ``decode`` transcribes one window of 16 kHz audio."""
 

@@ -10,7 +10,7 @@ every utterance opened before it (``utterance``: the one it closed, or None).
   speech (so a click does not open one) and closes after ``silence_ms`` of
   silence. Audio outside utterances is never decoded.
 - While an utterance is open its audio is re-decoded about every 0.5 s
-  (beam 5) for a ``partial``; LocalAgreement-2 fixes the ``stable`` prefix,
+  (beam 5) for a ``partial``; LocalAgreement-3 fixes the ``stable`` prefix,
   which is then forced as the decoder prefix so later hypotheses keep it.
 - Finals are decoded freely (a forced prefix that already covers all the
   speech makes Whisper invent a continuation), then the stable words are put

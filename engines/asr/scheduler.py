@@ -8,7 +8,7 @@ Rules, in order:
 2. Then a file window, if it has waited longer than every due partial.
 3. Then partials, round-robin: the stream whose last partial was dispatched
    longest ago goes first (a stream that just got one waits for the others),
-   up to ``max_batch`` at a time.
+   up to ``partial_batch`` at a time (1 in the sidecar).
 
 Partial cadence adapts to the load: each stream's partial comes after
 ``PARTIAL_STEP_S`` of new audio while the decoder has room, and after longer

@@ -55,7 +55,7 @@ class AsrSupervisor:
 
     def __init__(self, *, model: str, data_dir: Path, compute_type: str = "int8", threads: int = 0,
                  python: str = sys.executable, start_timeout_s: float = START_TIMEOUT_S,
-                 backoff_s: tuple[float, ...] = BACKOFF_S, env: Mapping[str, str] | None = None, lanes: int = 1,
+                 backoff_s: tuple[float, ...] = BACKOFF_S, env: Mapping[str, str] | None = None, lanes: int = 0,
                  watchdog: Watchdog | None = None, batch: int = 4) -> None:
         self.model_name = model
         self.data_dir = data_dir
