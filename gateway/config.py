@@ -89,7 +89,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("max_tts_sessions", _int_range(1, 10000), "16", "Concurrent /v1/tts sockets; above it new ones close 1013."),
     Option("asr_model", _str, "tiny.en", "ASR model: a bundled id (tiny.en, whisper-base), a faster-whisper name or a CTranslate2 directory."),
     Option("asr_compute_type", _str, "int8", "CTranslate2 compute type for the ASR model."),
-    Option("asr_threads", _int_range(0, 256), "0", "CPU threads for the ASR sidecar (0: all cores)."),
+    Option("asr_threads", _int_range(0, 256), "0", "CPU threads per ASR decode (0: the cores divided among VOXGATE_ASR_LANES)."),
     Option("max_dictation_streams", _int_range(1, 10000), "8", "Concurrent /v1/dictation sockets; above it new ones close 1013."),
     Option("idle_timeout_s", _float_range(1, 3600), "30", "Close a socket (4408) after this long with no message or read."),
     # OmniVoice TTS engine (engines/omnivoice, the [omnivoice] extra; docs/engines/omnivoice.md)
@@ -116,6 +116,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("drain_s", _float_range(0, 3600), "30", "On SIGTERM, how long open sessions may take to finish their work (ready answers 503 meanwhile) before they close 1001."),
     Option("redis_url", _opt_str, "", "Redis for auth state shared by replicas (sessions, tickets, lockout, PIN), e.g. redis://host:6379/0; unset: in memory.", secret=True),
     Option("redis_prefix", _str, "voxgate:", "Prefix of every Redis key, so deployments can share one Redis."),
+    Option("asr_lanes", _int_range(0, 64), "0", "Decodes the ASR sidecar runs at once, each on VOXGATE_ASR_THREADS threads (0: the cores divided by VOXGATE_ASR_THREADS; both 0: one per core)."),  # dictation at load
+    Option("asr_batch", _int_range(1, 64), "4", "Most finals of different streams the ASR sidecar decodes together in one beam search."),
 )
 
 _BY_NAME = {opt.name: opt for opt in OPTIONS}
@@ -165,6 +167,8 @@ class Settings:
     drain_s: float = 30.0
     redis_url: str | None = field(default=None, repr=False)
     redis_prefix: str = "voxgate:"
+    asr_lanes: int = 0
+    asr_batch: int = 4
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:

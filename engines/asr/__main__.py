@@ -23,7 +23,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", required=True, help="CTranslate2 model directory or faster-whisper name")
     parser.add_argument("--model-id", help="the name to report (default: --model)")
     parser.add_argument("--compute-type", default="int8")
-    parser.add_argument("--threads", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=0, help="CPU threads per decode (0: the cores / lanes)")
+    parser.add_argument("--lanes", type=int, default=0, help="decodes that may run at once (0: the cores / threads)")
+    parser.add_argument("--batch", type=int, default=1, help="most decodes run together in one call")
     parser.add_argument("--log-level", default="warning")
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
@@ -32,9 +34,10 @@ def main(argv: list[str] | None = None) -> int:
     from .framing import write_frame
 
     try:
-        from .decoder import WhisperDecoder
+        from .decoder import WhisperDecoder, split_cores
 
-        decoder = WhisperDecoder(args.model, compute_type=args.compute_type, threads=args.threads)
+        lanes, threads = split_cores(args.lanes, args.threads, len(os.sched_getaffinity(0)))
+        decoder = WhisperDecoder(args.model, compute_type=args.compute_type, threads=threads, lanes=lanes)
     except Exception as exc:  # report why, in one frame the gateway can show to users
         write_frame(frames_out, {"ev": "fatal", "message": f"cannot load ASR model {args.model!r}: "
                                  f"{type(exc).__name__}: {exc}"})
@@ -42,7 +45,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from .server import SidecarServer
 
-    server = SidecarServer(decoder, frames_out, args.model_id or args.model)
+    server = SidecarServer(decoder, frames_out, args.model_id or args.model, lanes=lanes,
+                           max_batch=args.batch)
     return server.serve(sys.stdin.buffer)
 
 

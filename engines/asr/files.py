@@ -2,7 +2,7 @@
 
 A file is not one long decode: the first step finds its speech with Silero VAD
 and groups it into windows of at most ~28 s; each later step decodes one
-window (beam 5, 30 s Whisper window, word timings when asked). Between steps
+window (the live finals' beam, 30 s Whisper window, word timings when asked). Between steps
 the job goes back in the queue like any stream's work, so a ten-minute upload
 delays live partials by one window's decode at a time, not by the whole file.
 
@@ -18,9 +18,11 @@ from typing import Any
 import numpy as np
 
 from .decoder import WhisperDecoder, Word
+from .policy import FINAL_BEAM
 
 RATE = 16000
 MAX_GROUP_S = 28.0
+BEAM = FINAL_BEAM  # the same search as a live final, so the two compare
 
 
 def speech_groups(audio: np.ndarray) -> list[tuple[int, int]]:
@@ -63,7 +65,7 @@ class FileJob:
             self.groups = speech_groups(self.audio)
             return
         start, end = self.groups[self.done]
-        result = decoder.decode(self.audio[start:end], language=self.language or self.detected, beam_size=5,
+        result = decoder.decode(self.audio[start:end], language=self.language or self.detected, beam_size=BEAM,
                                 word_timestamps=self.word_timestamps, offset_s=start / RATE)
         self.detected = self.detected or result.language
         self.done += 1

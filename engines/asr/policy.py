@@ -10,7 +10,7 @@ every utterance opened before it (``utterance``: the one it closed, or None).
   speech (so a click does not open one) and closes after ``silence_ms`` of
   silence. Audio outside utterances is never decoded.
 - While an utterance is open its audio is re-decoded about every 0.5 s
-  (beam 5) for a ``partial``; LocalAgreement-2 fixes the ``stable`` prefix,
+  (beam 5) for a ``partial``; LocalAgreement-3 fixes the ``stable`` prefix,
   which is then forced as the decoder prefix so later hypotheses keep it.
 - Finals are decoded freely (a forced prefix that already covers all the
   speech makes Whisper invent a continuation), then the stable words are put
@@ -19,6 +19,9 @@ every utterance opened before it (``utterance``: the one it closed, or None).
   silence lasts, its result IS the final, so end-of-speech to final costs about
   the silence window rather than silence + queue + decode. Speech resuming
   discards it (a generation counter).
+- With ``eager``, that speculative result goes out at once as ``eager_final``
+  (when it has words); speech resuming after it sends ``turn_resumed``, and
+  no partial is sent while it stands. The final repeats its text.
 - An utterance longer than ~25 s is cut at its quietest window.
 
 Pure logic: no threads, no I/O. The sidecar's main thread owns every instance;
@@ -29,14 +32,16 @@ decodes are handed out as ``DecodeJob`` snapshots and come back through
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from .agreement import Agreement, normalize, split_words
-from .decoder import Transcript, Word
+from .agreement import Agreement, keep_stable_words, split_words
+from .decoder import Transcript
+from .utterance import ClosedUtterance, DecodeJob, OpenUtterance, StreamOptions
 from .vad import WINDOW, StreamingVad
+
+__all__ = ["RATE", "DecodeJob", "StreamOptions", "StreamPolicy"]
 
 RATE = 16000
 THRESHOLD = 0.5
@@ -49,74 +54,11 @@ DETECT_LANGUAGE_AFTER = int(2 * RATE)  # a language detected on less audio is no
 MIN_CUT_OFFSET = int(5 * RATE)  # a forced cut leaves at least this much in the first part
 IDLE_KEEP = PAD + WINDOW * 4  # audio kept while idle, for the leading pad
 FINAL_BEAM = 5
+SPECULATE_AFTER_S = 0.16  # silence before the speculative final starts
 # Beam 5 on partials too: committed words are forced on every later decode and kept
 # in the final, so a greedy slip becomes a final error (streaming WER 0.25 vs 0.21
 # on the benchmark clips); on the short window it costs only ~10% more.
 PARTIAL_BEAM = 5
-# When streams compete for the decoder, a final (or speculative final) counts as having
-# waited this much longer than it has: the end of an utterance is what a user waits for.
-FINAL_HEAD_START_S = 1.0
-
-
-@dataclass(frozen=True)
-class StreamOptions:
-    language: str | None = None  # None: detect per utterance
-    interim: bool = True
-    word_timestamps: bool = False
-    silence_ms: int = 500
-    offset: int = 0  # absolute sample position of the first audio (after a restart: > 0)
-    first_utterance: int = 0
-    stable: str = ""  # committed words carried into the first utterance after a restart
-
-
-@dataclass
-class DecodeJob:
-    stream: str
-    kind: str  # "partial" | "final"
-    utterance: int
-    audio: np.ndarray
-    start_sample: int
-    end_sample: int
-    language: str | None
-    prefix: str
-    beam_size: int
-    word_timestamps: bool
-    generation: int
-    audio_ready_at: float  # monotonic time the newest sample in ``audio`` arrived
-
-
-@dataclass
-class _Utterance:
-    index: int
-    start: int  # first sample given to the decoder (speech onset minus the pad)
-    speech_start: int
-    agreement: Agreement
-    language: str | None
-    probs: list[tuple[int, float]] = field(default_factory=list)
-    silence_since: int | None = None
-    generation: int = 0
-    last_partial_pos: int = 0
-    partial_due: float | None = None
-    spec_due: float | None = None
-    spec_running: bool = False
-    spec_result: Transcript | None = None
-    spec_end: int = 0
-
-
-@dataclass
-class _Closed:
-    index: int
-    start: int
-    speech_start: int
-    end: int  # end of speech
-    cut: int  # where the decoded audio ends (speech end plus the pad): the next utterance starts after it
-    stable: str
-    language: str | None
-    forced: bool  # closed by finalize/end: a final even when empty
-    since: float
-    audio: np.ndarray | None  # None while waiting for the speculative decode
-    result: Transcript | None = None
-    dispatched: bool = False
 
 
 class StreamPolicy:
@@ -136,14 +78,15 @@ class StreamPolicy:
         self._next_index = options.first_utterance
         self._carry_stable = options.stable
         self._prev_end = options.offset
-        self.utterance: _Utterance | None = None
-        self.closed: deque[_Closed] = deque()
+        self.utterance: OpenUtterance | None = None
+        self.closed: deque[ClosedUtterance] = deque()
         # finalize marks waiting for earlier finals: (mark, utterance it closed, last utterance before it)
         self._marks: deque[tuple[str, int | None, int]] = deque()
         self.ending = False
         self.lag_s = 0.0
         self._ready_at = 0.0
         self.audio_samples = 0
+        self.partial_step = PARTIAL_STEP  # new audio that makes a partial due; the scheduler stretches it
 
     # ---- audio in
 
@@ -160,7 +103,7 @@ class StreamPolicy:
             self._on_window(start, prob, now, events)
         u = self.utterance
         if u is not None and self.options.interim and u.silence_since is None and u.partial_due is None \
-                and self.pos - u.last_partial_pos >= PARTIAL_STEP:
+                and self.pos - u.last_partial_pos >= self.partial_step:
             u.partial_due = now
         self._trim()
         events.extend(self._flush_finals())  # a speculative result may already answer a close
@@ -182,8 +125,7 @@ class StreamPolicy:
         if prob >= THRESHOLD:
             if u.silence_since is not None:
                 u.silence_since = None
-                u.generation += 1
-                u.spec_due, u.spec_result, u.spec_running = None, None, False
+                self._drop_speculation(u, start, events)
         elif prob < NEG_THRESHOLD and u.silence_since is None:
             u.silence_since = start
         if u.silence_since is not None:
@@ -196,14 +138,23 @@ class StreamPolicy:
         if start + WINDOW - u.start > MAX_UTTERANCE:
             self._force_cut(now, events)
 
+    def _drop_speculation(self, u: OpenUtterance, at: int, events: list[dict]) -> None:
+        """The speculative final no longer stands (speech came back, or a forced cut)."""
+        u.generation += 1
+        u.spec_due, u.spec_result, u.spec_running = None, None, False
+        if u.eager_sent:
+            u.eager_sent = False
+            events.append({"ev": "turn_resumed", "stream": self.stream, "utterance": u.index,
+                           "at": round(at / RATE, 3)})
+
     def _spec_after(self) -> int:
-        return min(int(0.16 * RATE), self.options.silence_ms * RATE // 2000)
+        return min(int(SPECULATE_AFTER_S * RATE), self.options.silence_ms * RATE // 2000)
 
     def _open(self, speech_start: int, now: float, events: list[dict]) -> None:
         start = max(speech_start - PAD, self._audio_start, self._prev_end)
         committed = split_words(self._carry_stable)
         self._carry_stable = ""
-        u = _Utterance(index=self._next_index, start=start, speech_start=speech_start,
+        u = OpenUtterance(index=self._next_index, start=start, speech_start=speech_start,
                        agreement=Agreement(committed), language=self.options.language,
                        last_partial_pos=speech_start)
         self._next_index += 1
@@ -217,7 +168,7 @@ class StreamPolicy:
         assert u is not None
         self.utterance = None
         self._prev_end = end
-        closed = _Closed(index=u.index, start=u.start, speech_start=u.speech_start, end=speech_end, cut=end,
+        closed = ClosedUtterance(index=u.index, start=u.start, speech_start=u.speech_start, end=speech_end, cut=end,
                          stable=u.agreement.stable if keep_stable else "", language=u.language,
                          forced=forced, since=now, audio=None)
         if u.spec_result is not None:
@@ -234,10 +185,9 @@ class StreamPolicy:
         candidates = [(p, -s) for s, p in u.probs if u.start + MIN_CUT_OFFSET <= s <= self.pos - RATE]
         cut = (-min(candidates)[1] + WINDOW // 2) if candidates else self.pos
         # a speculative decode may reach past the cut: never let it stand for the first part
-        u.generation += 1
-        u.spec_due, u.spec_result, u.spec_running = None, None, False
+        self._drop_speculation(u, cut, events)
         self._close(cut, cut, now, forced=False, keep_stable=False)
-        u2 = _Utterance(index=self._next_index, start=cut, speech_start=cut, agreement=Agreement(),
+        u2 = OpenUtterance(index=self._next_index, start=cut, speech_start=cut, agreement=Agreement(),
                         language=u.language, last_partial_pos=cut,
                         probs=[(s, p) for s, p in u.probs if s >= cut])
         self._next_index += 1
@@ -262,42 +212,57 @@ class StreamPolicy:
         self.finalize(now)
         self.ending = True
 
-    # ---- scheduling
+    # ---- scheduling (the sidecar's scheduler asks; see scheduler.py)
 
-    def want_since(self, head_start: bool = True) -> float | None:
-        """When this stream's most urgent undispatched decode became due (None: nothing due);
-        for scheduling, finals get a head start of FINAL_HEAD_START_S."""
-        bonus = FINAL_HEAD_START_S if head_start else 0.0
+    def due_final(self) -> float | None:
+        """When this stream's oldest undispatched final (or speculative final) became due."""
         for c in self.closed:
             if not c.dispatched:
-                return c.since - bonus
+                return c.since
         u = self.utterance
-        if u is not None:
-            if u.spec_due is not None:
-                return u.spec_due - bonus
-            if u.partial_due is not None:
-                return u.partial_due
-        return None
+        return u.spec_due if u is not None else None
 
-    def take_job(self) -> DecodeJob | None:
+    def due_partial(self) -> float | None:
+        """When this stream's pending partial became due (None: none, or one is running)."""
+        u = self.utterance
+        return u.partial_due if u is not None and not u.partial_running else None
+
+    def waiting_since(self) -> float | None:
+        """When the most urgent undispatched decode of this stream became due."""
+        times = [t for t in (self.due_final(), self.due_partial()) if t is not None]
+        return min(times) if times else None
+
+    @property
+    def talking(self) -> bool:
+        """In an utterance that wants partials (speech, not its trailing silence)."""
+        u = self.utterance
+        return u is not None and self.options.interim and u.silence_since is None
+
+    def take_final(self) -> DecodeJob | None:
         for c in self.closed:
             if not c.dispatched:
                 c.dispatched = True
+                assert c.audio is not None
                 return DecodeJob(self.stream, "final", c.index, c.audio, c.start, c.start + len(c.audio),
                                  c.language, "", FINAL_BEAM, self.options.word_timestamps, -1, self._ready_at)
         u = self.utterance
-        if u is None:
+        if u is None or u.spec_due is None:
             return None
-        if u.spec_due is not None:
-            u.spec_due, u.spec_running, u.spec_end = None, True, self.pos
-            return DecodeJob(self.stream, "final", u.index, self._slice(u.start, self.pos), u.start, self.pos,
-                             u.language, "", FINAL_BEAM, self.options.word_timestamps,
-                             u.generation, self._ready_at)
-        if u.partial_due is not None:
-            u.partial_due, u.last_partial_pos = None, self.pos
-            return DecodeJob(self.stream, "partial", u.index, self._slice(u.start, self.pos), u.start, self.pos,
-                             u.language, u.agreement.stable, PARTIAL_BEAM, False, u.generation, self._ready_at)
-        return None
+        u.spec_due, u.spec_running, u.spec_end = None, True, self.pos
+        return DecodeJob(self.stream, "final", u.index, self._slice(u.start, self.pos), u.start, self.pos,
+                         u.language, "", FINAL_BEAM, self.options.word_timestamps, u.generation, self._ready_at)
+
+    def take_partial(self) -> DecodeJob | None:
+        u = self.utterance
+        if u is None or u.partial_due is None or u.partial_running:
+            return None
+        u.partial_due, u.last_partial_pos, u.partial_running = None, self.pos, True
+        return DecodeJob(self.stream, "partial", u.index, self._slice(u.start, self.pos), u.start, self.pos,
+                         u.language, u.agreement.stable, PARTIAL_BEAM, False, u.generation, self._ready_at)
+
+    def take_job(self) -> DecodeJob | None:
+        """The most urgent job: finals before partials."""
+        return self.take_final() or self.take_partial()
 
     # ---- results
 
@@ -307,6 +272,8 @@ class StreamPolicy:
         u = self.utterance
         if job.kind == "partial":
             if u is not None and u.index == job.utterance:
+                u.partial_running = False
+            if u is not None and u.index == job.utterance and not u.eager_sent:
                 if u.language is None and len(job.audio) >= DETECT_LANGUAGE_AFTER:
                     u.language = result.language  # later decodes of this utterance skip detection
                 words = u.agreement.update(split_words(result.text))
@@ -323,6 +290,8 @@ class StreamPolicy:
         elif u is not None and u.index == job.utterance:
             if job.generation == u.generation and u.spec_running:
                 u.spec_running, u.spec_result = False, result
+                if self.options.eager:
+                    events.extend(self._eager_final(u, result))
         else:
             for c in self.closed:  # a speculative decode that became the final while it ran
                 if c.index == job.utterance and c.result is None and c.audio is None:
@@ -352,6 +321,19 @@ class StreamPolicy:
             mark, closed_index, _ = self._marks.popleft()
             events.append({"ev": "finalized", "stream": self.stream, "id": mark, "utterance": closed_index})
         return events
+
+    def _eager_final(self, u: OpenUtterance, r: Transcript) -> list[dict]:
+        text, words = keep_stable_words(u.agreement.stable, r.text, r.words)
+        if not text:
+            return []
+        u.eager_sent = True
+        speech_end = u.silence_since if u.silence_since is not None else u.spec_end
+        event = {"ev": "eager_final", "stream": self.stream, "utterance": u.index, "text": text,
+                 "start": round(u.speech_start / RATE, 3), "end": round(speech_end / RATE, 3),
+                 "language": r.language}
+        if self.options.word_timestamps:
+            event["words"] = [w.to_dict() for w in words]
+        return [event]
 
     def settle(self) -> list[dict]:
         """Finals whose results are already known (e.g. a speculative decode done before the close)."""
@@ -383,16 +365,3 @@ class StreamPolicy:
             self._audio_start += len(first)
             self._audio_len -= len(first)
 
-
-def keep_stable_words(stable: str, text: str, words: list[Word]) -> tuple[str, list[Word]]:
-    """The final text with the stable words in front, whatever the free decode said."""
-    committed = split_words(stable)
-    decoded = split_words(text)
-    if not committed or [normalize(w) for w in decoded[:len(committed)]] == [normalize(w) for w in committed]:
-        return (" ".join(committed + decoded[len(committed):]) if committed else text), words
-    merged = committed + decoded[len(committed):]
-    if len(words) == len(decoded):  # keep the timings, show the stable spelling
-        words = [Word(merged[i], w.start, w.end, w.probability) for i, w in enumerate(words)]
-        words += [Word(m, words[-1].end if words else 0.0, words[-1].end if words else 0.0, 0.0)
-                  for m in merged[len(words):]]
-    return " ".join(merged), words

@@ -1,26 +1,26 @@
-"""The sidecar's main loop: frames in, policy, one decode worker, events out.
+"""The sidecar's main loop: frames in, policy, decode lanes, events out.
 
 Threads and who owns what:
 - a reader thread turns stdin frames into inbox items (and blocks when the
   inbox is full, which pushes back on the gateway through the pipe);
-- the decode worker thread runs one ``DecodeJob`` at a time on the model;
-- the main thread owns every ``StreamPolicy``, picks the next job and writes
-  every outgoing frame, so stream state is never shared between threads.
+- ``lanes`` decode threads each run one unit of work at a time on the shared
+  model (a batch of ``DecodeJob``s decoded together, or one file window);
+- the main thread owns every ``StreamPolicy``, asks the scheduler
+  (scheduler.py) for the next work whenever a lane is free, and writes every
+  outgoing frame, so stream state is never shared between threads.
+
+A stream has at most one pending partial, always for its newest audio, so
+stale partial work is dropped under load and finals never are. A file
+transcription runs one window at a time and rejoins the queue after each
+(files.py). Each stream's ``lag_s`` (how old its newest decoded audio was when
+the result went out, or how long its pending work has waited) is reported in
+partials, finals and a once-a-second ``lag`` event, so a sidecar that cannot
+keep up says so.
 
 A frame from the gateway that cannot be used (too large, a header that is not
 JSON) is answered with an ``error`` event for the stream or request it names,
 and the sidecar reads on. The ``lag`` event also carries ``busy_s``, how long
-the running decode has taken, which the gateway's watchdog watches.
-
-Scheduling: when the worker is free, the job that has waited longest across
-all streams runs next (a final counts as having waited 1 s longer than it has;
-finals of a stream go before its partials). A stream has at most one pending
-partial, always for its newest audio, so stale partial work is dropped under
-load and finals never are. A file transcription runs one window at a time and
-rejoins the queue after each (files.py). Each stream's ``lag_s`` (how old its
-newest decoded audio was when the result went out, or how long its pending
-work has waited) is reported in partials, finals and a once-a-second ``lag``
-event, so a sidecar that cannot keep up says so.
+the longest-running decode has taken, which the gateway's watchdog watches.
 """
 
 from __future__ import annotations
@@ -32,10 +32,11 @@ import time
 from collections import deque
 from typing import Any, BinaryIO
 
-from .decoder import Transcript, WhisperDecoder
+from .decoder import ShortWindow, Transcript, WhisperDecoder
 from .files import FileJob
 from .framing import FrameError, FrameRejected, encode_frame, pcm_from_bytes, read_frame
-from .policy import DecodeJob, StreamOptions, StreamPolicy
+from .policy import RATE, DecodeJob, StreamOptions, StreamPolicy
+from .scheduler import Scheduler
 from .watch import BusyClock
 
 log = logging.getLogger("voxgate.asr")
@@ -43,10 +44,12 @@ log = logging.getLogger("voxgate.asr")
 INBOX_SIZE = 256
 LAG_REPORT_S = 1.0
 MAX_STREAMS = 10000
+SIMILAR_LENGTH = 3 * RATE  # windows decoded together share the encoder window of the longest
 
 
 class SidecarServer:
-    def __init__(self, decoder: WhisperDecoder, out: BinaryIO, model_id: str) -> None:
+    def __init__(self, decoder: WhisperDecoder, out: BinaryIO, model_id: str, *, lanes: int = 1,
+                 max_batch: int = 1) -> None:
         self.decoder = BusyClock(decoder)  # times every decode, for busy_s in the lag event
         self.out = out
         self.model_id = model_id
@@ -54,8 +57,10 @@ class SidecarServer:
         self.streams: dict[str, StreamPolicy] = {}
         self.files: deque[FileJob] = deque()
         self.inbox: queue.Queue = queue.Queue(maxsize=INBOX_SIZE)
-        self._work: queue.Queue = queue.Queue(maxsize=1)
-        self._busy = False
+        self.lanes = lanes
+        self.scheduler = Scheduler(lanes=lanes, max_batch=max_batch)
+        self._work: queue.Queue = queue.Queue(maxsize=lanes)
+        self._busy = 0
         self._last_lag_report = 0.0
 
     # ---- output
@@ -95,32 +100,56 @@ class SidecarServer:
 
     def _work_loop(self) -> None:
         while True:
-            job = self._work.get()
-            if job is None:
+            work = self._work.get()
+            if work is None:
                 return
+            if isinstance(work, FileJob):
+                try:
+                    work.step(self.decoder)
+                    result: FileJob | Exception = work
+                except Exception as exc:  # a failed decode is reported, the sidecar goes on
+                    log.exception("file decode failed")
+                    result = exc
+                self.inbox.put(("file", work, result))
+            else:
+                self.inbox.put(("results", work, self._decode(work)))
+
+    def _decode(self, jobs: list[DecodeJob]) -> list[Transcript | Exception]:
+        """Decode a batch: word-timed jobs one by one, the others in groups of similar length."""
+        results: dict[int, Transcript | Exception] = {}
+        short = sorted((i for i, j in enumerate(jobs) if not j.word_timestamps), key=lambda i: len(jobs[i].audio))
+        groups: list[list[int]] = []
+        for i in short:
+            if groups and len(jobs[i].audio) - len(jobs[groups[-1][0]].audio) <= SIMILAR_LENGTH:
+                groups[-1].append(i)
+            else:
+                groups.append([i])
+        groups += [[i] for i, j in enumerate(jobs) if j.word_timestamps]
+        for group in groups:
             try:
-                if isinstance(job, FileJob):
-                    job.step(self.decoder)
-                    result: Transcript | FileJob | Exception = job
-                elif not job.word_timestamps:
-                    result = self.decoder.decode_short(job.audio, language=job.language, prefix=job.prefix,
-                                                         beam_size=job.beam_size)
+                if jobs[group[0]].word_timestamps:
+                    job = jobs[group[0]]
+                    decoded = [self.decoder.decode(job.audio, language=job.language, beam_size=job.beam_size,
+                                                   prefix=job.prefix, word_timestamps=True,
+                                                   offset_s=job.start_sample / RATE)]
                 else:
-                    result = self.decoder.decode(job.audio, language=job.language, beam_size=job.beam_size,
-                                                 prefix=job.prefix, word_timestamps=job.word_timestamps,
-                                                 offset_s=job.start_sample / 16000)
+                    windows = [ShortWindow(jobs[i].audio, jobs[i].language, jobs[i].prefix) for i in group]
+                    decoded = self.decoder.decode_batch(windows, beam_size=jobs[group[0]].beam_size)
+                results.update(zip(group, decoded, strict=True))
             except Exception as exc:  # a failed decode is reported, the sidecar goes on
                 log.exception("decode failed")
-                result = exc
-            self.inbox.put(("result", job, result))
+                results.update((i, exc) for i in group)
+        return [results[i] for i in range(len(jobs))]
 
     def serve(self, stdin: BinaryIO) -> int:
         self.emit({"ev": "ready", "model": self.model_id, "multilingual": self.decoder.multilingual,
                    "languages": self.languages})
         reader = threading.Thread(target=self._read_loop, args=(stdin,), name="asr-reader", daemon=True)
-        worker = threading.Thread(target=self._work_loop, name="asr-decoder", daemon=True)
+        workers = [threading.Thread(target=self._work_loop, name=f"asr-decoder-{n}", daemon=True)
+                   for n in range(self.lanes)]
         reader.start()
-        worker.start()
+        for worker in workers:
+            worker.start()
         try:
             while True:
                 try:
@@ -134,13 +163,17 @@ class SidecarServer:
                     self._reject(a)
                 elif kind == "frame":
                     self._guarded(a.get("stream"), self._on_frame, a, b, now)
-                elif kind == "result":
-                    self._busy = False
-                    self._guarded(getattr(a, "stream", None), self._on_result, a, b, now)
-                self._dispatch()
+                elif kind == "file":
+                    self._busy -= 1
+                    self._on_file_step(a, b, now)
+                elif kind == "results":
+                    self._busy -= 1
+                    self._on_results(a, b, now)
+                self._dispatch(now)
                 self._report_lag(now)
         finally:
-            self._work.put(None)
+            for _ in workers:
+                self._work.put(None)
 
     def _guarded(self, sid: Any, handler: Any, *args: Any) -> None:
         """Run a handler; a bug hit by one stream drops that stream, never the process
@@ -175,6 +208,7 @@ class SidecarServer:
                     self._after_change(sid, policy)
             elif op == "close":
                 self.streams.pop(sid, None)
+                self.scheduler.forget(sid)
             elif op == "transcribe":
                 language = header.get("language")
                 self._check_language(language)
@@ -206,28 +240,36 @@ class SidecarServer:
             language=language, interim=bool(header.get("interim", True)),
             word_timestamps=bool(header.get("word_timestamps", False)),
             silence_ms=int(header.get("silence_ms", 500)), offset=int(header.get("offset", 0)),
-            first_utterance=int(header.get("first_utterance", 0)), stable=str(header.get("stable", "")))
+            first_utterance=int(header.get("first_utterance", 0)), stable=str(header.get("stable", "")),
+            eager=bool(header.get("eager", False)))
         self.streams[sid] = StreamPolicy(sid, options)
 
     def _after_change(self, sid: str, policy: StreamPolicy) -> None:
         self.emit_all(policy.settle())
         if policy.done:
             self.streams.pop(sid, None)
+            self.scheduler.forget(sid)
             self.emit({"ev": "ended", "stream": sid, "utterances": policy.utterances,
                        "audio_s": round(policy.audio_samples / 16000, 3)})
 
     # ---- decode results and scheduling
 
-    def _on_result(self, job: DecodeJob | FileJob, result: Transcript | FileJob | Exception, now: float) -> None:
-        if isinstance(job, FileJob):
-            if isinstance(result, Exception):
-                self.emit({"ev": "error", "req": job.req, "code": "asr_failed", "message": str(result)})
-            elif job.finished:
-                self.emit(job.result_event())
-            else:
-                job.since = now  # back in the queue: live streams that waited longer go first
-                self.files.append(job)
-            return
+    def _on_file_step(self, job: FileJob, result: FileJob | Exception, now: float) -> None:
+        if isinstance(result, Exception):
+            self.emit({"ev": "error", "req": job.req, "code": "asr_failed", "message": str(result)})
+        elif job.finished:
+            self.emit(job.result_event())
+        else:
+            job.since = now  # back in the queue: live streams that waited longer go first
+            self.files.append(job)
+
+    def _on_results(self, jobs: list[DecodeJob], results: list[Transcript | Exception], now: float) -> None:
+        for job, result in zip(jobs, results, strict=True):
+            if job.kind == "partial" and isinstance(result, Transcript):
+                self.scheduler.observe_partial(result.decode_s)
+            self._guarded(job.stream, self._on_result, job, result, now)
+
+    def _on_result(self, job: DecodeJob, result: Transcript | Exception, now: float) -> None:
         policy = self.streams.get(job.stream)
         if policy is None:
             return
@@ -238,23 +280,13 @@ class SidecarServer:
         self.emit_all(policy.on_result(job, result, now))
         self._after_change(job.stream, policy)
 
-    def _dispatch(self) -> None:
-        if self._busy:
-            return
-        best_since, best = None, None
-        for policy in self.streams.values():
-            since = policy.want_since()
-            if since is not None and (best_since is None or since < best_since):
-                best_since, best = since, policy
-        if self.files and (best_since is None or self.files[0].since < best_since):
-            self._busy = True
-            self._work.put(self.files.popleft())
-            return
-        if best is not None:
-            job = best.take_job()
-            if job is not None:
-                self._busy = True
-                self._work.put(job)
+    def _dispatch(self, now: float) -> None:
+        while self._busy < self.lanes:
+            work = self.scheduler.next_work(self.streams, self.files, now)
+            if work is None:
+                return
+            self._busy += 1
+            self._work.put(work)
 
     def _report_lag(self, now: float) -> None:
         busy_s = self.decoder.oldest_s(now)
@@ -263,7 +295,7 @@ class SidecarServer:
         self._last_lag_report = now
         lags = {}
         for sid, policy in self.streams.items():
-            since = policy.want_since(head_start=False)
+            since = policy.waiting_since()
             waiting = now - since if since is not None else 0.0
             lags[sid] = round(max(policy.lag_s if since is not None else 0.0, waiting), 3)
         self.emit({"ev": "lag", "streams": lags, "busy_s": round(busy_s, 3)})

@@ -44,11 +44,13 @@ class DictationClient:
     async def connect(cls, base_url: str, *, sample_rate: int = 16000, encoding: Encoding = Encoding.S16LE,
                       language: str | None = None, interim: bool | None = None,
                       word_timestamps: bool | None = None, silence_ms: int | None = None,
-                      credentials: Credentials | None = None, open_timeout_s: float = 10.0) -> DictationClient:
+                      eager: bool | None = None, credentials: Credentials | None = None,
+                      open_timeout_s: float = 10.0) -> DictationClient:
         """Open the socket and wait for ``ready``. Raises ``DictationRefused`` if the
         server closes instead (bad parameter, over capacity, ASR unavailable, auth)."""
         params = {"sample_rate": sample_rate, "encoding": encoding.value, "language": language,
-                  "interim": interim, "word_timestamps": word_timestamps, "silence_ms": silence_ms}
+                  "interim": interim, "word_timestamps": word_timestamps, "silence_ms": silence_ms,
+                  "eager": eager}
         socket = await open_socket(base_url, PATH, params, credentials, open_timeout_s)
         errors: list[dict[str, Any]] = []
         try:

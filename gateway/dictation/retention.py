@@ -11,7 +11,11 @@ and stable text to continue from, and replays the log.
 
 It also filters the sidecar's events so the client-facing invariants hold
 across a replay: one ``speech_started`` per utterance, ``stable`` only grows,
-one ``final`` per utterance, in order, and no partial after it.
+one ``final`` per utterance, in order, and no partial after it; an
+``eager_final`` is not repeated, no partial follows it, and a ``final`` (or a
+new ``eager_final``) with other text than the outstanding ``eager_final`` of
+its utterance is preceded by a ``turn_resumed`` (``withdrawn_eager``), so a
+final always matches the eager final the client holds.
 
 Pure bookkeeping, no I/O; used from one asyncio task at a time.
 """
@@ -47,6 +51,7 @@ class Retention:
         self._open_starts: dict[int, int] = {}
         self._stable: dict[int, str] = {}
         self._answered: set[str] = set()  # finalize marks already answered (a replay answers them again)
+        self._eager: dict[int, str] = {}  # text of the eager final the client holds, per utterance
 
     # ---- the log
 
@@ -115,10 +120,17 @@ class Retention:
             self._announced = n
             return True
         if kind == "partial":
-            if n <= self._finished or not str(event["stable"]).startswith(self._stable.get(n, "")):
+            if n <= self._finished or n in self._eager or not str(event["stable"]).startswith(self._stable.get(n, "")):
                 return False
             self._stable[n] = str(event["stable"])
             return True
+        if kind == "eager_final":
+            if n <= self._finished or self._eager.get(n) == event["text"]:
+                return False
+            self._eager[n] = str(event["text"])
+            return True
+        if kind == "turn_resumed":
+            return self._eager.pop(n, None) is not None
         if kind in ("final", "discarded"):
             if n <= self._finished:
                 return False
@@ -127,6 +139,23 @@ class Retention:
             for index in [i for i in self._open_starts if i <= n]:
                 self._open_starts.pop(index)
                 self._stable.pop(index, None)
+            for index in [i for i in self._eager if i <= n]:
+                self._eager.pop(index)
             self.trim()
             return True
         return True
+
+    def withdrawn_eager(self, event: dict[str, Any]) -> dict[str, Any] | None:
+        """The ``turn_resumed`` the client must get before ``event``: an eager final,
+        final or discard of an utterance whose outstanding eager final said something
+        else (a restarted sidecar can decode the replayed audio differently)."""
+        if event.get("ev") not in ("eager_final", "final", "discarded"):
+            return None
+        n = int(event.get("utterance", -1))
+        held = self._eager.get(n)
+        if held is None or n <= self._finished:
+            return None
+        if event["ev"] != "discarded" and event.get("text") == held:
+            return None
+        at = event["end"] if "end" in event else round(int(event.get("end_sample", 0)) / RATE, 3)
+        return {"ev": "turn_resumed", "utterance": n, "at": at}

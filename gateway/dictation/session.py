@@ -149,7 +149,7 @@ class DictationSession:
             return
         options = {"language": None if self.params.language == "auto" else self.params.language,
                    "interim": self.params.interim, "word_timestamps": self.params.word_timestamps,
-                   "silence_ms": self.params.silence_ms}
+                   "silence_ms": self.params.silence_ms, "eager": self.params.eager}
         self.stream = stream = await asr.open_stream(options)
         sender = asyncio.create_task(self._relay_events(stream), name=f"dictation-send-{session_id}")
         self._sender = sender

@@ -55,12 +55,12 @@ class AsrSupervisor:
 
     def __init__(self, *, model: str, data_dir: Path, compute_type: str = "int8", threads: int = 0,
                  python: str = sys.executable, start_timeout_s: float = START_TIMEOUT_S,
-                 backoff_s: tuple[float, ...] = BACKOFF_S, env: Mapping[str, str] | None = None,
-                 watchdog: Watchdog | None = None) -> None:
+                 backoff_s: tuple[float, ...] = BACKOFF_S, env: Mapping[str, str] | None = None, lanes: int = 0,
+                 watchdog: Watchdog | None = None, batch: int = 4) -> None:
         self.model_name = model
         self.data_dir = data_dir
-        self.compute_type = compute_type
-        self.threads = threads
+        self.compute_type, self.threads = compute_type, threads
+        self.decode_args = ("--threads", str(threads), "--lanes", str(lanes), "--batch", str(batch))
         self.python = python
         self.start_timeout_s = start_timeout_s
         self.backoff_s = backoff_s
@@ -84,8 +84,8 @@ class AsrSupervisor:
 
     @classmethod
     def from_settings(cls, settings: Settings, env: Mapping[str, str] | None = None) -> AsrSupervisor:
-        return cls(model=settings.asr_model, data_dir=settings.data_dir,
-                   compute_type=settings.asr_compute_type, threads=settings.asr_threads, env=env)
+        return cls(model=settings.asr_model, data_dir=settings.data_dir, compute_type=settings.asr_compute_type,
+                   threads=settings.asr_threads, lanes=settings.asr_lanes, batch=settings.asr_batch, env=env)
 
     # ---- engine interface
 
@@ -272,7 +272,7 @@ class AsrSupervisor:
     async def _launch(self) -> bool:
         assert self._resolved is not None
         args = [self.python, "-m", "engines.asr", "--model", self._resolved.source, "--model-id",
-                self._resolved.id, "--compute-type", self.compute_type, "--threads", str(self.threads)]
+                self._resolved.id, "--compute-type", self.compute_type, *self.decode_args]
         try:
             proc = await asyncio.create_subprocess_exec(
                 *args, cwd=str(PROJECT_ROOT), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,

@@ -5,7 +5,8 @@ protocol events in.
 can be given the open utterances again) and filters the sidecar's events
 through it, so the client-facing invariants hold across a restart: one
 ``speech_started`` per utterance, ``stable`` only grows, one ``final`` per
-utterance, in order, never a partial after it.
+utterance, in order, never a partial after it; a ``final`` matches the
+``eager_final`` before it unless a ``turn_resumed`` came between.
 
 Runs on the event loop only.
 """
@@ -22,7 +23,7 @@ from engines.asr.framing import encode_frame, pcm_to_bytes
 from gateway.dictation.retention import FinalizeEntry, Retention
 from gateway.errors import GatewayError
 from gateway.protocol.common import Closed
-from gateway.protocol.dictation import Discarded, Final, Finalized, Partial, SpeechStarted
+from gateway.protocol.dictation import Discarded, EagerFinal, Final, Finalized, Partial, SpeechStarted, TurnResumed
 
 if TYPE_CHECKING:
     from gateway.dictation.sidecar import AsrSupervisor
@@ -52,7 +53,7 @@ class AsrStream:
     def __init__(self, supervisor: AsrSupervisor, stream_id: str, options: dict[str, Any]) -> None:
         self.supervisor = supervisor
         self.id = stream_id
-        self.options = options  # language (None = auto), interim, word_timestamps, silence_ms
+        self.options = options  # language (None = auto), interim, word_timestamps, silence_ms, eager
         self.events: asyncio.Queue[Any] = asyncio.Queue(maxsize=EVENT_QUEUE_SIZE)
         self.retention = Retention()
         self.live = False  # the current process has this stream, with every logged entry replayed
@@ -113,6 +114,9 @@ class AsrStream:
     # ---- events from the sidecar
 
     def deliver(self, event: dict[str, Any]) -> None:
+        withdrawn = self.retention.withdrawn_eager(event)
+        if withdrawn is not None:
+            self.deliver(withdrawn)
         if event.get("ev") in ("final", "discarded"):
             self.crashes = 0  # its audio was decoded: a later crash is not this audio's doing
         if not self.retention.accept(event):
@@ -124,6 +128,11 @@ class AsrStream:
             self.lag_s = float(event.get("lag_s", self.lag_s))
             self._put(Partial(event["utterance"], event["text"], event["stable"], event["start"], event["end"],
                               self.lag_s))
+        elif kind == "eager_final":
+            self._put(EagerFinal(event["utterance"], event["text"], event["start"], event["end"],
+                                 event.get("language", ""), event.get("words")), essential=True)
+        elif kind == "turn_resumed":
+            self._put(TurnResumed(event["utterance"], event["at"]), essential=True)
         elif kind == "final":
             self.finals += 1
             self.lag_s = float(event.get("lag_s", self.lag_s))

@@ -5,8 +5,10 @@ Exchange grammar (one socket)::
 
     server: ready
     client: (binary audio | finalize | keepalive)* end?
-    server: per utterance n: speech_started, partial*, then final, or discarded
-            when the utterance held no words and was not finalized
+    server: per utterance n: speech_started, (partial | eager_final turn_resumed)*,
+            eager_final?, then final, or discarded when the utterance held no
+            words and was not finalized (eager_final and turn_resumed only
+            with eager=true)
             finalized after the finals of the audio before a finalize that has an id
             error* at any point (the session goes on)
             closed after the client's end, then close 1000
@@ -16,6 +18,11 @@ Exchange grammar (one socket)::
 delta; ``partial.stable`` only grows within an utterance and ``text`` starts
 with it. Exactly one ``final`` per utterance, in order, never followed by a
 partial of the same utterance.
+
+``eager_final`` is the speculative final, sent as soon as it is decoded after
+speech stops; ``turn_resumed`` withdraws it (speech came back). A ``final``
+that follows an ``eager_final`` with no ``turn_resumed`` between them has the
+same text; no ``partial`` comes between an ``eager_final`` and what follows it.
 """
 
 from __future__ import annotations
@@ -50,6 +57,7 @@ class DictationParams:
     interim: bool = True
     word_timestamps: bool = False
     silence_ms: int = 500
+    eager: bool = False
 
 
 def _bool_param(query: Mapping[str, str], name: str, default: bool) -> bool:
@@ -92,7 +100,7 @@ def parse_dictation_params(query: Mapping[str, str]) -> DictationParams:
     return DictationParams(sample_rate=rate, encoding=encoding, language=language,
                            interim=_bool_param(query, "interim", True),
                            word_timestamps=_bool_param(query, "word_timestamps", False),
-                           silence_ms=silence_ms)
+                           silence_ms=silence_ms, eager=_bool_param(query, "eager", False))
 
 
 # ---- client -> server
@@ -197,6 +205,39 @@ class Final:
 
 
 @dataclass(frozen=True)
+class EagerFinal:
+    """The utterance's final as it stands if the silence lasts; ``turn_resumed``
+    withdraws it, otherwise the ``final`` repeats its text."""
+
+    utterance: int
+    text: str
+    start: float
+    end: float
+    language: str
+    words: list[dict[str, Any]] | None = None
+    type: Literal["eager_final"] = "eager_final"
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": self.type, "utterance": self.utterance, "text": self.text,
+                               "start": self.start, "end": self.end, "language": self.language}
+        if self.words is not None:
+            out["words"] = self.words
+        return out
+
+
+@dataclass(frozen=True)
+class TurnResumed:
+    """The last ``eager_final`` of the utterance no longer stands: speech came back at ``at``."""
+
+    utterance: int
+    at: float
+    type: Literal["turn_resumed"] = "turn_resumed"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "utterance": self.utterance, "at": self.at}
+
+
+@dataclass(frozen=True)
 class Finalized:
     """The answer to a ``finalize`` with an id: every final of the audio sent before
     it is out. ``utterance`` is the one it closed (None: none was open)."""
@@ -220,7 +261,8 @@ class Discarded:
         return {"type": self.type, "utterance": self.utterance}
 
 
-ServerEvent = Ready | SpeechStarted | Partial | Final | Discarded | Finalized | Closed
+ServerEvent = (Ready | SpeechStarted | Partial | EagerFinal | TurnResumed | Final | Discarded | Finalized
+               | Closed)
 
 
 def event_from_dict(data: Mapping[str, Any]) -> ServerEvent | dict[str, Any]:
@@ -236,6 +278,11 @@ def event_from_dict(data: Mapping[str, Any]) -> ServerEvent | dict[str, Any]:
     if kind == "final":
         return Final(int(data["utterance"]), str(data["text"]), float(data["start"]), float(data["end"]),
                      str(data.get("language", "")), data.get("words"))
+    if kind == "eager_final":
+        return EagerFinal(int(data["utterance"]), str(data["text"]), float(data["start"]), float(data["end"]),
+                          str(data.get("language", "")), data.get("words"))
+    if kind == "turn_resumed":
+        return TurnResumed(int(data["utterance"]), float(data["at"]))
     if kind == "finalized":
         utterance = data.get("utterance")
         return Finalized(str(data["id"]), int(utterance) if utterance is not None else None)

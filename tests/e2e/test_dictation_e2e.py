@@ -84,20 +84,31 @@ async def collect(client: DictationClient, audio: np.ndarray, realtime: bool, fi
 
 
 def check_invariants(events: list[dict]) -> None:
-    """Cumulative partials with growing stable text, one final per utterance, in order."""
+    """Cumulative partials with growing stable text, one final per utterance, in order;
+    an eager final is followed by turn_resumed or by a final with its text, with no
+    partial between."""
     stable: dict[int, str] = {}
     finals: list[int] = []
+    eager: dict[int, str] = {}  # the eager final each utterance holds
     for event in events:
+        n = event.get("utterance", -1)
         if event["type"] == "partial":
-            n = event["utterance"]
             assert n not in finals, f"partial after the final of utterance {n}"
+            assert n not in eager, f"partial while the eager final of utterance {n} stands"
             assert event["text"].startswith(event["stable"])
             assert event["stable"].startswith(stable.get(n, ""))
             stable[n] = event["stable"]
+        elif event["type"] == "eager_final":
+            assert event["text"] and n not in finals and n not in eager
+            eager[n] = event["text"]
+        elif event["type"] == "turn_resumed":
+            assert eager.pop(n, None) is not None, f"turn_resumed without an eager final for utterance {n}"
         elif event["type"] == "final":
-            assert event["utterance"] not in finals
-            assert event["text"].startswith(stable.get(event["utterance"], ""))
-            finals.append(event["utterance"])
+            assert n not in finals
+            assert event["text"].startswith(stable.get(n, ""))
+            if n in eager:
+                assert event["text"] == eager.pop(n)
+            finals.append(n)
     assert finals == sorted(finals)
 
 
@@ -120,6 +131,19 @@ async def test_two_piper_sentences_in_real_time_give_two_matching_finals(server,
     assert [e["type"] for e in events].count("speech_started") == 2
     assert events[-1] == {"type": "closed", "utterances": 2, "audio_s": round(len(audio) / 16000, 3)}
     assert client.close_code == 1000
+
+
+async def test_eager_finals_come_before_finals_with_the_same_text(server, speech):
+    url, _ = server
+    audio = np.concatenate([silence(0.5), speech[FIRST], silence(1.2), speech[SECOND], silence(1.0)])
+    async with await DictationClient.connect(url, eager=True) as client:
+        events = await collect(client, audio, realtime=True)
+    check_invariants(events)
+    finals = finals_of(events)
+    assert [f["utterance"] for f in finals] == [0, 1]
+    assert wer(FIRST, finals[0]["text"]) <= MAX_PIPER_WER, finals[0]["text"]
+    assert wer(SECOND, finals[1]["text"]) <= MAX_PIPER_WER, finals[1]["text"]
+    assert events[-1]["type"] == "closed" and client.close_code == 1000
 
 
 async def test_espeak_speech_at_another_rate_and_in_f32(server):

@@ -57,26 +57,30 @@ def test_between_file_steps_a_stream_that_waited_longer_goes_first():
     server.files.append(job)
 
     class WaitingStream:
-        since = 1.5
-        taken = False
+        talking = True
+        partial_step = 0
+        since: float | None = 1.5
 
-        def want_since(self, head_start=True):
-            return None if self.taken else self.since
+        def due_final(self):
+            return None
 
-        def take_job(self):
-            self.taken = True
+        def due_partial(self):
+            return self.since
+
+        def take_partial(self):
+            self.since = None
             return "stream-job"
 
     server.streams = {"s": WaitingStream()}
-    server._dispatch()
+    server._dispatch(now=1.6)
     assert server._work.get_nowait() is job  # the file came first (since 1.0)
     job.step(server.decoder)
-    server._busy = False
-    server._on_result(job, job, now=2.0)  # back in line at 2.0
-    server._dispatch()
-    assert server._work.get_nowait() == "stream-job"  # waited since 1.5
-    server._busy = False
-    server._dispatch()
+    server._busy = 0
+    server._on_file_step(job, job, now=2.0)  # back in line at 2.0
+    server._dispatch(now=2.0)
+    assert server._work.get_nowait() == ["stream-job"]  # waited since 1.5
+    server._busy = 0
+    server._dispatch(now=2.1)
     assert server._work.get_nowait() is job
 
 

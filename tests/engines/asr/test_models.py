@@ -32,7 +32,7 @@ def test_whisper_base_not_installed_says_how_to_install_it(tmp_path):
 
 
 def test_a_directory_without_model_bin_is_refused(tmp_path):
-    with pytest.raises(ModelMissing, match="has no model.bin"):
+    with pytest.raises(ModelMissing, match=r"has no model\.bin"):
         resolve_model(str(tmp_path), tmp_path)
     with pytest.raises(ModelMissing, match="does not exist"):
         resolve_model("./no/such/model", tmp_path)

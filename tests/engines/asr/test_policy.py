@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from engines.asr.agreement import keep_stable_words
 from engines.asr.decoder import Transcript, Word
 from engines.asr.policy import (
     FINAL_BEAM,
@@ -14,34 +15,11 @@ from engines.asr.policy import (
     PARTIAL_BEAM,
     StreamOptions,
     StreamPolicy,
-    keep_stable_words,
 )
 from engines.asr.vad import WINDOW
+from tests.engines.asr.scripted import ScriptedVad
 
 RATE = 16000
-
-
-class ScriptedVad:
-    """Speech probability 0.9 inside the given (start_s, end_s) spans, 0.05 outside;
-    ``dips`` are (at_s, probability) overrides for single windows."""
-
-    def __init__(self, speech: list[tuple[float, float]], offset: int = 0, dips: dict[int, float] | None = None):
-        self.speech = speech
-        self.next = offset
-        self.pending = 0
-        self.dips = dips or {}
-
-    def feed(self, samples):
-        self.pending += len(samples)
-        out = []
-        while self.pending >= WINDOW:
-            t = (self.next + WINDOW / 2) / RATE
-            p = 0.9 if any(a <= t < b for a, b in self.speech) else 0.05
-            p = self.dips.get(self.next // WINDOW, p)
-            out.append((self.next, p))
-            self.next += WINDOW
-            self.pending -= WINDOW
-        return out
 
 
 def make(speech, dips=None, **options) -> StreamPolicy:
@@ -65,7 +43,7 @@ def test_silence_never_opens_an_utterance_or_asks_for_a_decode():
     policy = make([])
     now = [0.0]
     assert feed_seconds(policy, 10, now) == []
-    assert policy.want_since() is None
+    assert policy.waiting_since() is None
     assert policy.take_job() is None
 
 
@@ -127,20 +105,21 @@ def test_finalize_gives_a_final_even_without_words():
     assert [(e["ev"], e["text"]) for e in events] == [("final", "")]
 
 
-def test_partials_commit_words_two_hypotheses_agree_on():
+def test_partials_commit_words_three_hypotheses_agree_on():
     policy = make([(0.5, 5.0)])
     now = [0.0]
     feed_seconds(policy, 1.1, now)
     first = policy.take_job()
     assert first.kind == "partial" and first.beam_size == PARTIAL_BEAM and first.prefix == ""
-    e1 = policy.on_result(first, result("the quick"), now[0])
+    events = policy.on_result(first, result("the quick"), now[0])
+    for text in ("the quick brown", "the quick brown fox"):
+        feed_seconds(policy, 0.5, now)
+        events += policy.on_result(policy.take_job(), result(text), now[0])
     feed_seconds(policy, 0.5, now)
-    second = policy.take_job()
-    e2 = policy.on_result(second, result("the quick brown fox"), now[0])
-    feed_seconds(policy, 0.5, now)
-    third = policy.take_job()
-    assert third.prefix == "the quick"  # the stable words are forced on the decoder
-    assert [(e["text"], e["stable"]) for e in e1 + e2] == [("the quick", ""), ("the quick brown fox", "the quick")]
+    fourth = policy.take_job()
+    assert fourth.prefix == "the quick"  # the stable words are forced on the decoder
+    assert [(e["text"], e["stable"]) for e in events] == [
+        ("the quick", ""), ("the quick brown", ""), ("the quick brown fox", "the quick")]
 
 
 def test_a_partial_that_comes_back_after_the_final_is_dropped():
@@ -194,10 +173,10 @@ def test_a_final_is_decoded_freely_and_keeps_the_stable_words_in_front():
     policy = make([(0.5, 3.0)], silence_ms=300)
     now = [0.0]
     feed_seconds(policy, 1.1, now)
-    policy.on_result(policy.take_job(), result("the quick"), now[0])
-    feed_seconds(policy, 0.5, now)
-    policy.on_result(policy.take_job(), result("the quick brown"), now[0])
-    feed_seconds(policy, 1.8, now)  # the utterance closes: stable is "the quick"
+    for text in ("the quick", "the quick brown", "the quick brown"):
+        policy.on_result(policy.take_job(), result(text), now[0])
+        feed_seconds(policy, 0.5, now)
+    feed_seconds(policy, 1.3, now)  # the utterance closes: stable is "the quick"
     job = policy.take_job()
     assert (job.kind, job.prefix) == ("final", "")
     events = policy.on_result(job, result("a quick brown fox."), now[0])
@@ -213,15 +192,111 @@ def test_keep_stable_words_keeps_the_timings_of_the_decoded_words():
     assert keep_stable_words("Hello,", "hello world", [])[0] == "Hello, world"
 
 
-def test_a_due_final_outranks_a_partial_that_has_waited_less_than_a_second_longer():
-    finishing = make([(0.5, 1.5)], silence_ms=300)
-    talking = make([(0.0, 9.0)])
-    now = [1.0]
-    feed_seconds(talking, 1.0, now)  # its partial is due from t=1.5
-    t = [0.0]
-    feed_seconds(finishing, 1.9, t)  # closes at t=1.9: its final is due from then
-    assert talking.want_since() < finishing.want_since(head_start=False)
-    assert finishing.want_since() < talking.want_since()
+def test_keep_stable_words_goes_on_after_the_word_heard_where_the_stable_words_end():
+    words = [Word(w, 0.1 * i, 0.1 * i + 0.1, 0.9) for i, w in enumerate("Rice is often served in round bowls.".split())]
+    text, out = keep_stable_words("Rises often served in", "Rice is often served in round bowls.", words)
+    assert text == "Rises often served in round bowls."
+    assert [(w.word, round(w.start, 3), round(w.end, 3)) for w in out] == [
+        ("Rises", 0.0, 0.125), ("often", 0.125, 0.25), ("served", 0.25, 0.375), ("in", 0.375, 0.5),
+        ("round", 0.5, 0.6), ("bowls.", 0.6, 0.7)]
+    # nothing to align on: the decode goes on after as many words as are stable
+    assert keep_stable_words("one two", "three four five", [])[0] == "one two five"
+    # a stable word heard again far later is not where the stable words end
+    assert keep_stable_words("the", "a dog and the cat", [])[0] == "the dog and the cat"
+
+
+def test_one_partial_per_stream_at_a_time_and_the_step_can_be_stretched():
+    policy = make([(0.0, 9.0)])
+    now = [0.0]
+    feed_seconds(policy, 1.0, now)
+    first = policy.take_partial()
+    assert first is not None and first.end_sample == RATE
+    feed_seconds(policy, 1.0, now)
+    assert policy.due_partial() is None and policy.take_partial() is None  # the first is still running
+    policy.on_result(first, result("one"), now[0])
+    assert policy.due_partial() == pytest.approx(now[0] - 0.5)  # due once 0.5 s of new audio came in
+    policy.partial_step = 2 * RATE
+    policy.on_result(policy.take_partial(), result("one two"), now[0])
+    feed_seconds(policy, 1.9, now)
+    assert policy.due_partial() is None
+    feed_seconds(policy, 0.1, now)
+    assert policy.due_partial() == pytest.approx(now[0])
+
+
+def test_eager_sends_the_speculative_final_at_once_and_the_final_repeats_it():
+    policy = make([(1.0, 3.0)], silence_ms=500, eager=True)
+    now = [0.0]
+    feed_seconds(policy, 3.3, now)
+    job = policy.take_job()
+    events = policy.on_result(job, result("hello world"), now[0])
+    assert events == [{"ev": "eager_final", "stream": "s", "utterance": 0, "text": "hello world",
+                       "start": 0.992, "end": 3.008, "language": "en"}]
+    finals = [e for e in feed_seconds(policy, 0.3, now) if e["ev"] == "final"]
+    assert [(f["utterance"], f["text"], f["end"]) for f in finals] == [(0, "hello world", 3.008)]
+
+
+def test_speech_coming_back_after_an_eager_final_sends_turn_resumed_then_a_new_eager_final():
+    policy = make([(1.0, 3.0), (3.4, 4.0)], silence_ms=500, eager=True)
+    now = [0.0]
+    feed_seconds(policy, 3.3, now)
+    assert [e["ev"] for e in policy.on_result(policy.take_job(), result("hello"), now[0])] == ["eager_final"]
+    events = feed_seconds(policy, 0.2, now)  # speech again from 3.4 s
+    assert events == [{"ev": "turn_resumed", "stream": "s", "utterance": 0, "at": 3.392}]
+    feed_seconds(policy, 0.9, now)  # 4.0 .. 4.5 silence
+    job = policy.take_job()
+    assert (job.kind, job.utterance) == ("final", 0)
+    assert [(e["ev"], e["text"]) for e in policy.on_result(job, result("hello again"), now[0])] == \
+        [("eager_final", "hello again")]
+    assert [(e["ev"], e["text"]) for e in feed_seconds(policy, 0.4, now)] == [("final", "hello again")]
+
+
+def test_speech_coming_back_before_the_speculative_result_sends_nothing():
+    policy = make([(1.0, 3.0), (3.35, 4.0)], silence_ms=500, eager=True)
+    now = [0.0]
+    feed_seconds(policy, 3.3, now)
+    spec = policy.take_job()
+    assert feed_seconds(policy, 0.2, now) == []
+    assert policy.on_result(spec, result("hello"), now[0]) == []
+
+
+def test_an_eager_final_needs_words():
+    policy = make([(1.0, 1.5)], silence_ms=500, eager=True)
+    now = [0.0]
+    feed_seconds(policy, 1.8, now)
+    assert policy.on_result(policy.take_job(), result(""), now[0]) == []
+    assert [e["ev"] for e in feed_seconds(policy, 0.4, now)] == ["discarded"]
+
+
+def test_no_partial_is_sent_while_an_eager_final_stands():
+    policy = make([(0.5, 2.0)], silence_ms=500, eager=True)
+    now = [0.0]
+    feed_seconds(policy, 1.9, now)
+    partial = policy.take_job()
+    assert partial.kind == "partial"
+    feed_seconds(policy, 0.3, now)  # silence: the speculative final is due
+    spec = policy.take_job()
+    assert [e["ev"] for e in policy.on_result(spec, result("one two three"), now[0])] == ["eager_final"]
+    assert policy.on_result(partial, result("one two"), now[0]) == []
+
+
+def test_without_eager_the_speculative_result_stays_inside():
+    policy = make([(1.0, 3.0), (3.4, 4.0)], silence_ms=500)
+    now = [0.0]
+    feed_seconds(policy, 3.3, now)
+    assert policy.on_result(policy.take_job(), result("hello"), now[0]) == []
+    assert feed_seconds(policy, 0.2, now) == []
+
+
+def test_finalize_after_an_eager_final_gives_the_same_text():
+    policy = make([(1.0, 3.0)], silence_ms=2000, eager=True, word_timestamps=True)
+    now = [0.0]
+    feed_seconds(policy, 3.3, now)
+    words = [Word("hello", 1.0, 1.5, 0.9)]
+    (eager,) = policy.on_result(policy.take_job(), Transcript("hello", "en", words), now[0])
+    assert eager["words"] == [{"word": "hello", "start": 1.0, "end": 1.5, "probability": 0.9}]
+    policy.finalize(now[0])
+    (final,) = policy.settle()
+    assert (final["ev"], final["text"], final["words"]) == ("final", "hello", eager["words"])
 
 
 def test_a_finalize_mark_with_nothing_open_is_answered_at_once():

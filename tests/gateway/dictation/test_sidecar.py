@@ -124,3 +124,45 @@ async def test_waiting_for_a_sidecar_that_fails_returns_at_once(tmp_path):
     await starting
     assert asr.status().state is EngineState.FAILED
     await asr.aclose()
+
+
+async def next_of(stream, *kinds: str):
+    """The next event of one of ``kinds`` (others are skipped); bounded wait."""
+    while True:
+        event = await asyncio.wait_for(stream.events.get(), 60)
+        if type(event).__name__ in kinds:
+            return event
+
+
+async def test_eager_final_then_turn_resumed_when_speech_comes_back_then_the_final_repeats_the_eager(tmp_path):
+    first, second = "It's easy to tell the depth of a well.", "Glue the sheet to the dark blue background."
+    speech = {}
+    for text in (first, second):
+        samples, rate = piper_say(text)
+        speech[text] = resample(samples, rate)
+    asr = AsrSupervisor(model="tiny.en", data_dir=tmp_path, threads=2)
+    await asr.start()
+    try:
+        stream = await asr.open_stream({"language": None, "interim": True, "word_timestamps": False,
+                                        "silence_ms": 2000, "eager": True})
+        # a pause shorter than the 2 s silence window: the speculative final goes out as eager_final
+        await stream.send_audio(np.concatenate([silence(0.3), speech[first], silence(1.0)]))
+        eager = await next_of(stream, "EagerFinal", "Final")
+        assert type(eager).__name__ == "EagerFinal" and eager.utterance == 0
+        assert wer(first, eager.text) <= 0.25, eager.text
+        # speech comes back inside the window: the eager final is withdrawn
+        await stream.send_audio(np.concatenate([speech[second], silence(0.5)]))
+        resumed = await next_of(stream, "TurnResumed", "Final")
+        assert type(resumed).__name__ == "TurnResumed" and resumed.utterance == 0
+        assert eager.end < resumed.at
+        again = await next_of(stream, "EagerFinal", "Final")
+        assert type(again).__name__ == "EagerFinal" and again.utterance == 0
+        assert wer(f"{first} {second}", again.text) <= 0.25, again.text
+        await stream.send_audio(silence(2.0))  # the silence lasts: the final is the eager final
+        final = await next_of(stream, "Final", "TurnResumed")
+        assert (type(final).__name__, final.utterance, final.text) == ("Final", 0, again.text)
+        await stream.end()
+        assert type(await next_of(stream, "Closed")).__name__ == "Closed"
+        await stream.close()
+    finally:
+        await asr.aclose()

@@ -36,13 +36,13 @@ def test_ready_echoes_the_parameters_and_names_the_model(tmp_path):
 
 def test_the_sidecar_is_opened_with_the_stream_options(tmp_path):
     fake = FakeSidecar()
-    url = "/v1/dictation?interim=false&word_timestamps=true&silence_ms=800&language=en"
+    url = "/v1/dictation?interim=false&word_timestamps=true&silence_ms=800&language=en&eager=true"
     with dictation_client(tmp_path, fake) as client, client.websocket_connect(url) as ws:
         receive(ws)
         header = fake.frames[0][0]
         assert header == {"op": "open", "stream": header["stream"], "language": "en", "interim": False,
-                          "word_timestamps": True, "silence_ms": 800, "offset": 0, "first_utterance": 0,
-                          "stable": ""}
+                          "word_timestamps": True, "silence_ms": 800, "eager": True, "offset": 0,
+                          "first_utterance": 0, "stable": ""}
 
 
 @pytest.mark.parametrize(("query", "reason"), [
@@ -53,6 +53,7 @@ def test_the_sidecar_is_opened_with_the_stream_options(tmp_path):
     ("silence_ms=1.5", "silence_ms: '1.5' is not an integer"),
     ("language=english", "language: 'english' is not an ISO 639-1 code or 'auto'"),
     ("interim=maybe", "interim: 'maybe' is not a boolean (use true or false)"),
+    ("eager=soon", "eager: 'soon' is not a boolean (use true or false)"),
 ])
 def test_a_bad_query_parameter_closes_4400_naming_it(tmp_path, query, reason):
     with dictation_client(tmp_path) as client, client.websocket_connect(f"/v1/dictation?{query}") as ws:
@@ -245,6 +246,49 @@ def test_duplicates_from_a_replay_never_reach_the_client(tmp_path):
                 break
         assert kinds == [("speech_started", None), ("partial", "one two"), ("final", "one two three"),
                          ("closed", None)]
+
+
+def test_eager_finals_and_turn_resumed_are_relayed(tmp_path):
+    fake = FakeSidecar()
+    with dictation_client(tmp_path, fake) as client, client.websocket_connect("/v1/dictation?eager=true") as ws:
+        receive(ws)
+        deliver(client, fake,
+                {"ev": "speech_started", "utterance": 0, "at": 0.5, "start_sample": 1600},
+                {"ev": "eager_final", "utterance": 0, "text": "turn on", "start": 0.5, "end": 1.1, "language": "en"},
+                {"ev": "turn_resumed", "utterance": 0, "at": 1.4},
+                {"ev": "partial", "utterance": 0, "text": "turn on the", "stable": "turn on", "start": 0.5,
+                 "end": 1.6, "lag_s": 0.2},
+                {"ev": "eager_final", "utterance": 0, "text": "turn on the lights.", "start": 0.5, "end": 2.0,
+                 "language": "en"},
+                {"ev": "final", "utterance": 0, "text": "turn on the lights.", "start": 0.5, "end": 2.0,
+                 "language": "en", "end_sample": 40000})
+        assert [receive(ws) for _ in range(6)] == [
+            {"type": "speech_started", "utterance": 0, "at": 0.5},
+            {"type": "eager_final", "utterance": 0, "text": "turn on", "start": 0.5, "end": 1.1, "language": "en"},
+            {"type": "turn_resumed", "utterance": 0, "at": 1.4},
+            {"type": "partial", "utterance": 0, "text": "turn on the", "stable": "turn on", "start": 0.5,
+             "end": 1.6, "lag_s": 0.2},
+            {"type": "eager_final", "utterance": 0, "text": "turn on the lights.", "start": 0.5, "end": 2.0,
+             "language": "en"},
+            {"type": "final", "utterance": 0, "text": "turn on the lights.", "start": 0.5, "end": 2.0,
+             "language": "en"}]
+
+
+def test_a_replay_that_changes_an_eager_final_withdraws_it_before_the_final(tmp_path):
+    fake = FakeSidecar()
+    with dictation_client(tmp_path, fake) as client, client.websocket_connect("/v1/dictation?eager=true") as ws:
+        receive(ws)
+        deliver(client, fake,
+                {"ev": "speech_started", "utterance": 0, "at": 0.5, "start_sample": 0},
+                {"ev": "eager_final", "utterance": 0, "text": "turn on", "start": 0.5, "end": 1.1, "language": "en"},
+                # a restarted sidecar replays the utterance and decodes it a little differently
+                {"ev": "speech_started", "utterance": 0, "at": 0.5, "start_sample": 0},
+                {"ev": "partial", "utterance": 0, "text": "turn", "stable": "", "start": 0.5, "end": 0.9},
+                {"ev": "final", "utterance": 0, "text": "turn on.", "start": 0.5, "end": 1.1, "language": "en",
+                 "end_sample": 24000})
+        assert [receive(ws)["type"] for _ in range(2)] == ["speech_started", "eager_final"]
+        assert receive(ws) == {"type": "turn_resumed", "utterance": 0, "at": 1.1}
+        assert receive(ws)["text"] == "turn on."
 
 
 def test_finalize_is_passed_to_the_sidecar_in_order_with_the_audio(tmp_path):

@@ -1,0 +1,112 @@
+"""Which decode runs next, across every stream and file job of the sidecar.
+
+Rules, in order:
+
+1. Finals first, strictly: a final (or speculative final) of any stream goes
+   before any partial or file window, oldest first. Up to ``max_batch`` finals
+   are decoded together in one call.
+2. Then a file window, if it has waited longer than every due partial.
+3. Then partials, round-robin: the stream whose last partial was dispatched
+   longest ago goes first (a stream that just got one waits for the others),
+   up to ``partial_batch`` at a time (1 in the sidecar).
+
+Partial cadence adapts to the load: each stream's partial comes after
+``PARTIAL_STEP_S`` of new audio while the decoder has room, and after longer
+when the streams that are talking would need more decode time than
+``PARTIAL_SHARE`` of the lanes (measured from the partials decoded so far), so
+partials never crowd out the finals; finals are never stretched.
+
+Pure logic: the sidecar's main thread calls it; no threads, no I/O.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping
+from typing import Protocol
+
+from .policy import RATE, DecodeJob
+
+
+class StreamWork(Protocol):
+    """What the scheduler needs from a stream (``StreamPolicy``; tests use fakes)."""
+
+    partial_step: int
+
+    @property
+    def talking(self) -> bool: ...
+
+    def due_final(self) -> float | None: ...
+
+    def due_partial(self) -> float | None: ...
+
+    def take_final(self) -> DecodeJob | None: ...
+
+    def take_partial(self) -> DecodeJob | None: ...
+
+
+class FileWork(Protocol):
+    since: float
+
+
+PARTIAL_STEP_S = 0.5
+PARTIAL_SHARE = 0.6  # at most this share of the decode time goes to partials when streams compete
+MAX_PARTIAL_STEP_S = 1.5  # a stream still gets a partial within a short sentence
+FIRST_PARTIAL_COST_S = 0.1  # a guess until partials have been measured
+COST_SMOOTHING = 0.2
+
+
+class Scheduler:
+    def __init__(self, *, lanes: int = 1, max_batch: int = 1, partial_batch: int = 1) -> None:
+        self.lanes = lanes
+        self.max_batch = max_batch
+        self.partial_batch = partial_batch
+        self.partial_cost_s = FIRST_PARTIAL_COST_S
+        self._served: dict[str, float] = {}  # when each stream's last partial was dispatched
+
+    def observe_partial(self, seconds_per_partial: float) -> None:
+        """A partial decode's time (a batch's time divided by its size)."""
+        self.partial_cost_s += COST_SMOOTHING * (seconds_per_partial - self.partial_cost_s)
+
+    def partial_step_s(self, talking: int) -> float:
+        """Seconds of new audio between two partials of a stream, with ``talking`` streams."""
+        needed = talking * self.partial_cost_s / (self.lanes * PARTIAL_SHARE)
+        return min(MAX_PARTIAL_STEP_S, max(PARTIAL_STEP_S, needed))
+
+    def forget(self, stream: str) -> None:
+        self._served.pop(stream, None)
+
+    def next_work(self, streams: Mapping[str, StreamWork], files: deque, now: float) -> list[DecodeJob] | object | None:
+        """The next unit of work (a list of jobs to decode together, or a file job
+        taken from ``files``), or None when nothing is due."""
+        step = int(self.partial_step_s(sum(1 for s in streams.values() if s.talking)) * RATE)
+        for policy in streams.values():
+            policy.partial_step = step
+        finals = self._finals(streams)
+        if finals:
+            return finals
+        partials = sorted((since, sid) for sid, s in streams.items() if (since := s.due_partial()) is not None)
+        if files and (not partials or files[0].since < partials[0][0]):
+            return files.popleft()
+        if not partials:
+            return None
+        order = sorted(partials, key=lambda p: (self._served.get(p[1], float("-inf")), p[0]))
+        jobs = []
+        for _, sid in order[:self.partial_batch]:
+            job = streams[sid].take_partial()
+            if job is not None:
+                self._served[sid] = now
+                jobs.append(job)
+        return jobs or None
+
+    def _finals(self, streams: Mapping[str, StreamWork]) -> list[DecodeJob]:
+        jobs: list[DecodeJob] = []
+        while len(jobs) < self.max_batch:
+            due = [(since, sid) for sid, s in streams.items() if (since := s.due_final()) is not None]
+            if not due:
+                break
+            job = streams[min(due)[1]].take_final()
+            if job is None:
+                break
+            jobs.append(job)
+        return jobs

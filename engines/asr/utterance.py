@@ -1,0 +1,81 @@
+"""The state a stream's policy keeps per utterance, and what it hands out.
+
+``StreamOptions`` come from the gateway's ``open``; a ``DecodeJob`` is a
+snapshot of audio to decode, handed to a decode lane and returned with its
+result; ``OpenUtterance`` is the utterance being heard, ``ClosedUtterance``
+one whose final is pending. Plain data: the policy (policy.py) owns every
+instance on the sidecar's main thread.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .agreement import Agreement
+from .decoder import Transcript
+
+
+@dataclass(frozen=True)
+class StreamOptions:
+    language: str | None = None  # None: detect per utterance
+    interim: bool = True
+    word_timestamps: bool = False
+    silence_ms: int = 500
+    offset: int = 0  # absolute sample position of the first audio (after a restart: > 0)
+    first_utterance: int = 0
+    stable: str = ""  # committed words carried into the first utterance after a restart
+    eager: bool = False  # send the speculative final as ``eager_final``
+
+
+@dataclass
+class DecodeJob:
+    stream: str
+    kind: str  # "partial" | "final"
+    utterance: int
+    audio: np.ndarray
+    start_sample: int
+    end_sample: int
+    language: str | None
+    prefix: str
+    beam_size: int
+    word_timestamps: bool
+    generation: int
+    audio_ready_at: float  # monotonic time the newest sample in ``audio`` arrived
+
+
+@dataclass
+class OpenUtterance:
+    index: int
+    start: int  # first sample given to the decoder (speech onset minus the pad)
+    speech_start: int
+    agreement: Agreement
+    language: str | None
+    probs: list[tuple[int, float]] = field(default_factory=list)
+    silence_since: int | None = None
+    generation: int = 0
+    last_partial_pos: int = 0
+    partial_due: float | None = None
+    partial_running: bool = False  # one partial per stream at a time: hypotheses arrive in order
+    spec_due: float | None = None
+    spec_running: bool = False
+    spec_result: Transcript | None = None
+    spec_end: int = 0
+    eager_sent: bool = False  # an eager_final of the current speculative result is out
+
+
+@dataclass
+class ClosedUtterance:
+    index: int
+    start: int
+    speech_start: int
+    end: int  # end of speech
+    cut: int  # where the decoded audio ends (speech end plus the pad): the next utterance starts after it
+    stable: str
+    language: str | None
+    forced: bool  # closed by finalize/end: a final even when empty
+    since: float
+    audio: np.ndarray | None  # None while waiting for the speculative decode
+    result: Transcript | None = None
+    dispatched: bool = False

@@ -1,0 +1,123 @@
+"""Which decode runs next: finals strictly first, round-robin partials, files in
+between, and a partial cadence that stretches with the load (fake streams)."""
+
+from __future__ import annotations
+
+from collections import deque
+
+import pytest
+
+from engines.asr.policy import PARTIAL_STEP
+from engines.asr.scheduler import MAX_PARTIAL_STEP_S, PARTIAL_SHARE, Scheduler
+
+
+class FakeStream:
+    """Finals due at the given times (oldest first) and at most one partial."""
+
+    def __init__(self, name: str, finals: tuple[float, ...] = (), partial: float | None = None,
+                 talking: bool = False) -> None:
+        self.name = name
+        self.finals = list(finals)
+        self.partial = partial
+        self.talking = talking
+        self.partial_step = PARTIAL_STEP
+        self.taken: list[str] = []
+
+    def due_final(self) -> float | None:
+        return self.finals[0] if self.finals else None
+
+    def due_partial(self) -> float | None:
+        return self.partial
+
+    def take_final(self) -> str | None:
+        if not self.finals:
+            return None
+        self.finals.pop(0)
+        return f"{self.name}:final"
+
+    def take_partial(self) -> str | None:
+        if self.partial is None:
+            return None
+        self.partial = None
+        return f"{self.name}:partial"
+
+
+class FakeFile:
+    def __init__(self, since: float) -> None:
+        self.since = since
+
+
+def drain(scheduler: Scheduler, streams: dict, files: deque | None = None, now: float = 10.0) -> list:
+    out = []
+    while (work := scheduler.next_work(streams, files if files is not None else deque(), now)) is not None:
+        out.append(work)
+    return out
+
+
+def test_a_final_goes_before_any_partial_however_long_the_partial_waited():
+    streams = {"a": FakeStream("a", partial=0.0), "b": FakeStream("b", finals=(9.0,))}
+    assert drain(Scheduler(), streams) == [["b:final"], ["a:partial"]]
+
+
+def test_finals_go_oldest_first_and_a_batch_takes_several():
+    streams = {"a": FakeStream("a", finals=(3.0, 5.0)), "b": FakeStream("b", finals=(4.0,)),
+               "c": FakeStream("c", finals=(1.0,), partial=0.5)}
+    assert drain(Scheduler(), streams) == [["c:final"], ["a:final"], ["b:final"], ["a:final"], ["c:partial"]]
+    streams = {"a": FakeStream("a", finals=(3.0, 5.0)), "b": FakeStream("b", finals=(4.0,)),
+               "c": FakeStream("c", finals=(1.0,), partial=0.5)}
+    assert drain(Scheduler(max_batch=3), streams) == [["c:final", "a:final", "b:final"], ["a:final"],
+                                                      ["c:partial"]]
+
+
+def test_partials_go_round_robin_a_stream_just_served_waits_for_the_others():
+    scheduler = Scheduler()
+    streams = {"a": FakeStream("a", partial=1.0), "b": FakeStream("b", partial=2.0)}
+    assert drain(scheduler, streams, now=3.0) == [["a:partial"], ["b:partial"]]
+    # a's next partial became due before b's, but a was served last time first
+    streams["a"].partial, streams["b"].partial = 3.1, 3.5
+    assert drain(scheduler, streams, now=4.0) == [["a:partial"], ["b:partial"]]
+    streams["a"].partial, streams["b"].partial = 4.1, 4.5
+    scheduler.forget("a")  # a stream that ends loses its turn history
+    assert scheduler.next_work(streams, deque(), 5.0) == ["a:partial"]
+
+
+def test_a_batch_of_partials_takes_the_least_recently_served_streams():
+    scheduler = Scheduler(max_batch=2, partial_batch=2)
+    streams = {name: FakeStream(name, partial=1.0) for name in "abc"}
+    assert scheduler.next_work(streams, deque(), 2.0) == ["a:partial", "b:partial"]
+    streams["a"].partial = streams["b"].partial = 2.5
+    assert scheduler.next_work(streams, deque(), 3.0) == ["c:partial", "a:partial"]
+
+
+def test_a_file_window_runs_when_it_waited_longer_than_every_partial_but_never_before_a_final():
+    job = FakeFile(since=1.0)
+    files = deque([job])
+    streams = {"a": FakeStream("a", partial=1.5), "b": FakeStream("b", finals=(8.0,))}
+    order = drain(Scheduler(), streams, files)
+    assert order == [["b:final"], job, ["a:partial"]]
+
+
+def test_nothing_due_gives_nothing():
+    assert Scheduler().next_work({"a": FakeStream("a")}, deque(), 0.0) is None
+
+
+def test_the_partial_step_stretches_when_talking_streams_would_need_more_than_their_share():
+    scheduler = Scheduler()
+    scheduler.partial_cost_s = 0.05
+    assert scheduler.partial_step_s(1) == 0.5
+    assert scheduler.partial_step_s(12) == pytest.approx(12 * 0.05 / PARTIAL_SHARE)
+    assert scheduler.partial_step_s(100) == MAX_PARTIAL_STEP_S
+    two_lanes = Scheduler(lanes=2)
+    two_lanes.partial_cost_s = 0.05
+    assert two_lanes.partial_step_s(24) == pytest.approx(24 * 0.05 / (2 * PARTIAL_SHARE))
+    streams = {str(i): FakeStream(str(i), talking=True) for i in range(12)}
+    streams["quiet"] = FakeStream("quiet")
+    scheduler.next_work(streams, deque(), 0.0)
+    assert {s.partial_step for s in streams.values()} == {int(12 * 0.05 / PARTIAL_SHARE * 16000)}
+
+
+def test_the_partial_cost_follows_what_partials_took():
+    scheduler = Scheduler()
+    for _ in range(40):
+        scheduler.observe_partial(0.3)
+    assert scheduler.partial_cost_s == pytest.approx(0.3, abs=1e-3)
