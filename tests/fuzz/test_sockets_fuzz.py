@@ -177,30 +177,6 @@ def test_the_deepgram_speak_socket_answers_anything_and_the_other_session_goes_o
         assert any(isinstance(m, bytes) and m for m in replies)
 
 
-def test_the_openai_realtime_socket_answers_anything_and_the_other_session_goes_on(client: TestClient) -> None:
-    url = "/v1/realtime?intent=transcription"
-    types = ["session.update", "input_audio_buffer.append", "input_audio_buffer.commit", "input_audio_buffer.clear"]
-    with client.websocket_connect(url) as ws, client.websocket_connect(url) as other:
-        receive(ws), receive(other)  # session.created
-        session = Session(ws)
-
-        def is_probe_answer(m: Any) -> bool:
-            return isinstance(m, dict) and m.get("type") == "error" and m["error"].get("event_id") == "probe"
-
-        @given(messages(types) | st.builds(lambda s: json.dumps({"type": "session.update", "session": s}),
-                                           JSON_VALUES) | st.binary(max_size=64))
-        def check(message: str | bytes) -> None:
-            session.send(message)
-            session.send(json.dumps({"type": "probe", "event_id": "probe"}))
-            for reply in session.read_until(is_probe_answer, native=False):
-                if isinstance(reply, dict) and reply.get("type") == "error":
-                    assert reply["error"]["message"] and reply["error"]["type"], reply
-
-        check()
-        other.send_json({"type": "input_audio_buffer.clear", "event_id": "still"})
-        assert receive(other)["type"] == "input_audio_buffer.cleared"
-
-
 def test_the_elevenlabs_http_route_never_answers_500(client: TestClient) -> None:
     bodies = JSON_VALUES.map(lambda v: json.dumps(v).encode()) | messages(["x"]).map(str.encode) | \
         st.builds(lambda d: json.dumps(d).encode(), st.dictionaries(
