@@ -12,6 +12,8 @@ const REFUSAL_CODES = {
   "Too many authentication attempts": "too_many_attempts",
   "authentication is not ready": "auth_not_ready",
   "host not allowed: VOXGATE_ALLOWED_HOSTS lists the names this server answers to": "host_rejected",
+  // sent with 1013 (retryable: the page reconnects with backoff), listed so every detail has its code
+  "authentication store unavailable": "auth_store_unavailable",
 };
 
 /** Codes after which signing in again can help. */
