@@ -6,15 +6,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
-
-from tests.support.net import free_port
+from tests.support.net import free_port, wait_until_answering
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -39,16 +36,7 @@ def running_gateway(data_dir: Path, engines: str, env: dict[str, str] | None = N
                             cwd=ROOT, env=full_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + start_timeout_s
-        while True:
-            assert proc.poll() is None, f"gateway exited {proc.returncode}: {proc.stderr.read()}"
-            try:
-                if httpx.get(url + "/health", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, f"gateway (--engines {engines}) did not become healthy"
-            time.sleep(0.1)
+        wait_until_answering(proc, url + "/health", start_timeout_s, f"gateway (--engines {engines})")
         yield GatewayProcess(url, proc)
     finally:
         proc.send_signal(signal.SIGTERM)

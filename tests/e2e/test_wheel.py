@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support.net import free_port
+from tests.support.net import free_port, wait_until_answering
 
 pytestmark = pytest.mark.slow
 
@@ -56,16 +55,7 @@ def serve(venv: Path, cwd: Path, *args: str, **env: str) -> Iterator[str]:
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            assert proc.poll() is None, f"voxgate serve exited {proc.returncode}: {proc.stderr.read()}"
-            try:
-                if httpx.get(url + "/health/ready", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "voxgate serve did not become ready"
-            time.sleep(0.1)
+        wait_until_answering(proc, url + "/health/ready", START_TIMEOUT_S, "voxgate serve")
         yield url
     finally:
         proc.terminate()

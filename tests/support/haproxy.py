@@ -6,15 +6,12 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
-
-from tests.support.net import free_port
+from tests.support.net import free_port, wait_until_answering
 
 START_TIMEOUT_S = 30.0
 
@@ -72,16 +69,7 @@ def running_haproxy(workdir: Path, backends: Sequence[int]) -> Iterator[Haproxy]
                             stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            assert proc.poll() is None, f"haproxy exited {proc.returncode}"
-            try:
-                if httpx.get(url + "/health/ready", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "haproxy never reached a ready backend"
-            time.sleep(0.1)
+        wait_until_answering(proc, url + "/health/ready", START_TIMEOUT_S, "haproxy (with a ready backend)")
         yield Haproxy(url, proc, config)
     finally:
         proc.terminate()

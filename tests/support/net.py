@@ -5,9 +5,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
+import subprocess
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
+import httpx
 import uvicorn
 
 
@@ -45,3 +48,21 @@ async def running_config(config: uvicorn.Config) -> AsyncIterator[str]:
     finally:
         server.should_exit = True
         await asyncio.wait_for(task, 30)
+
+
+def wait_until_answering(proc: subprocess.Popen[str] | subprocess.Popen[bytes], url: str, timeout_s: float,
+                         what: str) -> None:
+    """Poll ``url`` until it answers 200 while ``proc`` (``what``) still runs; fail with
+    its stderr if it exits, or after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if proc.poll() is not None:
+            stderr = proc.stderr.read() if proc.stderr is not None else ""
+            raise AssertionError(f"{what} exited {proc.returncode}: {stderr!r}")
+        try:
+            if httpx.get(url, timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        assert time.monotonic() < deadline, f"{what} did not answer 200 at {url} within {timeout_s} s"
+        time.sleep(0.1)
