@@ -5,6 +5,7 @@ and a second session open all along is served as before."""
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -175,6 +176,33 @@ def test_the_deepgram_speak_socket_answers_anything_and_the_other_session_goes_o
         other.send_json({"type": "Flush"})
         replies = read_until(other, lambda m: isinstance(m, dict) and m.get("type") == "Flushed", native=False)
         assert any(isinstance(m, bytes) and m for m in replies)
+
+
+def test_the_openai_realtime_socket_answers_anything_and_the_other_session_goes_on(client: TestClient) -> None:
+    url = "/v1/realtime?intent=transcription"
+    types = ["session.update", "input_audio_buffer.append", "input_audio_buffer.commit", "input_audio_buffer.clear"]
+    with client.websocket_connect(url) as ws, client.websocket_connect(url) as other:
+        receive(ws), receive(other)  # session.created
+        session = Session(ws)
+
+        def is_probe_answer(m: Any) -> bool:
+            return isinstance(m, dict) and m.get("type") == "error" and m["error"].get("event_id") == "probe"
+
+        appends = st.binary(max_size=4800).map(
+            lambda audio: json.dumps({"type": "input_audio_buffer.append", "audio": base64.b64encode(audio).decode()}))
+        updates = st.builds(lambda s: json.dumps({"type": "session.update", "session": s}), JSON_VALUES)
+
+        @given(messages(types) | updates | appends | st.binary(max_size=64))
+        def check(message: str | bytes) -> None:
+            session.send(message)
+            session.send(json.dumps({"type": "probe", "event_id": "probe"}))
+            for reply in session.read_until(is_probe_answer, native=False):
+                if isinstance(reply, dict) and reply.get("type") == "error":
+                    assert reply["error"]["message"] and reply["error"]["type"], reply
+
+        check()
+        other.send_json({"type": "input_audio_buffer.clear", "event_id": "still"})
+        assert receive(other)["type"] == "input_audio_buffer.cleared"
 
 
 def test_the_elevenlabs_http_route_never_answers_500(client: TestClient) -> None:

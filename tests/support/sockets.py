@@ -5,14 +5,24 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import anyio
 import pytest
 from starlette.websockets import WebSocketDisconnect
 
+# Not a speed bar: a server that never answers fails the test instead of hanging the run.
+RECEIVE_DEADLINE_S = 120.0
 
-def receive(ws: Any) -> Any:
+
+async def _receive_within(ws: Any, deadline_s: float) -> Any:
+    with anyio.fail_after(deadline_s):
+        return await ws._send_rx.receive()
+
+
+def receive(ws: Any, deadline_s: float = RECEIVE_DEADLINE_S) -> Any:
     """The next message: a dict for JSON text, bytes for binary. A close raises
-    ``WebSocketDisconnect`` with its code and reason."""
-    message = ws.receive()
+    ``WebSocketDisconnect`` with its code and reason; no message within
+    ``deadline_s`` raises ``TimeoutError``."""
+    message = ws.portal.call(_receive_within, ws, deadline_s)
     if message["type"] == "websocket.close":
         raise WebSocketDisconnect(message["code"], message.get("reason"))
     if message.get("text") is not None:

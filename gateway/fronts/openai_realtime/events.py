@@ -24,6 +24,15 @@ CLIENT_TYPES = ("session.update", "input_audio_buffer.append", "input_audio_buff
 MAX_EVENT_ID_CHARS = 128
 
 
+class ClientEventError(BadMessage):
+    """A client event that cannot be taken, with the client's ``event_id`` (when it
+    sent a usable one) for the ``error`` event that answers it, as OpenAI's does."""
+
+    def __init__(self, message: str, event_id: str | None) -> None:
+        super().__init__(message)
+        self.event_id = event_id
+
+
 @dataclass(frozen=True)
 class ClientEvent:
     type: str
@@ -32,17 +41,18 @@ class ClientEvent:
 
 
 def parse_client_event(raw: str) -> ClientEvent:
-    """One client event; ``BadMessage`` (naming the problem) when it has no usable type."""
+    """One client event; ``BadMessage`` (naming the problem) when it is not a JSON
+    object, ``ClientEventError`` when it has no usable type."""
     data = parse_message(raw)
-    kind = data.get("type")
-    if not isinstance(kind, str):
-        raise BadMessage("an event needs a string \"type\"")
     event_id = data.get("event_id")
     if not isinstance(event_id, str) or len(event_id) > MAX_EVENT_ID_CHARS:
         event_id = None
+    kind = data.get("type")
+    if not isinstance(kind, str):
+        raise ClientEventError("an event needs a string \"type\"", event_id)
     if kind not in CLIENT_TYPES:
-        raise BadMessage(f"event type {kind[:60]!r} is not supported by this transcription server; "
-                         f"use one of: {', '.join(CLIENT_TYPES)}")
+        raise ClientEventError(f"event type {kind[:60]!r} is not supported by this transcription server; "
+                         f"use one of: {', '.join(CLIENT_TYPES)}", event_id)
     return ClientEvent(kind, data, event_id)
 
 

@@ -26,7 +26,7 @@ from starlette.websockets import WebSocket
 
 from gateway.errors import CLOSE_TOO_BIG, BadMessage, GatewayError, TooLarge, close_socket
 from gateway.fronts.openai_realtime.config import TranscriptionConfig, UpdateError, apply_update
-from gateway.fronts.openai_realtime.events import ClientEvent, Events, parse_client_event
+from gateway.fronts.openai_realtime.events import ClientEvent, ClientEventError, Events, parse_client_event
 from gateway.fronts.openai_realtime.items import ItemTracker
 from gateway.protocol.dictation import MAX_AUDIO_MESSAGE_BYTES, ClientMessage, Finalize
 
@@ -98,8 +98,18 @@ class RealtimeTransport:
             if size > MAX_EVENT_BYTES:
                 raise TooLarge(f"event of {size} bytes; the limit is {MAX_EVENT_BYTES} "
                                f"({MAX_AUDIO_MESSAGE_BYTES} bytes of audio an append)")
-            event = parse_client_event(text)
-            result = await self._handle(event)
+            event: ClientEvent | None = None
+            try:
+                event = parse_client_event(text)
+                result = await self._handle(event)
+            except BadMessage as exc:
+                # answered here, with the client's event_id, as OpenAI answers an event it cannot take
+                if isinstance(exc, ClientEventError):
+                    event_id = exc.event_id
+                else:
+                    event_id = event.event_id if event is not None else None
+                await self._send(self.events.error(exc.code, exc.message, event_id=event_id))
+                continue
             if result is not None:
                 return result
 

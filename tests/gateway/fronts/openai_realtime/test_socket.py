@@ -214,6 +214,29 @@ def test_bad_audio_events_are_errors_and_the_session_goes_on(tmp_path):
     assert [h["op"] for h, _ in fake.frames] == ["open", "audio", "close"]
 
 
+def test_an_error_about_an_event_names_the_events_own_id_before_and_after_the_first_audio(tmp_path):
+    fake = FakeSidecar()
+    unknown = ("event type 'response.create' is not supported by this transcription server; use one of: "
+               "session.update, input_audio_buffer.append, input_audio_buffer.commit, input_audio_buffer.clear")
+    with dictation_client(tmp_path, fake) as client, client.websocket_connect(URL) as ws:
+        opened(ws)
+        ws.send_json({"type": "response.create", "event_id": "evt_r1"})
+        assert receive(ws)["error"] == {"type": "invalid_request_error", "code": "bad_message",
+                                        "message": unknown, "param": None, "event_id": "evt_r1"}
+        ws.send_json({"type": 7, "event_id": "evt_t"})
+        assert receive(ws)["error"] == {"type": "invalid_request_error", "code": "bad_message",
+                                        "message": 'an event needs a string "type"', "param": None,
+                                        "event_id": "evt_t"}
+        append(ws, b"\0\0" * 2400)
+        ws.send_json({"type": "response.create", "event_id": "evt_r2"})
+        assert receive(ws)["error"]["event_id"] == "evt_r2"
+        ws.send_json({"type": "input_audio_buffer.append", "audio": [], "event_id": "evt_a"})
+        assert receive(ws)["error"] == {"type": "invalid_request_error", "code": "bad_message",
+                                        "message": "input_audio_buffer.append.audio must be a base64 string",
+                                        "param": None, "event_id": "evt_a"}
+    assert [h["op"] for h, _ in fake.frames] == ["open", "audio", "close"]
+
+
 @pytest.mark.parametrize("audio_first", [False, True], ids=["before-audio", "after-audio"])
 def test_an_event_over_the_size_limit_closes_1009(tmp_path, audio_first):
     with dictation_client(tmp_path) as client, client.websocket_connect(URL) as ws:
