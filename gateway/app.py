@@ -68,7 +68,8 @@ def build_tts_engines(settings: Settings) -> dict[str, TtsEngine]:
     if "piper" in settings.engines:
         from engines.piper.engine import PiperEngine
 
-        engines["piper"] = PiperEngine(voice_dirs=settings.piper_voices, threads=settings.piper_threads)
+        engines["piper"] = PiperEngine(voice_dirs=settings.piper_voices, threads=settings.piper_threads,
+                                       graph=settings.piper_graph)
     return engines
 
 

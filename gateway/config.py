@@ -118,6 +118,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("redis_prefix", _str, "voxgate:", "Prefix of every Redis key, so deployments can share one Redis."),
     Option("asr_lanes", _int_range(0, 64), "0", "Decodes the ASR sidecar runs at once, each on VOXGATE_ASR_THREADS threads (0: the cores divided by VOXGATE_ASR_THREADS; both 0: one per core)."),  # dictation at load
     Option("asr_batch", _int_range(1, 64), "4", "Most finals of different streams the ASR sidecar decodes together in one beam search."),
+    # Piper's fast graph (engines/piper/fastgraph.py, docs/engines/piper.md)
+    Option("piper_graph", _choice("fast", "stock"), "fast", "Piper voices' ONNX graph: fast (rewritten at load for ONNX Runtime's blocked-layout kernels, checked against stock) or stock (as shipped)."),
 )
 
 _BY_NAME = {opt.name: opt for opt in OPTIONS}
@@ -169,6 +171,7 @@ class Settings:
     redis_prefix: str = "voxgate:"
     asr_lanes: int = 0
     asr_batch: int = 4
+    piper_graph: str = "fast"
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:

@@ -18,6 +18,7 @@ inference that has the pool to itself uses every core, see model.py).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import threading
@@ -35,7 +36,7 @@ from engines.base import (
     UnknownVoice,
     Voice,
 )
-from engines.piper.model import INSTALL_HINT, PiperModel, Synthesizer, runtime_missing
+from engines.piper.model import GRAPHS, INSTALL_HINT, PiperModel, Synthesizer, runtime_missing
 from engines.piper.pool import DeadlinePool
 from engines.piper.stream import PiperStream
 from engines.piper.voices import BUNDLED_VOICE_HINT, BUNDLED_VOICE_PACKAGES, VoiceFile, find_voices
@@ -55,16 +56,20 @@ class PiperEngine:
 
     def __init__(self, voice_dirs: Sequence[Path] = (), threads: int = 0, *, default_voice: str | None = None,
                  packages: Iterable[str] = BUNDLED_VOICE_PACKAGES, max_streams: int = 64,
-                 job_timeout_s: float = 60.0, model_factory: ModelFactory | None = None) -> None:
+                 job_timeout_s: float = 60.0, graph: str = "fast", model_factory: ModelFactory | None = None) -> None:
         if threads < 0:
             raise ValueError(f"threads: must be 0 (one per core) or more, got {threads}")
+        if graph not in GRAPHS:
+            raise ValueError(f"graph: must be one of {', '.join(GRAPHS)}, got {graph!r}")
         self.voice_dirs = tuple(Path(d) for d in voice_dirs)
         self.threads = threads or os.cpu_count() or 1
         self.preferred_voice = default_voice
         self.packages = tuple(packages)
         self.max_streams = max_streams
         self.job_timeout_s = job_timeout_s
-        self._model_factory: ModelFactory = model_factory or PiperModel
+        self.graph = graph
+        self._real_models = model_factory is None
+        self._model_factory: ModelFactory = model_factory or functools.partial(PiperModel, graph=graph)
         self._status = EngineStatus(EngineState.LOADING)
         self._voices: dict[str, VoiceFile] = {}
         self._models: dict[str, Synthesizer] = {}
@@ -89,7 +94,7 @@ class PiperEngine:
             self._status = EngineStatus(EngineState.FAILED, detail=f"Piper failed to load: {exc}")
 
     def _load_blocking(self) -> None:
-        missing = runtime_missing() if self._model_factory is PiperModel else None
+        missing = runtime_missing() if self._real_models else None
         if missing:
             self._status = EngineStatus(EngineState.MISSING, detail=missing, hint=INSTALL_HINT)
             return
@@ -104,11 +109,11 @@ class PiperEngine:
             return
         default = self._pick_default(voices)
         self._voices, self._default, self._rate = voices, default, voices[default].sample_rate
-        self._model(default)
+        model = self._model(default)
         self._pool = DeadlinePool(self.threads, max_jobs=2 * self.max_streams)
         self._status = EngineStatus(EngineState.READY)
-        log.info("Piper: %d voice(s), default %s at %d Hz, %d worker thread(s)", len(voices), default,
-                 self._rate, self.threads)
+        log.info("Piper: %d voice(s), default %s at %d Hz (%s graph), %d worker thread(s)", len(voices), default,
+                 self._rate, getattr(model, "graph", "stock"), self.threads)
 
     def _pick_default(self, voices: dict[str, VoiceFile]) -> str:
         if self.preferred_voice:

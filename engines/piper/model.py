@@ -2,14 +2,20 @@
 to audio, on the ``piper-tts`` runtime.
 
 The ONNX sessions are made here rather than by ``PiperVoice.load`` so their
-threading is ours. Each voice has two sessions over the same model file:
+threading and their graph are ours. Each voice has two sessions:
 
 - *narrow*: one thread per inference. The engine's pool runs several of these
   at once, which beats one inference spread over every core when streams
   compete: VITS parallelises poorly inside a call, and spinning intra-op
-  threads fight every other inference (and process) for the cores;
-- *wide*: ONNX Runtime's defaults (every core), used when an inference has the
-  machine to itself, so a lone request is as fast as Piper's own tools make it.
+  threads fight every other inference (and process) for the cores. With
+  ``graph="fast"`` (the default) it runs the voice's fast graph (fastgraph.py:
+  the same model on ONNX Runtime's blocked-layout kernels, less CPU per
+  second of audio), checked against the stock graph at load; anything that
+  goes wrong there leaves the stock graph in place, with a warning;
+- *wide*: the stock graph with ONNX Runtime's defaults (every core), used when
+  an inference has the machine to itself, so a lone request is as fast as
+  Piper's own tools make it. (The fast graph gains nothing from a second
+  thread: its kernels split work by rows, and audio is one row.)
 
 Thread safety: ``infer`` may run on several threads at once (an ONNX Runtime
 session is safe for concurrent ``run`` calls); ``phonemize`` too (piper keeps
@@ -18,6 +24,8 @@ espeak-ng behind its own lock).
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -25,7 +33,11 @@ import numpy as np
 
 from engines.piper.voices import VoiceFile
 
+log = logging.getLogger(__name__)
+
 INSTALL_HINT = "pip install piper-tts (the Piper runtime; scripts/setup.sh installs it)"
+GRAPHS = ("fast", "stock")
+CHECK_TEXT = "The quick brown fox jumps over the lazy dog."
 
 
 class Synthesizer(Protocol):
@@ -57,25 +69,54 @@ def runtime_missing() -> str | None:
 class PiperModel:
     """A Piper voice loaded into an ONNX Runtime session (see module docstring)."""
 
-    def __init__(self, voice: VoiceFile, wide: bool = True) -> None:
-        import onnxruntime
+    def __init__(self, voice: VoiceFile, wide: bool = True, graph: str = "fast") -> None:
         from piper import PiperVoice
         from piper.config import PiperConfig
 
-        narrow = onnxruntime.SessionOptions()
-        narrow.intra_op_num_threads = 1
-        narrow.inter_op_num_threads = 1
-        narrow.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        session = onnxruntime.InferenceSession(str(voice.model), sess_options=narrow,
-                                               providers=["CPUExecutionProvider"])
-        self._wide: Any = onnxruntime.InferenceSession(
-            str(voice.model), providers=["CPUExecutionProvider"]) if wide else None
-        # PiperVoice does the phonemes and the tensors; its session is chosen per call.
-        self._voice: Any = PiperVoice(session=session, config=PiperConfig.from_dict(voice.raw))
-        self._wide_voice: Any = PiperVoice(session=self._wide, config=self._voice.config) if wide else None
+        from engines.piper import fastgraph
+
+        if graph not in GRAPHS:
+            raise ValueError(f"graph: must be one of {', '.join(GRAPHS)}, got {graph!r}")
         self.voice = voice
         self.sample_rate = voice.sample_rate
-        self.speakers = dict(self._voice.config.speaker_id_map)
+        config = PiperConfig.from_dict(voice.raw)
+        stock = fastgraph.session(voice.model, 0)  # ONNX Runtime's defaults: every core
+        # PiperVoice does the phonemes and the tensors; its session is chosen per call.
+        self._wide_voice: Any = PiperVoice(session=stock, config=config)
+        self.graph = "stock"
+        narrow = self._fast_session(stock) if graph == "fast" else None
+        if narrow is None:
+            narrow = fastgraph.session(voice.model, 1, spinning=False)
+        self._voice: Any = PiperVoice(session=narrow, config=config)
+        if not wide:
+            self._wide_voice = None
+        self.speakers = dict(config.speaker_id_map)
+
+    def _fast_session(self, stock: Any) -> Any:
+        """The voice's fast-graph session, checked against ``stock``; None (logged) to keep the stock graph."""
+        from engines.piper import fastgraph
+
+        started = time.monotonic()
+        reference = self._wide_voice
+        try:
+            session = fastgraph.session(fastgraph.prepare(self.voice.model), 1, spinning=False, fast=True)
+            ids = next(reference.phonemes_to_ids(p) for p in reference.phonemize(CHECK_TEXT) if p)
+            speaker = reference.config.default_speaker_id if reference.config.num_speakers > 1 else None
+            problem = fastgraph.check(session, stock, ids, speaker)
+        except ImportError as exc:
+            log.warning("Piper voice %s: stock graph (the fast graph needs the onnx package: %s)", self.voice.id, exc)
+            return None
+        except Exception as exc:  # a voice the rewrite or this ONNX Runtime cannot take: the stock graph serves it
+            log.warning("Piper voice %s: stock graph (making the fast graph failed: %s: %s)", self.voice.id,
+                        exc.__class__.__name__, exc)
+            return None
+        if problem is not None:
+            log.warning("Piper voice %s: stock graph (the fast graph does not compute the same audio here: %s)",
+                        self.voice.id, problem)
+            return None
+        self.graph = "fast"
+        log.info("Piper voice %s: fast graph ready in %.1f s", self.voice.id, time.monotonic() - started)
+        return session
 
     def phonemize(self, text: str) -> list[list[int]]:
         # Piper splits sentences while phonemizing (espeak-ng's own clause rules).
