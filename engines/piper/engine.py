@@ -11,8 +11,9 @@ sentence. Frames are 80 ms.
 
 Concurrency contract: every public method is called from the event loop and
 returns quickly; phonemizing and ONNX inference run on the engine's
-``DeadlinePool`` (``threads`` workers, one inference each, in parallel; an
-inference that has the pool to itself uses every core, see model.py).
+``DeadlinePool`` (``threads`` workers, one inference each, in parallel; a
+sentence a listener is waiting for, when it has the pool to itself, uses every
+core, see model.py and stream.py).
 """
 
 from __future__ import annotations

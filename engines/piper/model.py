@@ -12,9 +12,9 @@ threading and their graph are ours. Each voice has two sessions:
   the same model on ONNX Runtime's blocked-layout kernels, less CPU per
   second of audio), checked against the stock graph at load; anything that
   goes wrong there leaves the stock graph in place, with a warning;
-- *wide*: the stock graph with ONNX Runtime's defaults (every core), used when
-  an inference has the machine to itself, so a lone request is as fast as
-  Piper's own tools make it. (The fast graph gains nothing from a second
+- *wide*: the stock graph with ONNX Runtime's defaults (every core), used for
+  a sentence a listener is waiting for when nothing else runs, so a lone
+  request starts as fast as Piper's own tools make it. (The fast graph gains nothing from a second
   thread: its kernels split work by rows, and audio is one row.)
 
 Thread safety: ``infer`` may run on several threads at once (an ONNX Runtime
