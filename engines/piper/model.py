@@ -106,6 +106,9 @@ class PiperModel:
         except ImportError as exc:
             log.warning("Piper voice %s: stock graph (the fast graph needs the onnx package: %s)", self.voice.id, exc)
             return None
+        except fastgraph.NoBlockedKernels as exc:
+            log.info("Piper voice %s: stock graph (%s)", self.voice.id, exc)
+            return None
         except Exception as exc:  # a voice the rewrite or this ONNX Runtime cannot take: the stock graph serves it
             log.warning("Piper voice %s: stock graph (making the fast graph failed: %s: %s)", self.voice.id,
                         exc.__class__.__name__, exc)

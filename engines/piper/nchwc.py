@@ -34,6 +34,7 @@ from __future__ import annotations
 import collections
 import heapq
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -45,24 +46,48 @@ SCALAR_OPERAND_OPS = frozenset({"Add", "Sub", "Mul", "Div"})
 ALIGN = 16  # channel counts that fill whole blocks of either width (8 or 16)
 
 
-def finish_nchwc(model: Any, prefix: str = "/dec/") -> collections.Counter[str]:
+def finish_nchwc(model: Any, prefix: str = "/dec/", block: int = 0) -> collections.Counter[str]:
     """Apply the rewrites above to the nodes named ``prefix...`` of ``model``
-    (an optimized ``onnx.ModelProto``, changed in place); return what was done."""
+    (an optimized ``onnx.ModelProto``, changed in place); return what was done.
+    ``block``: this CPU's block width (8 or 16), which the phase interleave
+    needs; 0 leaves interleaves as ONNX Runtime made them."""
+    from onnx import numpy_helper
+
     graph = model.graph
-    weights = {t.name for t in graph.initializer}
-    scalars = {t.name for t in graph.initializer if int(np.prod(t.dims)) == 1}
-    outputs = {o.name for o in graph.output}
-    sources = [i.name for i in graph.input] + sorted(weights)
+    context = _Context(
+        graph=graph, prefix=prefix, block=block,
+        weights={t.name for t in graph.initializer},
+        scalars={t.name for t in graph.initializer if int(np.prod(t.dims)) == 1},
+        shapes={t.name: [int(v) for v in numpy_helper.to_array(t)] for t in graph.initializer
+                if t.data_type == 7 and len(t.dims) == 1 and t.dims[0] <= 8},  # int64 shape vectors
+        outputs={o.name for o in graph.output})
+    sources = [i.name for i in graph.input] + sorted(context.weights)
     nodes = topological(list(graph.node), sources)  # every rewrite below keeps this order valid
     done: collections.Counter[str] = collections.Counter()
     while True:
-        step = _Step(nodes, weights, scalars, outputs, prefix)
+        step = _Step(nodes, context)
         if not step.apply_one(done):
             break
         nodes = step.nodes
     del graph.node[:]
     graph.node.extend(topological(nodes, sources))
+    used = {i for n in graph.node for i in n.input}
+    kept = [t for t in graph.initializer if t.name in used]
+    del graph.initializer[:]
+    graph.initializer.extend(kept)
     return done
+
+
+@dataclass
+class _Context:
+    graph: Any
+    prefix: str
+    block: int
+    weights: set[str]
+    scalars: set[str]
+    shapes: dict[str, list[int]]
+    outputs: set[str]
+    blocked: set[str] = field(default_factory=set)  # tensors made blocked by a rewrite that is not element-wise
 
 
 def _attr(node: Any, name: str) -> Any:
@@ -77,16 +102,17 @@ def _attr(node: Any, name: str) -> Any:
 class _Step:
     """One rewrite over a snapshot of the graph's indexes (rebuilt after each change)."""
 
-    def __init__(self, nodes: list[Any], weights: set[str], scalars: set[str], outputs: set[str],
-                 prefix: str) -> None:
+    def __init__(self, nodes: list[Any], context: _Context) -> None:
         self.nodes = nodes
-        self.weights, self.scalars, self.outputs, self.prefix = weights, scalars, outputs, prefix
+        self.context = context
+        self.weights, self.scalars, self.outputs, self.prefix = (context.weights, context.scalars, context.outputs,
+                                                                  context.prefix)
         self.producer = {o: n for n in nodes for o in n.output}
         self.consumers: dict[str, list[Any]] = collections.defaultdict(list)
         for n in nodes:
             for i in n.input:
                 self.consumers[i].append(n)
-        self.blocked: set[str] = set()  # tensors in the blocked layout
+        self.blocked: set[str] = set(context.blocked)  # tensors in the blocked layout
         for n in nodes:
             if (n.domain == NCHWC and n.op_type != "ReorderOutput") or (
                     n.domain == "" and n.op_type in ELEMENTWISE and any(i in self.blocked for i in n.input)):
@@ -107,6 +133,9 @@ class _Step:
                 return True
             if node.op_type in FUSABLE_ACTIVATIONS and self._fuse_activation(node):
                 done[f"{node.op_type} fused into conv"] += 1
+                return True
+            if node.op_type == "Transpose" and self._block_interleave(node):
+                done["phase interleave kept blocked"] += 1
                 return True
         return self._drop_dead_reorders(done)
 
@@ -194,6 +223,45 @@ class _Step:
             conv.attribute.append(helper.make_attribute("activation_params", [0.01 if alpha is None else alpha]))
         conv.output[0] = node.output[0]
         self.nodes.remove(node)
+        return True
+
+    def _only_user(self, name: str, op_type: str) -> Any:
+        users = self.consumers[name]
+        if len(users) != 1 or users[0].op_type != op_type or users[0].domain != "" or name in self.outputs:
+            return None
+        return users[0]
+
+    def _block_interleave(self, node: Any) -> bool:
+        """Reshape [N, s*C, 1, T] -> [N, s, C, T], Transpose to [N, C, T, s], Reshape to
+        [N, C, 1, T*s] (phases.py) of a tensor that was blocked before a ReorderOutput:
+        with C a multiple of the block width, the same interleave on the blocked
+        memory ([N, s, C/b, T, b] -> [N, C/b, T, s, b]) is the blocked layout of the result."""
+        from onnx import helper, numpy_helper
+
+        block = self.context.block
+        split = self.producer.get(node.input[0])
+        if not block or split is None or split.op_type != "Reshape" or _attr(node, "perm") != [0, 2, 3, 1]:
+            return False
+        shape = self.context.shapes.get(split.input[1])
+        channels = self._unblocked_channels(split.input[0])
+        join = self._only_user(node.output[0], "Reshape")
+        if (shape is None or len(shape) != 4 or shape[0] != 0 or shape[3] != -1 or not channels
+                or channels != shape[1] * shape[2] or shape[2] % ALIGN or self._only_user(split.output[0], "Transpose")
+                is not node or join is None or self.context.shapes.get(join.input[1]) != [0, shape[2], 1, -1]):
+            return False
+        phases, per_phase = shape[1], shape[2]
+        blocked_shape = f"{split.name}/blocked_shape"
+        self.context.graph.initializer.append(numpy_helper.from_array(
+            np.array([0, phases, per_phase // block, -1, block], dtype=np.int64), blocked_shape))
+        split.input[:] = [self.producer[split.input[0]].input[0], blocked_shape]
+        node.attribute.remove(next(a for a in node.attribute if a.name == "perm"))
+        node.attribute.append(helper.make_attribute("perm", [0, 2, 3, 1, 4]))
+        plain = join.output[0]
+        join.output[0] = f"{plain}/blocked"
+        self.context.blocked.add(join.output[0])
+        self.nodes.insert(self.nodes.index(join) + 1, helper.make_node(
+            "ReorderOutput", [join.output[0]], [plain], name=f"{plain}/reorder_out", domain=NCHWC,
+            channels=per_phase, channels_last=0))
         return True
 
     def _drop_dead_reorders(self, done: collections.Counter[str]) -> bool:

@@ -121,3 +121,13 @@ def test_a_fast_graph_that_fails_or_differs_leaves_the_stock_graph_with_a_warnin
     assert PiperModel(joe).graph == "stock"
     assert caplog.messages == [("Piper voice en_US-joe-medium: stock graph (the fast graph does not compute the same "
                                "audio here: 1 samples instead of 2)")]
+
+
+@pytest.mark.slow
+def test_a_cpu_without_blocked_kernels_keeps_the_stock_graph_quietly(joe, monkeypatch, caplog):
+    caplog.set_level(logging.INFO, logger="engines.piper.model")
+    monkeypatch.setattr(fastgraph, "block_size", lambda: 0)
+    assert PiperModel(joe).graph == "stock"
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("INFO", ("Piper voice en_US-joe-medium: stock graph (this CPU has no blocked-layout convolution kernels in "
+                 "ONNX Runtime)"))]

@@ -34,6 +34,23 @@ def test_finishing_keeps_the_decoder_blocked_and_fuses_its_residual_adds():
     assert len(conv_sums) == 4
 
 
+def test_with_the_block_width_known_the_upsampled_signal_never_leaves_the_blocked_layout():
+    if fastgraph.block_size() < 2:
+        pytest.skip("ONNX Runtime has no blocked-layout kernels on this CPU (needs x86-64 with AVX2 or AVX-512)")
+    rewritten, _ = to_conv2d(decoder_like())
+    graph = fastgraph.optimized(rewritten)
+    done = finish_nchwc(graph, block=fastgraph.block_size())
+    assert done["phase interleave kept blocked"] == 2  # both upsamplers
+    made_by = {o: n for n in graph.graph.node for o in n.output}
+    reorders = sorted((n.op_type, made_by[n.input[0]].name if n.input[0] in made_by else n.input[0])
+                      for n in graph.graph.node if n.op_type in ("ReorderInput", "ReorderOutput"))
+    # left: around the flow's conv, the decoder's way in, and the 1-channel post-conv's phases (too few for a block)
+    assert reorders == [("ReorderInput", "/flow/enc/Conv/unsqueeze_h"),
+                        ("ReorderInput", "/flow/enc/out/unsqueeze_h"),
+                        ("ReorderOutput", "/dec/conv_post/out/phases_nchwc"),
+                        ("ReorderOutput", "/flow/enc/out/wrapped_out_nchwc")]
+
+
 def test_the_prepared_graph_computes_the_same_audio():
     prepared = fastgraph.prepare(decoder_like().SerializeToString())
     expected = run(decoder_like(), Z)
