@@ -217,10 +217,13 @@ def batch_part(repeats: int) -> str:
 
 def conv_macs(nodes: dict[str, Any], event: dict[str, Any], weights: dict[str, list[int]]) -> float:
     node = nodes.get(event["name"][:-len("_kernel_time")])
-    if node is None or event["args"]["op_name"] not in ("Conv", "FusedConv") or node.input[1] not in weights:
+    op = event["args"]["op_name"]
+    if node is None or op not in ("Conv", "FusedConv", "ConvTranspose") or node.input[1] not in weights:
         return 0.0
-    out_shape = next(iter(event["args"]["output_type_shape"][0].values()))
-    return float(np.prod(out_shape) * np.prod(weights[node.input[1]][1:]))
+    # every output (Conv) or input (ConvTranspose) element meets the rest of the weight once
+    key = "input_type_shape" if op == "ConvTranspose" else "output_type_shape"
+    shape = next(iter(event["args"][key][0].values()))
+    return float(np.prod(shape) * np.prod(weights[node.input[1]][1:]))
 
 
 def split_part() -> str:
