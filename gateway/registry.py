@@ -70,10 +70,11 @@ class SessionRegistry:
         return self.count(kind) < self.limits.get(kind, 1 << 30)
 
     def claim(self, kind: str, client: str, describe: Callable[[], dict[str, Any]],
-              drain: Callable[[bool], None] | None = None) -> SessionEntry:
+              drain: Callable[[bool], None] | None = None, *, taken_before_drain: bool = False) -> SessionEntry:
         """Register a session; ``OverCapacity`` (retryable) when ``kind`` is at its limit,
-        ``Draining`` (retryable, elsewhere) while the server drains."""
-        if self.draining:
+        ``Draining`` (retryable, elsewhere) while the server drains, unless the
+        session does work a held connection took before the drain began."""
+        if self.draining and not taken_before_drain:
             raise Draining(DRAINING_MESSAGE, retry_after_s=1)
         entry = self.add(kind, client, describe, drain)
         if entry is None:
