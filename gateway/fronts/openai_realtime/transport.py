@@ -47,8 +47,8 @@ MIN_COMMIT_MS = 100  # OpenAI refuses to commit less audio than this
 SERVER_ERROR_CODES = frozenset({"internal_error", "asr_failed", "engine_unavailable", "asr_unavailable",
                                 "over_capacity", "draining"})
 HANDOVER_S = 5.0  # at the drain, the session's last read ends within this (it is cancelled)
-NOT_TAKEN = "{} was not taken: the server is stopping; the audio appended before the drain is transcribed, " \
-    "send the rest again on a new connection"
+NOT_TAKEN = ("{} was not taken: the server is stopping; the audio appended before the drain is transcribed, "
+             "send the rest again on a new connection")
 
 
 class RealtimeTransport:
