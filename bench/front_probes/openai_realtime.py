@@ -3,7 +3,7 @@
 clip is resampled whole before the run (as if recorded at 24 kHz, so the client adds
 no resampler delay), and its 20 ms chunks (480 samples) go out in step with the
 native probe's 320-sample ones. The gateway's own 24 -> 16 kHz resampling for the
-recognizer (about 21 ms of filter delay) is part of what this front costs, as it is
+recognizer (about 1 ms of look-ahead) is part of what this front costs, as it is
 for any client that sends 24 kHz to /v1/dictation."""
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ import numpy as np
 from starlette.websockets import WebSocketDisconnect
 
 from engines.base import AsrService, AsrStreamHandle, EngineState
-from gateway.audio import AudioFormatError, StreamResampler
+from gateway.audio import AudioFormatError
 from gateway.codecs.decoders import stream_decoder
 from gateway.config import Settings
 from gateway.dictation.faults import disabled_error, unavailable_error
@@ -65,6 +65,7 @@ from gateway.protocol.dictation import (
     Ready,
     SpeechStarted,
 )
+from gateway.resampling import LowDelayResampler
 
 log = logging.getLogger("voxgate.dictation")
 
@@ -115,7 +116,8 @@ class DictationSession:
         self.stream: AsrStreamHandle | None = None
         # raises CodecUnavailable (a GatewayError) when FFmpeg is missing: the route refuses the socket
         self._decoder = stream_decoder(params.encoding, params.sample_rate)
-        self._resampler = StreamResampler(self._decoder.sample_rate, ASR_RATE)
+        # low delay: the resampler's look-ahead is on the path of every final
+        self._resampler = LowDelayResampler(self._decoder.sample_rate, ASR_RATE)
         self._pacer = Pacer(settings.dictation_max_ahead_s)
         self._sender: asyncio.Task[None] | None = None
         self._send_lock = asyncio.Lock()

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gateway.audio import StreamResampler
 from gateway.fronts.wyoming.messages import AudioFormat
 from gateway.fronts.wyoming.wire import Event, encode_event
+from gateway.resampling import LowDelayResampler
 
 
 class PeerGone(ConnectionError):
@@ -51,7 +51,7 @@ class PcmIn:
     def __init__(self, out_rate: int) -> None:
         self.out_rate = out_rate
         self._format: AudioFormat | None = None
-        self._resampler: StreamResampler | None = None
+        self._resampler: LowDelayResampler | None = None
         self._pending = b""
 
     def feed(self, fmt: AudioFormat, data: bytes) -> np.ndarray:
@@ -59,7 +59,7 @@ class PcmIn:
         if fmt != self._format:
             parts.append(self.flush())
             self._format = fmt
-            self._resampler = StreamResampler(fmt.rate, self.out_rate)
+            self._resampler = LowDelayResampler(fmt.rate, self.out_rate)
         data = self._pending + data
         frame = fmt.width * fmt.channels
         usable = len(data) - len(data) % frame
