@@ -7,6 +7,11 @@ drains, new sessions are refused (``Draining``) and every live session that
 registered a ``drain`` callback is asked to finish: ``drain(False)`` when the
 drain begins (finish the work already taken, then close), ``drain(True)`` at
 its deadline (stop now).
+
+A connection that carries sessions without being one (a multi-context socket,
+a Wyoming connection) is held here too (``hold``), so the drain reaches it while
+it runs no session and waits for it to close; it counts against no limit and
+is not listed.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from starlette.requests import HTTPConnection
 
 from gateway.errors import Draining, OverCapacity
 
+DRAINING_MESSAGE = "the server is draining before it stops; retry (another replica will answer)"
 # for the over-capacity message
 KIND_NOUNS = {"tts": "TTS sessions", "dictation": "dictation streams", "transcription": "file transcriptions"}
 
@@ -55,6 +61,7 @@ class SessionRegistry:
     _counter: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     draining: bool = False
     _changed: asyncio.Event = field(default_factory=asyncio.Event)  # set (and replaced) on every removal
+    _holds: dict[str, Callable[[bool], None]] = field(default_factory=dict)  # connection -> its drain
 
     def count(self, kind: str) -> int:
         return sum(1 for e in self._entries.values() if e.kind == kind)
@@ -63,12 +70,12 @@ class SessionRegistry:
         return self.count(kind) < self.limits.get(kind, 1 << 30)
 
     def claim(self, kind: str, client: str, describe: Callable[[], dict[str, Any]],
-              drain: Callable[[bool], None] | None = None) -> SessionEntry:
+              drain: Callable[[bool], None] | None = None, *, taken_before_drain: bool = False) -> SessionEntry:
         """Register a session; ``OverCapacity`` (retryable) when ``kind`` is at its limit,
-        ``Draining`` (retryable, elsewhere) while the server drains."""
-        if self.draining:
-            raise Draining("the server is draining before it stops; retry (another replica will answer)",
-                           retry_after_s=1)
+        ``Draining`` (retryable, elsewhere) while the server drains, unless the
+        session does work a held connection took before the drain began."""
+        if self.draining and not taken_before_drain:
+            raise Draining(DRAINING_MESSAGE, retry_after_s=1)
         entry = self.add(kind, client, describe, drain)
         if entry is None:
             raise OverCapacity(f"too many {KIND_NOUNS.get(kind, kind + ' sessions')} "
@@ -87,8 +94,24 @@ class SessionRegistry:
 
     def remove(self, session_id: str) -> None:
         if self._entries.pop(session_id, None) is not None:
-            self._changed.set()
-            self._changed = asyncio.Event()
+            self._signal_change()
+
+    def hold(self, client: str, drain: Callable[[bool], None]) -> str:
+        """Hold a connection open until ``release``; ``drain`` is called as a
+        session's is. ``Draining`` (retryable, elsewhere) while the server drains."""
+        if self.draining:
+            raise Draining(DRAINING_MESSAGE, retry_after_s=1)
+        hold_id = f"con-{next(self._counter)}-{secrets.token_hex(3)}"
+        self._holds[hold_id] = drain
+        return hold_id
+
+    def release(self, hold_id: str) -> None:
+        if self._holds.pop(hold_id, None) is not None:
+            self._signal_change()
+
+    def _signal_change(self) -> None:
+        self._changed.set()
+        self._changed = asyncio.Event()
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -105,10 +128,11 @@ class SessionRegistry:
         self._call_drains(now=True)
 
     async def wait_empty(self, timeout_s: float) -> bool:
-        """True once no session is live; False when ``timeout_s`` passed first."""
+        """True once no session is live and no connection held; False when
+        ``timeout_s`` passed first."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
-        while self._entries:
+        while self._entries or self._holds:
             remaining = deadline - loop.time()
             if remaining <= 0:
                 return False
@@ -122,6 +146,8 @@ class SessionRegistry:
         for entry in list(self._entries.values()):
             if entry.drain is not None:
                 entry.drain(now)
+        for drain in list(self._holds.values()):
+            drain(now)
 
     def list(self) -> list[dict[str, Any]]:
         return [e.to_dict() for e in list(self._entries.values())]

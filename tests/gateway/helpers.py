@@ -50,3 +50,36 @@ def dictation_client(tmp_path: Path, asr: AsrService | None = None, *, client: t
     from tests.gateway.dictation.fakes import FakeSidecar
 
     return make_client(tmp_path, client=client, asr=asr or FakeSidecar(), **settings)
+
+
+# ---- the drain before a stop
+
+
+def start_drain(client: TestClient) -> Any:
+    """Begin the app's drain on its event loop; the future resolves (True: every
+    session ended on its own) when it is over."""
+    from gateway.drain import Drainer
+
+    drainer = client.app_state["drain"]
+    assert isinstance(drainer, Drainer)
+    return client.portal.start_task_soon(drainer.run)
+
+
+def wait_for(predicate: Any, what: str) -> None:
+    """Poll ``predicate`` until it holds; fail naming ``what`` when it never does."""
+    import time
+
+    for _ in range(500):
+        if predicate():
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"never happened: {what}")
+
+
+def draining(client: TestClient) -> bool:
+    return bool(client.get("/health/ready").status_code == 503)
+
+
+def drain_marks(fake: Any) -> list[str]:
+    """The finalize ids a drain sent a ``FakeSidecar`` (the session's own marks)."""
+    return [h["id"] for h, _ in fake.frames if h["op"] == "finalize" and h.get("id", "").startswith("drain-")]

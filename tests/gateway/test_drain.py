@@ -4,36 +4,18 @@ queue, then 1001. (SIGTERM on a real process: tests/e2e/test_drain.py.)"""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from starlette.testclient import TestClient
 
-from gateway.drain import Drainer
 from tests.gateway.dictation.fakes import FakeSidecar
 from tests.gateway.fakes import FakeTtsEngine, frames_for
-from tests.gateway.helpers import dictation_client, tts_client
+from tests.gateway.helpers import dictation_client, drain_marks, start_drain, tts_client, wait_for
 from tests.support.sockets import close_code, receive
 
 TTS_GOING_AWAY = (1001, "server stopping; retry on a new connection")
 DICTATION_GOING_AWAY = (1001, "server stopping; every final is sent; retry on a new connection")
 DRAINING_EVENT = {"type": "error", "code": "draining", "retryable": True,
                   "message": "the server is draining before it stops; retry (another replica will answer)"}
-
-
-def start_drain(client: TestClient):
-    """Begin the app's drain on its event loop; the future resolves when it is over."""
-    drainer = client.app_state["drain"]
-    assert isinstance(drainer, Drainer)
-    return client.portal.start_task_soon(drainer.run)
-
-
-def wait_for(predicate, what: str) -> None:
-    for _ in range(500):
-        if predicate():
-            return
-        time.sleep(0.01)
-    raise AssertionError(f"never happened: {what}")
 
 
 def test_ready_turns_503_draining_and_new_work_is_refused(tmp_path):
@@ -124,10 +106,6 @@ def deliver(client: TestClient, fake: FakeSidecar, *events: dict) -> None:
     (stream,) = fake._streams.values()
     for event in events:
         client.portal.call(stream.deliver, {"stream": stream.id, **event})
-
-
-def drain_marks(fake: FakeSidecar) -> list[str]:
-    return [h["id"] for h, _ in fake.frames if h["op"] == "finalize" and h.get("id", "").startswith("drain-")]
 
 
 def test_dictation_waits_for_the_open_utterance_then_finalizes_and_closes_1001(tmp_path):

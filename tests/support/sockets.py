@@ -36,3 +36,12 @@ def close_code(ws: Any) -> tuple[int, str]:
         while True:
             receive(ws)
     return info.value.code, info.value.reason
+
+
+def next_close(ws: Any) -> tuple[int, str]:
+    """The next message must be the close; its (code, reason)."""
+    try:
+        message = receive(ws)
+    except WebSocketDisconnect as closed:
+        return closed.code, closed.reason
+    raise AssertionError(f"a message came before the close: {message!r}")

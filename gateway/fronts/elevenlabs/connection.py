@@ -15,6 +15,13 @@ Idle rules: a context's session closes it after ``inactivity_timeout`` with no
 message and nothing to say (its ``isFinal`` is sent); a socket with no context
 closes 4408 after the same time (counted from its last message, or from the end
 of its last context, whichever came later).
+
+The drain before a stop (``drain``; the route holds the socket in the session
+registry, each context is a TTS session there): every context's session
+speaks the text it was sent, its buffer flushed as if the input had ended,
+then the context gets its ``isFinal``; new text and new contexts get a
+``draining`` error; the socket closes 1001 once no context is left (at once
+when none is open).
 """
 
 from __future__ import annotations
@@ -33,22 +40,24 @@ from auth.inband import settle
 from auth.policy import Refusal
 from engines.base import TtsEngine
 from gateway.errors import (
+    CLOSE_GOING_AWAY,
     CLOSE_IDLE,
     CLOSE_NORMAL,
     CLOSE_TIMEOUT_S,
     CLOSE_TOO_BIG,
+    Draining,
     GatewayError,
     OverCapacity,
     close_socket,
 )
-from gateway.fronts.elevenlabs.context import Context, ContextTransport, Sender
+from gateway.fronts.elevenlabs.context import TEXT_NOT_TAKEN, Context, ContextTransport, Sender
 from gateway.fronts.elevenlabs.messages import ClientMessage as ElevenLabsMessage
 from gateway.fronts.elevenlabs.messages import error_message, final_message, parse_client_message
 from gateway.fronts.elevenlabs.params import SocketParams
 from gateway.protocol.tts import ClientMessage, End, Flush, Keepalive, TextFragment, TextLimits
-from gateway.registry import SessionRegistry, client_label
+from gateway.registry import DRAINING_MESSAGE, SessionRegistry, client_label
 from gateway.tts.session import TtsSession
-from gateway.tts.states import SessionConfig
+from gateway.tts.states import GOING_AWAY_REASON, SessionConfig
 
 log = logging.getLogger("voxgate.fronts.elevenlabs")
 
@@ -73,6 +82,7 @@ class Connection:
         self._first = first  # the first message, read (and its credential settled) by the route
         self._close: tuple[int, str] | None = None
         self._closing_socket = False
+        self._draining = False
         self._done = asyncio.Event()
         self._quiet_since = time.monotonic()  # the last message, or the end of the last context
 
@@ -98,6 +108,13 @@ class Connection:
         if self._close is None:
             self._close = (code, reason)
         self._done.set()
+
+    def drain(self, now: bool) -> None:
+        """The server stops: the contexts finish (their sessions drain on their
+        own), then the socket closes 1001."""
+        self._draining = True
+        if not self.contexts:
+            self._finish(CLOSE_GOING_AWAY, GOING_AWAY_REASON)
 
     # ---- reading
 
@@ -169,6 +186,12 @@ class Connection:
             return
         key = (message.context_id or DEFAULT_CONTEXT) if self.multi else None
         context = self.contexts.get(key)
+        if self._draining and message.text and message.text.strip():
+            if context is None:  # a new context is a new session: refused as every session is
+                await self._refuse_context(key, Draining(DRAINING_MESSAGE))
+            else:
+                await self._error(Draining(TEXT_NOT_TAKEN), key)
+            return
         if message.close_context:
             if context is not None:
                 await self._put(context, context.close_messages())
@@ -228,7 +251,7 @@ class Connection:
                              encoding=audio.format, config=SessionConfig(
                                  limits=TEXT_LIMITS, idle_timeout_s=float(self.params.inactivity_timeout_s)))
         try:
-            entry = self.sessions.claim("tts", client_label(self.websocket), session.describe)
+            entry = self.sessions.claim("tts", client_label(self.websocket), session.describe, drain=session.drain)
         except OverCapacity as exc:
             await self._refuse_context(key, exc)
             return None
@@ -253,13 +276,15 @@ class Connection:
                 del self.contexts[context.key]
             self._quiet_since = time.monotonic()
         code, reason = context.transport.close_code or (CLOSE_NORMAL, "")
+        ended = context.transport.close_code is not None and not context.transport.final_sent
+        if ended and (self.multi or code == CLOSE_GOING_AWAY):
+            # ended by the drain, its inactivity timeout or an error: the client still learns it is over
+            await self._send_quietly(self.sender.send(final_message(context.key), CLOSE_TIMEOUT_S))
         if not self.multi:
             self._finish(code, reason)
-            return
-        if not context.transport.final_sent and context.transport.close_code is not None:
-            # ended by its inactivity timeout or an error: the client still learns it is over
-            await self._send_quietly(self.sender.send(final_message(context.key), CLOSE_TIMEOUT_S))
-        if self._closing_socket and not self.contexts:
+        elif self._draining and not self.contexts:
+            self._finish(CLOSE_GOING_AWAY, GOING_AWAY_REASON)
+        elif self._closing_socket and not self.contexts:
             self._finish(CLOSE_NORMAL)
 
     # ---- errors

@@ -35,6 +35,8 @@ from gateway.tts.session import TtsSession
 
 QUEUE_SIZE = 64  # client messages waiting for one context's session
 CLOSE_MARK = "close"
+TEXT_NOT_TAKEN = ("text was not taken: the server is stopping; the text sent before is spoken, send the rest "
+                  "again on a new connection")
 
 
 class Sender:
@@ -93,7 +95,9 @@ class ContextTransport:
         elif kind == "error":
             code = str(event.get("code", "internal_error"))
             status = CODES[code].http_status if code in CODES else 500
-            await self.sender.send(error_message(code, str(event.get("message", "")), status, self.context_id))
+            # the session's own wording names messages of /v1/tts
+            message = TEXT_NOT_TAKEN if code == "draining" else str(event.get("message", ""))
+            await self.sender.send(error_message(code, message, status, self.context_id))
         # cancelled: ElevenLabs says nothing; the audio simply stops
 
     async def close(self, code: int, reason: str, timeout_s: float) -> None:

@@ -8,7 +8,9 @@ socket answers anything else; a refusal closes 1008 with AUTH.md's detail.
 Then the query is checked, the engine must be ready and the output format's
 codec present before the socket serves anything; a refusal is an ElevenLabs
 error message and a close with the error's code (4400 a bad parameter, 1013
-over capacity or loading, 1011 unavailable). The rest is connection.py's.
+over capacity, loading or draining, 1011 unavailable). The socket is held in
+the session registry, so the drain before a stop reaches it. The rest is
+connection.py's.
 """
 
 from __future__ import annotations
@@ -22,10 +24,11 @@ from auth import AuthState
 from auth.inband import is_pending, settle
 from auth.policy import Refusal
 from gateway.codecs.pyav import load_av
-from gateway.errors import CLOSE_POLICY, CLOSE_TIMEOUT_S, GatewayError, close_socket
+from gateway.errors import CLOSE_POLICY, CLOSE_TIMEOUT_S, GatewayError, OverCapacity, close_socket
 from gateway.fronts.elevenlabs.connection import Connection
 from gateway.fronts.elevenlabs.messages import credential_of, error_message
 from gateway.fronts.elevenlabs.params import engine_id_for, parse_socket_params, voice_for
+from gateway.registry import client_label
 from gateway.tts.selection import check_ready, pick_engine
 
 AUTH_WAIT_S = 10.0  # a pending socket's first message must come within this
@@ -78,7 +81,15 @@ async def _serve(websocket: WebSocket, *, multi: bool) -> None:
     voice = voice_for(engine, str(websocket.path_params.get("voice_id", "")))
     connection = Connection(websocket, auth=state.auth, sessions=state.sessions, engine=engine, voice=voice,
                             params=params, multi=multi, first=first)
-    await connection.run()
+    try:
+        hold = state.sessions.hold(client_label(websocket), connection.drain)
+    except OverCapacity as exc:  # draining
+        await refuse(websocket, exc)
+        return
+    try:
+        await connection.run()
+    finally:
+        state.sessions.release(hold)
 
 
 async def stream_input(websocket: WebSocket) -> None:

@@ -8,9 +8,15 @@ and silence window configured by then (``?model=`` is accepted and ignored:
 the configured recognizer answers whatever the client names).
 
 Refusals are OpenAI ``error`` events followed by a close: 1013 over capacity
-(openai-python retries it), 1011 when no recognizer is available, 4400 for a
-conversation session (no ``intent=transcription``), which this server does not
-offer. Auth refusals close 1008 before this route runs (AUTH.md).
+or draining (openai-python retries it), 1011 when no recognizer is available,
+4400 for a conversation session (no ``intent=transcription``), which this
+server does not offer. Auth refusals close 1008 before this route runs (AUTH.md).
+
+The drain before a stop: a socket still configuring closes 1001 at once; one
+with audio stops taking appends at once (each later event is answered with a
+``draining`` error), its dictation session finalizes every sample it read,
+the items get their ``completed`` (the transport commits the buffer without
+server VAD), then the session closes 1001 as /v1/dictation does.
 """
 
 from __future__ import annotations
@@ -27,23 +33,57 @@ from auth.credentials import answer_subprotocol
 from engines.base import EngineState
 from gateway.config import Settings
 from gateway.dictation.faults import disabled_error, unavailable_error
-from gateway.dictation.session import DictationSession
-from gateway.errors import CLOSE_IDLE, CLOSE_TIMEOUT_S, BadRequest, GatewayError, OverCapacity, close_socket
+from gateway.dictation.session import GOING_AWAY_REASON, DictationSession
+from gateway.errors import (
+    CLOSE_GOING_AWAY,
+    CLOSE_IDLE,
+    CLOSE_TIMEOUT_S,
+    BadRequest,
+    GatewayError,
+    OverCapacity,
+    close_socket,
+)
 from gateway.fronts.openai_realtime.config import TranscriptionConfig
 from gateway.fronts.openai_realtime.transport import RealtimeTransport
 from gateway.registry import client_label
 
 
-class _Describe:
-    """The admin listing's view of the socket: configuring, then the dictation session's own."""
+class _Socket:
+    """The registry's view of the socket: the admin listing (configuring, then
+    the dictation session's own) and the drain."""
 
-    def __init__(self) -> None:
+    def __init__(self, transport: RealtimeTransport) -> None:
+        self.transport = transport
         self.session: DictationSession | None = None
 
-    def __call__(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, Any]:
         described = {"front": "openai-realtime"}
         described.update(self.session.describe() if self.session is not None else {"phase": "configuring"})
         return described
+
+    def drain(self, now: bool) -> None:
+        self.transport.begin_drain()
+        if self.session is not None:
+            self.session.drain(True)  # appends are refused from now on: finalize what was read
+
+
+async def _first_audio(transport: RealtimeTransport, idle_timeout_s: float) -> bool | None:
+    """True when the first audio came, False when the client left, None when the
+    drain began first (nothing was appended: nothing is lost)."""
+    reading = asyncio.ensure_future(transport.first_audio())
+    drain = asyncio.ensure_future(transport.drain_begun.wait())
+    try:
+        done, _ = await asyncio.wait({reading, drain}, timeout=idle_timeout_s, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (reading, drain):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+    if reading in done and not reading.cancelled():
+        return reading.result()  # audio read as the drain began is still transcribed
+    if drain in done:
+        return None
+    raise asyncio.TimeoutError
 
 
 async def _refuse(transport: RealtimeTransport, error: GatewayError) -> None:
@@ -77,28 +117,35 @@ async def realtime_socket(websocket: WebSocket) -> None:
     except GatewayError as exc:
         await _refuse(transport, exc)
         return
-    describe = _Describe()
+    socket = _Socket(transport)
     try:
-        entry = state.sessions.claim("dictation", client_label(websocket), describe)
+        entry = state.sessions.claim("dictation", client_label(websocket), socket.describe, drain=socket.drain)
     except OverCapacity as exc:
         await _refuse(transport, exc)
         return
     try:
         await transport.send_session_created()
         try:
-            if not await asyncio.wait_for(transport.first_audio(), settings.idle_timeout_s):
-                return
+            started = await _first_audio(transport, settings.idle_timeout_s)
         except asyncio.TimeoutError:
             await close_socket(websocket, CLOSE_IDLE, f"no audio for {settings.idle_timeout_s:.0f} s")
+            return
+        if started is None:
+            await close_socket(websocket, CLOSE_GOING_AWAY, GOING_AWAY_REASON)
+            return
+        if not started:
             return
         try:
             session = DictationSession(transport, transport.config.dictation_params(), settings, asr)
         except GatewayError as exc:  # a codec the format needs is missing
             await _refuse(transport, exc)
             return
-        describe.session = session
+        socket.session = session
+        if transport.draining:  # it began while the first audio was read
+            socket.drain(False)
         await session.run(entry.id)
     finally:
+        await transport.stop_refusing()
         state.sessions.remove(entry.id)
 
 

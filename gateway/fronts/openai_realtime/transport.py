@@ -11,6 +11,14 @@ The session's events become OpenAI's through ``ItemTracker``; its ``ready`` and
 ``closed`` have no counterpart (``session.created`` went out when the socket
 opened), its errors become ``error`` events. Every send goes through one lock:
 the session's sender task and this transport's own answers share the socket.
+
+The drain (``begin_drain``; the route asks the session to stop reading at once):
+from then on the session reads nothing more, and a reader of this transport
+answers every client event with an ``error`` ``draining`` (an append is not
+taken: the client sends it again elsewhere), until the session's close. At
+that close (1001) without server VAD the audio appended since the last commit
+is committed as if the client had, and its ``completed`` goes out first: its
+finals are all in by then.
 """
 
 from __future__ import annotations
@@ -18,13 +26,14 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import contextlib
 import itertools
 import logging
 from typing import Any
 
 from starlette.websockets import WebSocket
 
-from gateway.errors import CLOSE_TOO_BIG, BadMessage, GatewayError, TooLarge, close_socket
+from gateway.errors import CLOSE_GOING_AWAY, CLOSE_TOO_BIG, BadMessage, GatewayError, TooLarge, close_socket
 from gateway.fronts.openai_realtime.config import TranscriptionConfig, UpdateError, apply_update
 from gateway.fronts.openai_realtime.events import ClientEvent, ClientEventError, Events, parse_client_event
 from gateway.fronts.openai_realtime.items import ItemTracker
@@ -36,7 +45,10 @@ log = logging.getLogger("voxgate.fronts.openai")
 MAX_EVENT_BYTES = MAX_AUDIO_MESSAGE_BYTES * 4 // 3 + 4096
 MIN_COMMIT_MS = 100  # OpenAI refuses to commit less audio than this
 SERVER_ERROR_CODES = frozenset({"internal_error", "asr_failed", "engine_unavailable", "asr_unavailable",
-                                "over_capacity"})
+                                "over_capacity", "draining"})
+HANDOVER_S = 5.0  # at the drain, the session's last read ends within this (it is cancelled)
+NOT_TAKEN = ("{} was not taken: the server is stopping; the audio appended before the drain is transcribed, "
+             "send the rest again on a new connection")
 
 
 class RealtimeTransport:
@@ -54,6 +66,11 @@ class RealtimeTransport:
         self._buffered_bytes = 0  # audio appended since the last commit or clear
         self._stash: bytes | None = None
         self._lock = asyncio.Lock()
+        self.draining = False
+        self.drain_begun = asyncio.Event()
+        self._reader_free = asyncio.Event()  # no read of the socket is in flight
+        self._reader_free.set()
+        self._refuser: asyncio.Task[None] | None = None
 
     # ---- before the dictation session exists
 
@@ -87,7 +104,13 @@ class RealtimeTransport:
 
     async def _next(self) -> bytes | ClientMessage | None:
         while True:
-            message = await self.websocket.receive()
+            if self.draining:  # the refusing reader has the socket now; the session cancels this read
+                await asyncio.get_running_loop().create_future()
+            self._reader_free.clear()
+            try:
+                message = await self.websocket.receive()
+            finally:
+                self._reader_free.set()
             if message["type"] == "websocket.disconnect":
                 return None
             text = message.get("text")
@@ -213,4 +236,52 @@ class RealtimeTransport:
             await asyncio.wait_for(self.websocket.send_json(event), timeout_s or self.send_timeout_s)
 
     async def close(self, code: int, reason: str) -> None:
+        if code == CLOSE_GOING_AWAY and self.draining:
+            with contextlib.suppress(Exception):  # the client left: the close below is a no-op then
+                await self._commit_at_drain()
+        await self.stop_refusing()
         await close_socket(self.websocket, code, reason)
+
+    # ---- the drain
+
+    def begin_drain(self) -> None:
+        """Take no more client events: from now on each is answered ``draining``."""
+        self.draining = True
+        self.drain_begun.set()
+        if self.audio_started and self._refuser is None:  # before any audio the route closes the socket at once
+            self._refuser = asyncio.get_running_loop().create_task(self._refuse(), name="realtime-draining")
+
+    async def _refuse(self) -> None:
+        try:
+            await asyncio.wait_for(self._reader_free.wait(), HANDOVER_S)
+        except asyncio.TimeoutError:
+            return
+        while True:
+            message = await self.websocket.receive()
+            if message["type"] == "websocket.disconnect":
+                return
+            event_id = None
+            try:
+                event = parse_client_event(message.get("text") or "")
+            except BadMessage as exc:
+                event_id = exc.event_id if isinstance(exc, ClientEventError) else None
+                await self._send(self.events.error(exc.code, exc.message, event_id=event_id))
+                continue
+            await self._send(self.events.error("draining", NOT_TAKEN.format(event.type), kind="server_error",
+                                               event_id=event.event_id))
+
+    async def stop_refusing(self) -> None:
+        refuser, self._refuser = self._refuser, None
+        if refuser is not None:
+            refuser.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await refuser
+
+    async def _commit_at_drain(self) -> None:
+        """Without server VAD, the drain commits what was appended since the last commit."""
+        if self.items.server_vad or not self._buffered_bytes:
+            return
+        self._buffered_bytes = 0
+        mark = f"m{next(self._marks)}"
+        for out in [*self.items.commit(mark), *self.items.on_event({"type": "finalized", "id": mark})]:
+            await self._send(out)

@@ -10,6 +10,14 @@ unless its synthesis is still going out.
 Errors that the client can fix (a bad field, an unknown voice, over capacity)
 are ``error`` events and the connection goes on; broken framing ends it.
 Unknown event types are ignored, as the Wyoming spec asks of servers.
+
+The drain before a stop (``drain``; the server holds every connection in the
+session registry): a transcription under way gets its transcript for the
+audio read so far, as if ``audio-stop`` had come; a synthesis under way
+finishes (an open streaming request as if ``synthesize-stop`` had come: its
+``synthesize-stopped`` goes out); every event read after the drain began is
+answered ``error`` ``draining``; then the connection closes. An idle one
+closes at once. At the drain's deadline synthesis stops at the next frame.
 """
 
 from __future__ import annotations
@@ -35,6 +43,8 @@ from gateway.registry import SessionRegistry
 log = logging.getLogger("voxgate.wyoming")
 
 CLOSE_TIMEOUT_S = 5.0
+NOT_TAKEN = ("{} was not taken: the server is stopping; what was sent before it is finished, send it again on a "
+             "new connection")
 
 
 class Connection:
@@ -51,16 +61,32 @@ class Connection:
         self.request: Transcribe | None = None  # the last transcribe, for the next audio
         self.transcription: Transcription | None = None
         self._refused = False  # the current audio was refused: drop it until audio-stop
+        self._drain_begun = asyncio.Event()
+
+    def drain(self, now: bool) -> None:
+        """Finish the work under way, then close (see the module docstring);
+        ``now``: synthesis stops at the next frame."""
+        self._drain_begun.set()
+        if now:
+            self.speaker.halt()
 
     async def run(self) -> None:
         pending: asyncio.Task[Event | None] | None = None
+        drain_begun = asyncio.ensure_future(self._drain_begun.wait())
+        finishing: asyncio.Task[None] | None = None  # the drain's: the work under way
         try:
             while True:
                 if pending is None:
                     pending = asyncio.ensure_future(read_event(self.reader))
-                done, _ = await asyncio.wait({pending}, timeout=self.settings.idle_timeout_s)
-                if not done:
-                    if self._busy():
+                done, _ = await asyncio.wait({pending, finishing or drain_begun}, timeout=self.settings.idle_timeout_s,
+                                             return_when=asyncio.FIRST_COMPLETED)
+                if finishing is None and drain_begun in done:
+                    finishing = asyncio.create_task(self._finish_work(), name=f"wyoming-drain-{self.link.client}")
+                    continue
+                if finishing is not None and finishing in done:
+                    return
+                if pending not in done:
+                    if self._busy() or finishing is not None:
                         continue
                     log.info("wyoming %s: idle for %g s, closing", self.link.client, self.settings.idle_timeout_s)
                     return
@@ -74,6 +100,9 @@ class Connection:
                     return
                 if event is None:
                     return
+                if finishing is not None:
+                    await self.link.send(msg.error(NOT_TAKEN.format(event.type[:40]), "draining"))
+                    continue
                 try:
                     await self._dispatch(event)
                 except GatewayError as exc:
@@ -81,15 +110,24 @@ class Connection:
         except PeerGone:
             return
         finally:
-            if pending is not None:
-                pending.cancel()
+            leftovers: list[asyncio.Future[Any]] = [t for t in (pending, drain_begun, finishing) if t is not None]
+            for leftover in leftovers:
+                leftover.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await pending
+                    await leftover
             await self._close()
 
     def _busy(self) -> bool:
         # Audio that stops coming is idleness too: only synthesis (the client reads, sends nothing) is not.
         return self.speaker.busy
+
+    async def _finish_work(self) -> None:
+        try:
+            if self.transcription is not None:
+                await self._stop_audio()
+            await self.speaker.finish()
+        except GatewayError as exc:
+            await self.link.send(msg.error(exc.message, exc.code))
 
     async def _close(self) -> None:
         await self.speaker.close()

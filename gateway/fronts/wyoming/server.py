@@ -5,6 +5,10 @@ WebSocket routes (all read from the lifespan state). Every connection is a
 task this server keeps, and ``aclose`` cancels and awaits them all. A client
 that is neither loopback nor in ``VOXGATE_TRUSTED_NETWORKS`` gets one
 ``error`` event and the connection is closed (see trust.py for why).
+
+Every connection is held in the session registry, so the drain before a stop
+reaches it (connection.py); one that arrives while the server drains gets one
+``error`` ``draining`` and is closed.
 """
 
 from __future__ import annotations
@@ -17,12 +21,14 @@ from typing import Any
 
 from auth.codes import LOOPBACK_REQUIRED
 from gateway.config import Settings
+from gateway.errors import OverCapacity
 from gateway.fronts.wyoming import messages as msg
 from gateway.fronts.wyoming.connection import Connection
 from gateway.fronts.wyoming.link import Link, PeerGone
 from gateway.fronts.wyoming.trust import client_allowed
-from gateway.fronts.wyoming.wire import MAX_LINE_BYTES
+from gateway.fronts.wyoming.wire import MAX_LINE_BYTES, Event
 from gateway.fronts.wyoming.zeroconf import Announcement, announce
+from gateway.registry import SessionRegistry
 
 log = logging.getLogger("voxgate.wyoming")
 
@@ -83,9 +89,22 @@ class WyomingServer:
             host, port = str(peer[0]), int(peer[1])
             client = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
             if not client_allowed(self.settings, host):
-                await self._refuse(writer, client, host)
+                log.warning("wyoming: refused %s (not loopback, not in VOXGATE_TRUSTED_NETWORKS)", client)
+                await self._refuse(writer, client, msg.error(
+                    f"this Wyoming server serves loopback and VOXGATE_TRUSTED_NETWORKS clients only; {host} is "
+                    "neither", LOOPBACK_REQUIRED))
                 return
-            await Connection(reader, writer, client, self.settings, self.state).run()
+            connection = Connection(reader, writer, client, self.settings, self.state)
+            sessions: SessionRegistry = self.state["sessions"]
+            try:
+                hold = sessions.hold(f"wyoming:{client}", connection.drain)
+            except OverCapacity as exc:  # draining
+                await self._refuse(writer, client, msg.error(exc.message, exc.code))
+                return
+            try:
+                await connection.run()
+            finally:
+                sessions.release(hold)
         except asyncio.CancelledError:
             # Only aclose() cancels these tasks; ending quietly keeps asyncio's stream
             # callback from logging the cancellation as an error.
@@ -96,12 +115,10 @@ class WyomingServer:
         finally:
             self._tasks.discard(task)
 
-    async def _refuse(self, writer: asyncio.StreamWriter, client: str, host: str) -> None:
-        log.warning("wyoming: refused %s (not loopback, not in VOXGATE_TRUSTED_NETWORKS)", client)
+    async def _refuse(self, writer: asyncio.StreamWriter, client: str, error: Event) -> None:
         link = Link(writer, client, send_timeout_s=5.0)
         with contextlib.suppress(PeerGone):
-            await link.send(msg.error(f"this Wyoming server serves loopback and VOXGATE_TRUSTED_NETWORKS clients "
-                                      f"only; {host} is neither", LOOPBACK_REQUIRED))
+            await link.send(error)
         writer.close()
         with contextlib.suppress(Exception):
             await asyncio.wait_for(writer.wait_closed(), 5.0)

@@ -15,6 +15,11 @@ Audio goes out at the engine's own rate, 16-bit mono, one ``audio-chunk`` per
 engine frame (80 ms), as soon as the frame exists. A client that stops reading
 pauses only its own synthesis; a client that leaves cancels it at the next
 frame boundary.
+
+The drain: ``finish`` ends an open streaming request as ``synthesize-stop``
+would and returns once everything queued is spoken; ``halt`` (its deadline)
+stops the synthesis at the next frame and skips what waits, still closing the
+audio with ``audio-stop`` and answering ``synthesize-stopped``.
 """
 
 from __future__ import annotations
@@ -67,6 +72,9 @@ class Speaker:
         self._work = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._running = False
+        self._idle = asyncio.Event()  # nothing queued, nothing running
+        self._idle.set()
+        self._halted = False
 
     # ---- client events
 
@@ -101,6 +109,22 @@ class Speaker:
         self.streaming = None
         await self._put(Job([], voice, stopped=True))
 
+    async def finish(self) -> None:
+        """The drain: end the open streaming request, then wait until everything queued is spoken."""
+        voice, self.streaming = self.streaming, None
+        if voice is not None:  # queued past the limit if need be: the request was taken already
+            rest = self._buffer.flush()
+            for job in ([Job([rest], voice, streamed=True)] if rest else []) + [Job([], voice, stopped=True)]:
+                self._queue(job)
+        await self._idle.wait()  # bounded by the drain's deadline: ``halt``
+
+    def halt(self) -> None:
+        """Stop at the next frame and skip what waits (answers still go out)."""
+        self._halted = True
+
+    def halted(self) -> bool:  # a call: a frame's await may change it
+        return self._halted
+
     def _open_stream(self, event: str) -> VoiceRequest:
         if self.streaming is None:
             raise BadMessage(f"{event}: no streaming request is open; send synthesize-start first")
@@ -115,9 +139,13 @@ class Speaker:
         if len(self._jobs) >= MAX_QUEUED:
             raise GatewayError(f"{len(self._jobs)} requests are already queued on this connection (the limit is "
                                f"{MAX_QUEUED}); wait for their audio", code="too_many_utterances")
+        self._queue(job)
+
+    def _queue(self, job: Job) -> None:
         if self._task is None:
             self._task = asyncio.create_task(self._run(), name=f"wyoming-tts-{self.link.client}")
         self._jobs.append(job)
+        self._idle.clear()
         self._work.set()
 
     def _utterances(self, text: str) -> list[str]:
@@ -177,14 +205,18 @@ class Speaker:
                 try:
                     if job.stopped:
                         await self.link.send(msg.synthesize_stopped())
-                    else:
+                    elif not self.halted():
                         if job.streamed:
                             self._join_queued(job)
                         await self._speak(job)
                 finally:
                     self._running = False
+                    if not self._jobs:
+                        self._idle.set()
         except PeerGone:
             return  # the connection notices on its side and closes
+        finally:
+            self._idle.set()  # nothing more will run
 
     def _join_queued(self, job: Job) -> None:
         """Take the streamed sentences already waiting behind ``job`` into it (one engine utterance)."""
@@ -205,7 +237,9 @@ class Speaker:
             await self.link.send(msg.error(exc.message, exc.code))
             return
         try:
-            entry = self.sessions.claim("tts", f"wyoming:{self.link.client}", lambda: {"front": "wyoming"})
+            # queued before the drain began (the connection refuses every event after): it is spoken
+            entry = self.sessions.claim("tts", f"wyoming:{self.link.client}", lambda: {"front": "wyoming"},
+                                        taken_before_drain=True)
         except OverCapacity as full:
             await self.link.send(msg.error(full.message, full.code))
             return
@@ -213,11 +247,15 @@ class Speaker:
         started = False
         try:
             for text in job.texts:
+                if self.halted():
+                    break
                 options = SynthesisOptions(extra={"speaker": job.voice.speaker} if job.voice.speaker else {})
                 stream = engine.open_stream(text, voice_id, options)
                 frames = stream.frames()
                 try:
                     async for frame in frames:
+                        if self.halted():
+                            break
                         if not started:
                             started = True
                             await self.link.send(msg.audio_start(rate))

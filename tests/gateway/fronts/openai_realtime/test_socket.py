@@ -5,49 +5,17 @@ browser subprotocol credential."""
 
 from __future__ import annotations
 
-import base64
-
 import numpy as np
 import pytest
 from starlette.websockets import WebSocketDisconnect
 
 from gateway.codecs import g711
 from tests.gateway.dictation.fakes import FakeSidecar
+from tests.gateway.fronts.openai_realtime.talk import URL, append, configure, deliver, opened, sync
 from tests.gateway.helpers import dictation_client, make_client
 from tests.support.sockets import close_code, receive
 
-URL = "/v1/realtime?intent=transcription&model=gpt-4o-transcribe"
 KEY = "vgk-realtime-test-key-4f9a2c"
-
-
-def append(ws, pcm: bytes) -> None:
-    ws.send_json({"type": "input_audio_buffer.append", "audio": base64.b64encode(pcm).decode()})
-
-
-def sync(ws) -> None:
-    """A round trip through the transport and the session: every event sent before is handled."""
-    ws.send_json({"type": "sync"})
-    event = receive(ws)
-    assert (event["type"], event["error"]["code"]) == ("error", "bad_message"), event
-
-
-def deliver(client, fake: FakeSidecar, *events: dict) -> None:
-    (stream,) = fake._streams.values()
-    for event in events:
-        client.portal.call(stream.deliver, {"stream": stream.id, **event})
-
-
-def opened(ws) -> str:
-    """Read session.created; the socket's id prefix (event and item ids start with it)."""
-    created = receive(ws)
-    assert created["type"] == "session.created"
-    return created["session"]["id"].removeprefix("sess_")
-
-
-def configure(ws, audio_input: dict) -> dict:
-    ws.send_json({"type": "session.update", "event_id": "evt_client_1",
-                  "session": {"type": "transcription", "audio": {"input": audio_input}}})
-    return receive(ws)
 
 
 def test_created_then_updated_and_the_first_audio_opens_the_recognizer_so_configured(tmp_path):

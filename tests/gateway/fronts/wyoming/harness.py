@@ -8,6 +8,7 @@ import contextlib
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
+import numpy as np
 from wyoming.client import AsyncTcpClient
 from wyoming.event import Event
 
@@ -15,8 +16,10 @@ from engines.base import AsrService, TtsEngine
 from gateway.config import Settings
 from gateway.fronts.wyoming.server import WyomingServer
 from gateway.registry import SessionRegistry
+from tests.gateway.dictation.fakes import FakeSidecar
 
 READ_TIMEOUT_S = 10.0
+RATE = 16000  # of the audio the transcription tests send
 
 
 @contextlib.asynccontextmanager
@@ -71,3 +74,23 @@ def brief(events: list[Event]) -> list[tuple[str, dict[str, Any]]]:
 def sessions_of(server: WyomingServer) -> list[dict[str, Any]]:
     registry: SessionRegistry = server.state["sessions"]
     return registry.list()
+
+
+async def the_stream(fake: FakeSidecar) -> Any:
+    """The one ASR stream a connection opened on ``fake``."""
+    for _ in range(500):
+        if fake._streams:
+            (stream,) = fake._streams.values()
+            return stream
+        await asyncio.sleep(0.01)
+    raise AssertionError("no ASR stream was opened")
+
+
+def deliver(stream: Any, *events: dict[str, Any]) -> None:
+    """Play the sidecar: ``events`` reach the gateway as if the recognizer sent them."""
+    for event in events:
+        stream.deliver({"stream": stream.id, **event})
+
+
+def pcm(samples: np.ndarray) -> bytes:
+    return bytes((samples * 32768).astype("<i2").tobytes())

@@ -15,28 +15,17 @@ from engines.base import EngineState
 from gateway.fronts.wyoming.link import PcmIn
 from gateway.fronts.wyoming.messages import AudioFormat
 from tests.gateway.dictation.fakes import FakeSidecar
-from tests.gateway.fronts.wyoming.harness import connect, read, read_until, sessions_of, wyoming_server
-
-RATE = 16000
-
-
-async def the_stream(fake: FakeSidecar):
-    for _ in range(500):
-        if fake._streams:
-            (stream,) = fake._streams.values()
-            return stream
-        await asyncio.sleep(0.01)
-    raise AssertionError("no ASR stream was opened")
-
-
-def deliver(stream, *events: dict) -> None:
-    for event in events:
-        stream.deliver({"stream": stream.id, **event})
-
-
-def pcm(samples: np.ndarray) -> bytes:
-    return (samples * 32768).astype("<i2").tobytes()
-
+from tests.gateway.fronts.wyoming.harness import (
+    RATE,
+    connect,
+    deliver,
+    pcm,
+    read,
+    read_until,
+    sessions_of,
+    the_stream,
+    wyoming_server,
+)
 
 SPEECH = [
     {"ev": "speech_started", "utterance": 0, "at": 0.1, "start_sample": 1600},
