@@ -10,18 +10,21 @@ only which kernel ONNX Runtime picks.
 
 Two shapes of rewrite:
 
-- the HiFi-GAN decoder (``/dec/...``, about 80% of the work) becomes one 4-D
+- the HiFi-GAN decoder (``/dec/...``, about 70% of the work) becomes one 4-D
   region: its input is unsqueezed once, every convolution and element-wise op
   inside works on ``[N, C, 1, T]``, and its output is squeezed once. ONNX
   Runtime then keeps the whole region in the blocked layout (see nchwc.py);
+  inside it the upsamplers and the 1-channel output convolution become
+  polyphase convolutions (phases.py);
 - every other 1-D convolution (text encoder, flow, duration predictor) is
   wrapped alone in Unsqueeze -> Conv -> Squeeze: their tensors are short (one
   step per phoneme or per 256 samples), so the reorders around each cost
   little next to the convolution they speed up.
 
 The region rewrite is only applied when the decoder holds nothing but
-convolutions and shape-agnostic element-wise ops; anything else (a future
-export with a Reshape inside) falls back to wrapping its convolutions alone.
+convolutions and shape-agnostic element-wise ops and has one input; anything
+else (a multi-speaker voice's speaker conditioning, a future export with a
+Reshape inside) falls back to wrapping its convolutions alone.
 """
 
 from __future__ import annotations
@@ -118,6 +121,12 @@ def _decoder_region(graph: Any, weights: dict[str, Any]) -> list[Any]:
             value = _attrs(node).get("value")
             if value is None or int(np.prod(value.dims)) != 1:
                 return []
+    produced = {o for n in region for o in n.output}
+    entering = {i for n in region for i in n.input if i and i not in produced and i not in weights}
+    if len(entering) != 1:
+        # a second input is a multi-speaker voice's speaker embedding, [N, C, 1], added to every
+        # step: a broadcast the blocked layout cannot do, so that decoder keeps its shape
+        return []
     return region
 
 

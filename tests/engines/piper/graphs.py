@@ -46,10 +46,12 @@ def _op(nodes: list[Any], op: str, name: str, inputs: list[str], **attrs: Any) -
     return f"{name}/out"
 
 
-def decoder_like(seed: int = 0, opset: int = 15, inside: str = "") -> Any:
+def decoder_like(seed: int = 0, opset: int = 15, inside: str = "", conditioned: bool = False) -> Any:
     """The miniature graph (``onnx.ModelProto``): input ``z`` ``[N, 16, T]``, output
     ``[N, 1, 1, 16*T]``. ``inside``: an extra op type to put in the decoder region
-    (e.g. "Reshape", which the 4-D rewrite cannot take)."""
+    (e.g. "Reshape", which the 4-D rewrite cannot take); ``conditioned``: a second
+    input ``g`` ``[N, 16, 1]`` added to every step through a 1x1 conv, as a
+    multi-speaker voice's speaker embedding is."""
     from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(seed)
@@ -59,6 +61,8 @@ def decoder_like(seed: int = 0, opset: int = 15, inside: str = "") -> Any:
     c = CHANNELS
     x = _conv(nodes, weights, rng, "/flow/enc", "z", c, c, 5)
     x = _conv(nodes, weights, rng, "/dec/conv_pre", x, c, c, 7)
+    if conditioned:
+        x = _op(nodes, "Add", "/dec/Add_cond", [x, _conv(nodes, weights, rng, "/dec/cond", "g", c, c, 1)])
     x = _op(nodes, "LeakyRelu", "/dec/LeakyRelu", [x], alpha=0.1)
     for level in range(2):
         u = _conv(nodes, weights, rng, f"/dec/ups.{level}", x, c, c, 8, transpose=True, stride=4)
@@ -77,15 +81,18 @@ def decoder_like(seed: int = 0, opset: int = 15, inside: str = "") -> Any:
     x = _conv(nodes, weights, rng, "/dec/conv_post", x, c, 1, 7)
     x = _op(nodes, "Tanh", "/dec/Tanh", [x])
     nodes.append(helper.make_node("Unsqueeze", [x, "axis1"], ["output"], name="/Unsqueeze_out"))
-    graph = helper.make_graph(nodes, "decoder_like", [helper.make_tensor_value_info("z", TensorProto.FLOAT, ["N", c, "T"])],
+    inputs = [helper.make_tensor_value_info("z", TensorProto.FLOAT, ["N", c, "T"])]
+    if conditioned:
+        inputs.append(helper.make_tensor_value_info("g", TensorProto.FLOAT, ["N", c, 1]))
+    graph = helper.make_graph(nodes, "decoder_like", inputs,
                               [helper.make_tensor_value_info("output", TensorProto.FLOAT, ["N", 1, 1, "S"])], weights)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = 8
     return model
 
 
-def run(model: Any, z: np.ndarray, *, fast: bool = False) -> np.ndarray:
-    """``model`` (a ModelProto, or the bytes of a prepared graph) on ``z``, one thread."""
+def run(model: Any, z: np.ndarray, *, fast: bool = False, g: np.ndarray | None = None) -> np.ndarray:
+    """``model`` (a ModelProto, or the bytes of a prepared graph) on ``z`` (and ``g``), one thread."""
     import onnxruntime
 
     options = onnxruntime.SessionOptions()
@@ -94,4 +101,5 @@ def run(model: Any, z: np.ndarray, *, fast: bool = False) -> np.ndarray:
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
     source = model if isinstance(model, bytes) else model.SerializeToString()
     session = onnxruntime.InferenceSession(source, options, providers=["CPUExecutionProvider"])
-    return np.asarray(session.run(None, {"z": z})[0])
+    feeds = {"z": z} if g is None else {"z": z, "g": g}
+    return np.asarray(session.run(None, feeds)[0])

@@ -58,6 +58,18 @@ def test_a_decoder_with_an_op_that_needs_3d_tensors_keeps_its_shape_and_only_wra
     assert float(np.max(np.abs(run(model, Z) - expected))) < 1e-5
 
 
+def test_a_speaker_conditioned_decoder_keeps_its_shape_and_the_prepared_graph_its_audio():
+    from engines.piper import fastgraph
+
+    g = np.random.default_rng(3).standard_normal((1, 16, 1)).astype(np.float32)
+    expected = run(decoder_like(conditioned=True), Z, g=g)
+    model, made = to_conv2d(decoder_like(conditioned=True))
+    assert made == 8 and op_types(model)["ConvTranspose"] == 2  # wrapped one by one, no 4-D region
+    assert float(np.max(np.abs(run(model, Z, g=g) - expected))) < 1e-5
+    prepared = fastgraph.prepare(decoder_like(conditioned=True).SerializeToString())
+    assert float(np.max(np.abs(run(prepared, Z, fast=True, g=g) - expected))) < 1e-5
+
+
 def test_an_opset_before_13_is_refused():
     with pytest.raises(ValueError, match=r"^opset 12: the rewrite needs opset 13 or later \(Squeeze with an axes "
                                          r"input\)$"):
