@@ -2,7 +2,8 @@
 to audio, on the ``piper-tts`` runtime.
 
 The ONNX sessions are made here rather than by ``PiperVoice.load`` so their
-threading and their graph are ours. Each voice has two sessions:
+threading and their graph are ours. Each voice has a *narrow* and a *wide* way
+to run a sentence:
 
 - *narrow*: one thread per inference. The engine's pool runs several of these
   at once, which beats one inference spread over every core when streams
@@ -10,12 +11,15 @@ threading and their graph are ours. Each voice has two sessions:
   threads fight every other inference (and process) for the cores. With
   ``graph="fast"`` (the default) it runs the voice's fast graph (fastgraph.py:
   the same model on ONNX Runtime's blocked-layout kernels, less CPU per
-  second of audio), checked against the stock graph at load; anything that
-  goes wrong there leaves the stock graph in place, with a warning;
-- *wide*: the stock graph with ONNX Runtime's defaults (every core), used for
-  a sentence a listener is waiting for when nothing else runs, so a lone
-  request starts as fast as Piper's own tools make it. (The fast graph gains nothing from a second
-  thread: its kernels split work by rows, and audio is one row.)
+  second of audio), cut in front and decoder (halves.py), checked against the
+  stock graph at load; anything that goes wrong there leaves the stock graph
+  in place, with a warning;
+- *wide*: for a sentence a listener is waiting for when nothing else runs, so
+  a lone request starts as fast as possible: the same front, then the
+  decoder's two halves on two threads at once (the fast graph gains nothing
+  from intra-op threads: its kernels split work by rows, and audio is one
+  row). With the stock graph, or a voice that cannot be cut (a multi-speaker
+  one), it is the stock graph with ONNX Runtime's defaults (every core).
 
 Thread safety: ``infer`` may run on several threads at once (an ONNX Runtime
 session is safe for concurrent ``run`` calls); ``phonemize`` too (piper keeps
@@ -84,25 +88,44 @@ class PiperModel:
         # PiperVoice does the phonemes and the tensors; its session is chosen per call.
         self._wide_voice: Any = PiperVoice(session=stock, config=config)
         self.graph = "stock"
-        narrow = self._fast_session(stock) if graph == "fast" else None
-        if narrow is None:
-            narrow = fastgraph.session(voice.model, 1, spinning=False)
+        sessions = self._fast_sessions(stock) if graph == "fast" else None
+        narrow, fast_wide = sessions or (fastgraph.session(voice.model, 1, spinning=False), None)
         self._voice: Any = PiperVoice(session=narrow, config=config)
+        if fast_wide is not None:
+            self._wide_voice = PiperVoice(session=fast_wide, config=config)
         if not wide:
             self._wide_voice = None
         self.speakers = dict(config.speaker_id_map)
 
-    def _fast_session(self, stock: Any) -> Any:
-        """The voice's fast-graph session, checked against ``stock``; None (logged) to keep the stock graph."""
+    def _fast_sessions(self, stock: Any) -> tuple[Any, Any] | None:
+        """(narrow, wide or None) sessions of the voice's fast graph, checked against
+        ``stock``; None (logged) to keep the stock graph. The wide one decodes in
+        two halves on two threads (halves.py); a voice that cannot be cut has none."""
+        import onnx
+
         from engines.piper import fastgraph
+        from engines.piper.halves import HalvesSession, split_graph
 
         started = time.monotonic()
         reference = self._wide_voice
         try:
-            session = fastgraph.session(fastgraph.prepare(self.voice.model), 1, spinning=False, fast=True)
+            parts = split_graph(onnx.load(str(self.voice.model)))
+            wide = None
+            if parts is None:
+                narrow = fastgraph.session(fastgraph.prepare(self.voice.model), 1, spinning=False, fast=True)
+            else:
+                front, decoder, latent = parts
+                front_session = fastgraph.session(fastgraph.prepare(front.SerializeToString()), 1, spinning=False,
+                                                  fast=True)
+                decoder_session = fastgraph.session(fastgraph.prepare(decoder.SerializeToString()), 1,
+                                                    spinning=False, fast=True)
+                narrow = HalvesSession(front_session, decoder_session, latent, halves=False)
+                wide = HalvesSession(front_session, decoder_session, latent, halves=True)
             ids = next(reference.phonemes_to_ids(p) for p in reference.phonemize(CHECK_TEXT) if p)
             speaker = reference.config.default_speaker_id if reference.config.num_speakers > 1 else None
-            problem = fastgraph.check(session, stock, ids, speaker)
+            problem = fastgraph.check(narrow, stock, ids, speaker)
+            if problem is None and wide is not None:
+                problem = fastgraph.check(wide, stock, ids, speaker)
         except ImportError as exc:
             log.warning("Piper voice %s: stock graph (the fast graph needs the onnx package: %s)", self.voice.id, exc)
             return None
@@ -118,8 +141,9 @@ class PiperModel:
                         self.voice.id, problem)
             return None
         self.graph = "fast"
-        log.info("Piper voice %s: fast graph ready in %.1f s", self.voice.id, time.monotonic() - started)
-        return session
+        log.info("Piper voice %s: fast graph ready in %.1f s (a lone sentence: %s)", self.voice.id,
+                 time.monotonic() - started, "decoder halves on two threads" if wide else "stock graph, every core")
+        return narrow, wide
 
     def phonemize(self, text: str) -> list[list[int]]:
         # Piper splits sentences while phonemizing (espeak-ng's own clause rules).

@@ -6,11 +6,13 @@ fast one cannot be made or does not match."""
 from __future__ import annotations
 
 import logging
+import re
 
 import numpy as np
 import pytest
 
 from engines.piper import fastgraph
+from engines.piper.halves import HalvesSession, split_graph
 from engines.piper.model import PiperModel
 from engines.piper.voices import find_voices
 from tests.support.speech import SENTENCES
@@ -44,7 +46,7 @@ def seeded(model: bytes) -> bytes:
 
     proto = onnx.load_from_string(model)
     draws = [n for n in proto.graph.node if n.op_type == "RandomNormalLike"]
-    assert len(draws) == 2  # the duration predictor's and the prior's
+    assert len(draws) == 2  # the duration predictor's and the prior's (both in the front when cut)
     for node in draws:
         node.attribute.append(helper.make_attribute("seed", 7.0))
     return proto.SerializeToString()
@@ -74,6 +76,26 @@ def test_the_fast_graph_makes_the_stock_graphs_audio_without_noise(joe, sentence
         assert fastgraph.check(fast, stock, ids) is None
 
 
+@pytest.mark.slow
+def test_the_cut_fast_graph_one_by_one_and_in_halves_makes_the_stock_graphs_audio_with_the_same_noise(
+        joe, sentence_ids):
+    import onnx
+
+    front, decoder, latent = split_graph(onnx.load(str(joe.model)))
+    decoder_session = fastgraph.session(fastgraph.prepare(decoder.SerializeToString()), 1, spinning=False, fast=True)
+    front_bytes = fastgraph.prepare(front.SerializeToString())
+    ids_list = [*sentence_ids, sentence_ids[0][:9]]  # and one too short to cut in halves
+    for halves in (False, True):
+        # fresh seeded sessions: both graphs draw the same noise from their first run on
+        cut = HalvesSession(fastgraph.session(seeded(front_bytes), 1, spinning=False, fast=True), decoder_session,
+                            latent, halves=halves)
+        stock = fastgraph.session(seeded(joe.model.read_bytes()), 1, spinning=False)
+        for ids in ids_list:
+            a, b = fastgraph.run(cut, ids, SCALES), fastgraph.run(stock, ids, SCALES)
+            assert a.shape == b.shape
+            assert float(np.max(np.abs(a - b))) <= TOLERANCE
+
+
 class FixedSession:
     """Answers every run with the same audio."""
 
@@ -95,8 +117,14 @@ def test_check_names_a_length_or_a_sample_difference():
 
 
 @pytest.mark.slow
-def test_the_model_uses_the_fast_graph_by_default_and_the_stock_one_on_request(joe):
-    assert PiperModel(joe).graph == "fast"
+def test_the_model_uses_the_fast_graph_by_default_and_the_stock_one_on_request(joe, caplog):
+    caplog.set_level(logging.INFO, logger="engines.piper.model")
+    model = PiperModel(joe)
+    assert model.graph == "fast"
+    assert re.fullmatch(r"Piper voice en_US-joe-medium: fast graph ready in \d+\.\d s \(a lone sentence: decoder "
+                        r"halves on two threads\)", caplog.messages[-1])
+    one, both = model.infer(model.phonemize("One more.")[0]), model.infer(model.phonemize("One more.")[0], wide=True)
+    assert one.dtype == both.dtype == np.float32 and len(one) > 22050 // 4 and len(both) > 22050 // 4
     assert PiperModel(joe, graph="stock").graph == "stock"
     with pytest.raises(ValueError, match=r"^graph: must be one of fast, stock, got 'turbo'$"):
         PiperModel(joe, graph="turbo")
