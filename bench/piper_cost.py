@@ -18,6 +18,8 @@ sentences, figures are medians of ``--repeats`` passes):
   executor, the stock graph without the layout optimizations). Wall and
   CPU seconds (this process) per audio second.
 - ``batch``: 4 sentences as one padded batch against the same 4 one by one.
+- ``lone``: one sentence with nothing else running (a lone request's first
+  audio): the stock graph on every core against voxgate's wide path.
 - ``split``: ONNX Runtime's profile of one thread: the decoder's share of the
   time, and the convolutions' multiply-adds per audio second and rate.
 """
@@ -212,6 +214,37 @@ def batch_part(repeats: int) -> str:
     return "\n".join(lines)
 
 
+# ---- a lone sentence on both cores
+
+
+def lone_part(repeats: int) -> str:
+    """One sentence, the pool otherwise idle: the stock graph on every core (what
+    wyoming-piper does) against voxgate's front + decoder halves on two threads."""
+    import onnx
+
+    from engines.piper import fastgraph
+    from engines.piper.halves import HalvesSession, split_graph
+
+    front, decoder, latent = split_graph(onnx.load(stock_model()))
+    halves = HalvesSession(fastgraph.session(fastgraph.prepare(front.SerializeToString()), 1, spinning=False, fast=True),
+                           fastgraph.session(fastgraph.prepare(decoder.SerializeToString()), 1, spinning=False,
+                                             fast=True), latent, halves=True)
+    contenders = {"stock graph, every core": session(False, 0), "fast graph, decoder halves on two threads": halves}
+    ids = sentence_ids()[0]
+    times: dict[str, list[float]] = {name: [] for name in contenders}
+    for sess in contenders.values():
+        run_one(sess, ids)
+    audio_s = run_one(session(False, 1), ids) / RATE
+    for _ in range(5 * repeats):  # interleaved, so drifting load hits both alike
+        for name, sess in contenders.items():
+            started = time.perf_counter()
+            run_one(sess, ids)
+            times[name].append(time.perf_counter() - started)
+    lines = [f"| one sentence ({audio_s:.1f} s of speech) | median ms | fastest ms |", "|---|---|---|"]
+    lines += [f"| {name} | {statistics.median(t) * 1000:.0f} | {min(t) * 1000:.0f} |" for name, t in times.items()]
+    return "\n".join(lines)
+
+
 # ---- where the time goes
 
 
@@ -261,7 +294,7 @@ def split_part() -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", choices=("server", "sessions", "batch", "split"), help="run one part only")
+    parser.add_argument("--only", choices=("server", "sessions", "batch", "lone", "split"), help="run one part only")
     parser.add_argument("--rounds", type=int, default=6, help="4-client rounds against wyoming-piper (default 6)")
     parser.add_argument("--repeats", type=int, default=3, help="passes per in-process figure (default 3)")
     args = parser.parse_args()
@@ -274,6 +307,8 @@ def main() -> int:
         print(sessions_part(args.repeats), end="\n\n", flush=True)
     if args.only in (None, "batch"):
         print(batch_part(args.repeats), end="\n\n", flush=True)
+    if args.only in (None, "lone"):
+        print(lone_part(args.repeats), end="\n\n", flush=True)
     if args.only in (None, "split"):
         print(split_part(), flush=True)
     return 0
