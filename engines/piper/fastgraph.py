@@ -2,7 +2,8 @@
 
 Made in memory when a voice loads (about 1.5 s for a medium voice; 2.5 s cut in two, halves.py):
 
-1. conv2d.py rewrites the voice's 1-D convolutions as 2-D ones of height 1;
+1. conv2d.py rewrites the voice's 1-D convolutions as 2-D ones of height 1
+   (and, in the decoder, phases.py its upsamplers and its output convolution);
 2. ONNX Runtime optimizes that (all levels, which includes its NCHWc layout
    pass) and saves the optimized graph to a temporary file;
 3. nchwc.py keeps the decoder in the blocked layout end to end and folds its
