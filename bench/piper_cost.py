@@ -17,6 +17,11 @@ sentences, figures are medians of ``--repeats`` passes):
   options on one thread (denormals as zero, no memory arena, the parallel
   executor, the stock graph without the layout optimizations). Wall and
   CPU seconds (this process) per audio second.
+- ``precision``: the int8 decoder (engines/piper/int8.py) against float32:
+  the stock graph, the fast graph, and the voice as the engine loads it (cut
+  in front and decoder) with the float32 and with the int8 decoder, each on
+  one thread, then two threads at once on one loaded voice (the pool). Its
+  quality against float32 is measured by bench/piper_int8.py.
 - ``batch``: 4 sentences as one padded batch against the same 4 one by one.
 - ``lone``: one sentence with nothing else running (a lone request's first
   audio): the stock graph on every core against voxgate's wide path.
@@ -192,6 +197,37 @@ def sessions_part(repeats: int) -> str:
     return "\n".join(lines)
 
 
+# ---- float32 against the int8 decoder
+
+
+@functools.cache
+def engine_session(precision: str) -> Any:
+    """The one-thread session of the bundled voice as the engine loads it (cut in front and decoder)."""
+    from engines.piper.model import PiperModel
+    from engines.piper.voices import find_voices
+
+    model = PiperModel(find_voices([])[0]["en_US-joe-medium"], wide=False, precision=precision)
+    if model.precision != precision:
+        raise RuntimeError(f"the {precision} decoder did not load (see the log)")
+    return model._voice.session
+
+
+def precision_part(repeats: int) -> str:
+    rows = [("stock graph, 1 thread", measure(serial(session(False, 1, False)), repeats)),
+            ("fast graph, 1 thread", measure(serial(session(True, 1, False)), repeats))]
+    for precision in ("fp32", "int8"):
+        one = engine_session(precision)
+        rows.append((f"fast graph cut, {precision} decoder, 1 thread", measure(serial(one), repeats)))
+        rows.append((f"fast graph cut, {precision} decoder, two threads on it (the pool)",
+                     measure(parallel([one, one]), repeats)))
+    lines = ["| configuration | wall s per audio s | CPU s per audio s | x real time | CPU vs fast graph |",
+             "|---|---|---|---|---|"]
+    fast_cpu = rows[1][1][1]
+    lines += [f"| {name} | {wall:.4f} | {cpu:.4f} | {1 / wall:.1f} | {cpu / fast_cpu:.2f} |"
+              for name, (wall, cpu) in rows]
+    return "\n".join(lines)
+
+
 # ---- batching
 
 
@@ -294,7 +330,8 @@ def split_part() -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", choices=("server", "sessions", "batch", "lone", "split"), help="run one part only")
+    parser.add_argument("--only", choices=("server", "sessions", "precision", "batch", "lone", "split"),
+                        help="run one part only")
     parser.add_argument("--rounds", type=int, default=6, help="4-client rounds against wyoming-piper (default 6)")
     parser.add_argument("--repeats", type=int, default=3, help="passes per in-process figure (default 3)")
     args = parser.parse_args()
@@ -305,6 +342,8 @@ def main() -> int:
         print(asyncio.run(server_part(args.rounds, 4)), end="\n\n", flush=True)
     if args.only in (None, "sessions"):
         print(sessions_part(args.repeats), end="\n\n", flush=True)
+    if args.only in (None, "precision"):
+        print(precision_part(args.repeats), end="\n\n", flush=True)
     if args.only in (None, "batch"):
         print(batch_part(args.repeats), end="\n\n", flush=True)
     if args.only in (None, "lone"):

@@ -2,6 +2,7 @@
 side by side in one run, on the same voice and the same model.
 
     flock /tmp/voxgate-bench.lock python bench/wyoming.py      # ~5 minutes
+    flock /tmp/voxgate-bench.lock python bench/wyoming.py --piper-precision int8 --trailing ""
 
 It starts three servers on loopback: `voxgate serve --engines piper,asr
 --wyoming ...`, `wyoming-piper` with the same Piper voice file (the bundled
@@ -112,10 +113,10 @@ def python_env() -> dict[str, str]:
     return env
 
 
-def start_voxgate(work: Path, port: int) -> tuple[subprocess.Popen, Path]:
+def start_voxgate(work: Path, port: int, piper_precision: str = "fp32") -> tuple[subprocess.Popen, Path]:
     log = work / "voxgate.log"
     env = {**python_env(), "VOXGATE_DATA_DIR": str(work / "voxgate"), "VOXGATE_ASR_THREADS": "2",
-           "VOXGATE_LOG_LEVEL": "warning"}
+           "VOXGATE_LOG_LEVEL": "warning", "VOXGATE_PIPER_PRECISION": piper_precision}
     cmd = [sys.executable, "-m", "gateway.cli", "serve", "--port", str(free_port()), "--engines", "piper,asr",
            "--wyoming", f"tcp://127.0.0.1:{port}"]
     return start(cmd, env, log), log
@@ -319,13 +320,13 @@ def asr_table(runs: list[AsrRun]) -> str:
 
 async def main_async(args: argparse.Namespace) -> int:
     levels = [int(x) for x in args.levels.split(",")]
-    trailing = [float(x) for x in args.trailing.split(",")]
+    trailing = [float(x) for x in args.trailing.split(",") if x]
     with tempfile.TemporaryDirectory(prefix="voxgate-wyoming-bench-") as tmp:
         work = Path(tmp)
         ports = {"voxgate": free_port(), "wyoming-piper": free_port(), "wyoming-faster-whisper": free_port()}
         procs: list[subprocess.Popen] = []
         try:
-            vg, vg_log = start_voxgate(work, ports["voxgate"])
+            vg, vg_log = start_voxgate(work, ports["voxgate"], args.piper_precision)
             procs.append(vg)
             await wait_describable(ports["voxgate"], vg, vg_log, "asr")
             await wait_describable(ports["voxgate"], vg, vg_log, "tts")
@@ -344,6 +345,8 @@ async def main_async(args: argparse.Namespace) -> int:
                         await tts_round(pair[server], ports[server], pids[server], r)
                 tts.extend(pair.values())
             stop(wp)
+            if not trailing:
+                return print_tables(tts, [])
             wf, wf_log = start_wyoming_faster_whisper(work, ports["wyoming-faster-whisper"])
             procs.append(wf)
             await wait_describable(ports["wyoming-faster-whisper"], wf, wf_log, "asr")
@@ -356,10 +359,15 @@ async def main_async(args: argparse.Namespace) -> int:
         finally:
             for proc in procs:
                 stop(proc)
+    return print_tables(tts, asr)
+
+
+def print_tables(tts: list[TtsLevel], asr: list[AsrRun]) -> int:
     print()
     print(tts_table(tts))
-    print()
-    print(asr_table(asr))
+    if asr:
+        print()
+        print(asr_table(asr))
     return 0
 
 
@@ -369,7 +377,10 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=8,
                         help="synthesis rounds per level, servers alternating (default 8)")
     parser.add_argument("--trailing", default="0.5,1.0",
-                        help="seconds of silence before audio-stop, one run each (default 0.5,1.0)")
+                        help="seconds of silence before audio-stop, one run each (default 0.5,1.0; empty: no "
+                             "transcription part)")
+    parser.add_argument("--piper-precision", choices=("fp32", "int8"), default="fp32",
+                        help="voxgate's VOXGATE_PIPER_PRECISION (default fp32)")
     return asyncio.run(main_async(parser.parse_args()))
 
 

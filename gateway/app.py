@@ -69,7 +69,7 @@ def build_tts_engines(settings: Settings) -> dict[str, TtsEngine]:
         from engines.piper.engine import PiperEngine
 
         engines["piper"] = PiperEngine(voice_dirs=settings.piper_voices, threads=settings.piper_threads,
-                                       graph=settings.piper_graph)
+                                       graph=settings.piper_graph, precision=settings.piper_precision)
     return engines
 
 

@@ -120,6 +120,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("asr_batch", _int_range(1, 64), "4", "Most finals of different streams the ASR sidecar decodes together in one beam search."),
     # Piper's fast graph (engines/piper/fastgraph.py, docs/engines/piper.md)
     Option("piper_graph", _choice("fast", "stock"), "fast", "Piper voices' ONNX graph: fast (rewritten at load for ONNX Runtime's blocked-layout kernels, checked against stock) or stock (as shipped)."),
+    # Piper's int8 decoder (engines/piper/int8.py, docs/engines/piper.md)
+    Option("piper_precision", _choice("fp32", "int8"), "fp32", "Piper voices' decoder: fp32, or int8 (quantized at load on top of the fast graph, about 30% less CPU per second of audio, a higher noise floor in pauses; checked against fp32 at load)."),
 )
 
 _BY_NAME = {opt.name: opt for opt in OPTIONS}
@@ -172,6 +174,7 @@ class Settings:
     asr_lanes: int = 0
     asr_batch: int = 4
     piper_graph: str = "fast"
+    piper_precision: str = "fp32"
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:

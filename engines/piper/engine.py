@@ -37,6 +37,7 @@ from engines.base import (
     UnknownVoice,
     Voice,
 )
+from engines.piper.int8 import PRECISIONS
 from engines.piper.model import GRAPHS, INSTALL_HINT, PiperModel, Synthesizer, runtime_missing
 from engines.piper.pool import DeadlinePool
 from engines.piper.stream import PiperStream
@@ -57,11 +58,14 @@ class PiperEngine:
 
     def __init__(self, voice_dirs: Sequence[Path] = (), threads: int = 0, *, default_voice: str | None = None,
                  packages: Iterable[str] = BUNDLED_VOICE_PACKAGES, max_streams: int = 64,
-                 job_timeout_s: float = 60.0, graph: str = "fast", model_factory: ModelFactory | None = None) -> None:
+                 job_timeout_s: float = 60.0, graph: str = "fast", precision: str = "fp32",
+                 model_factory: ModelFactory | None = None) -> None:
         if threads < 0:
             raise ValueError(f"threads: must be 0 (one per core) or more, got {threads}")
         if graph not in GRAPHS:
             raise ValueError(f"graph: must be one of {', '.join(GRAPHS)}, got {graph!r}")
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision: must be one of {', '.join(PRECISIONS)}, got {precision!r}")
         self.voice_dirs = tuple(Path(d) for d in voice_dirs)
         self.threads = threads or os.cpu_count() or 1
         self.preferred_voice = default_voice
@@ -69,8 +73,10 @@ class PiperEngine:
         self.max_streams = max_streams
         self.job_timeout_s = job_timeout_s
         self.graph = graph
+        self.precision = precision
         self._real_models = model_factory is None
-        self._model_factory: ModelFactory = model_factory or functools.partial(PiperModel, graph=graph)
+        self._model_factory: ModelFactory = model_factory or functools.partial(PiperModel, graph=graph,
+                                                                               precision=precision)
         self._status = EngineStatus(EngineState.LOADING)
         self._voices: dict[str, VoiceFile] = {}
         self._models: dict[str, Synthesizer] = {}
@@ -113,8 +119,9 @@ class PiperEngine:
         model = self._model(default)
         self._pool = DeadlinePool(self.threads, max_jobs=2 * self.max_streams)
         self._status = EngineStatus(EngineState.READY)
-        log.info("Piper: %d voice(s), default %s at %d Hz (%s graph), %d worker thread(s)", len(voices), default,
-                 self._rate, getattr(model, "graph", "stock"), self.threads)
+        log.info("Piper: %d voice(s), default %s at %d Hz (%s graph, %s decoder), %d worker thread(s)", len(voices),
+                 default, self._rate, getattr(model, "graph", "stock"), getattr(model, "precision", "fp32"),
+                 self.threads)
 
     def _pick_default(self, voices: dict[str, VoiceFile]) -> str:
         if self.preferred_voice:

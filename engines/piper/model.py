@@ -21,6 +21,11 @@ to run a sentence:
   row). With the stock graph, or a voice that cannot be cut (a multi-speaker
   one), it is the stock graph with ONNX Runtime's defaults (every core).
 
+With ``precision="int8"`` both ways run the cut's decoder on ONNX Runtime's
+8-bit kernels (int8.py: less CPU per second of audio, not the same audio),
+checked against the float32 decoder at load; if that fails the voice keeps
+the float32 one, with a warning.
+
 Thread safety: ``infer`` may run on several threads at once (an ONNX Runtime
 session is safe for concurrent ``run`` calls); ``phonemize`` too (piper keeps
 espeak-ng behind its own lock).
@@ -35,6 +40,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from engines.piper.int8 import PRECISIONS
 from engines.piper.voices import VoiceFile
 
 log = logging.getLogger(__name__)
@@ -73,7 +79,7 @@ def runtime_missing() -> str | None:
 class PiperModel:
     """A Piper voice loaded into an ONNX Runtime session (see module docstring)."""
 
-    def __init__(self, voice: VoiceFile, wide: bool = True, graph: str = "fast") -> None:
+    def __init__(self, voice: VoiceFile, wide: bool = True, graph: str = "fast", precision: str = "fp32") -> None:
         from piper import PiperVoice
         from piper.config import PiperConfig
 
@@ -81,6 +87,8 @@ class PiperModel:
 
         if graph not in GRAPHS:
             raise ValueError(f"graph: must be one of {', '.join(GRAPHS)}, got {graph!r}")
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision: must be one of {', '.join(PRECISIONS)}, got {precision!r}")
         self.voice = voice
         self.sample_rate = voice.sample_rate
         config = PiperConfig.from_dict(voice.raw)
@@ -88,7 +96,11 @@ class PiperModel:
         # PiperVoice does the phonemes and the tensors; its session is chosen per call.
         self._wide_voice: Any = PiperVoice(session=stock, config=config)
         self.graph = "stock"
-        sessions = self._fast_sessions(stock) if graph == "fast" else None
+        self.precision = "fp32"
+        sessions = self._fast_sessions(stock, precision) if graph == "fast" else None
+        if precision == "int8" and graph == "stock":
+            log.warning("Piper voice %s: float32 decoder (the int8 decoder is made from the fast graph, and the "
+                        "stock graph was asked for)", voice.id)
         narrow, fast_wide = sessions or (fastgraph.session(voice.model, 1, spinning=False), None)
         self._voice: Any = PiperVoice(session=narrow, config=config)
         if fast_wide is not None:
@@ -97,10 +109,11 @@ class PiperModel:
             self._wide_voice = None
         self.speakers = dict(config.speaker_id_map)
 
-    def _fast_sessions(self, stock: Any) -> tuple[Any, Any] | None:
+    def _fast_sessions(self, stock: Any, precision: str) -> tuple[Any, Any] | None:
         """(narrow, wide or None) sessions of the voice's fast graph, checked against
         ``stock``; None (logged) to keep the stock graph. The wide one decodes in
-        two halves on two threads (halves.py); a voice that cannot be cut has none."""
+        two halves on two threads (halves.py); a voice that cannot be cut has none.
+        ``precision`` int8: on the int8 decoder when it passes its check."""
         import onnx
 
         from engines.piper import fastgraph
@@ -143,6 +156,46 @@ class PiperModel:
         self.graph = "fast"
         log.info("Piper voice %s: fast graph ready in %.1f s (a lone sentence: %s)", self.voice.id,
                  time.monotonic() - started, "decoder halves on two threads" if wide else "stock graph, every core")
+        if precision == "int8":
+            if parts is None:
+                log.warning("Piper voice %s: float32 decoder (the int8 decoder is made from the voice cut in front "
+                            "and decoder, and this voice's decoder also takes a speaker embedding)", self.voice.id)
+            else:
+                made = self._int8_sessions(*parts, front_session, narrow, ids)
+                if made is not None:
+                    narrow, wide = made
+        return narrow, wide
+
+    def _int8_sessions(self, front: Any, decoder: Any, latent: str, front_session: Any, fp32: Any,
+                       ids: list[int]) -> tuple[Any, Any] | None:
+        """(narrow, wide) sessions of the voice on the int8 decoder (int8.py), checked
+        against ``fp32`` on ``ids``; None (logged) to keep the float32 decoder."""
+        from engines.piper import int8
+        from engines.piper.halves import HalvesSession
+
+        started = time.monotonic()
+        reference = self._wide_voice
+        config = reference.config
+        try:
+            sentences = [reference.phonemes_to_ids(p) for text in int8.CALIBRATION for p in reference.phonemize(text)
+                         if p]
+            examples = int8.calibration_frames(front, latent, sentences,
+                                               (config.noise_scale, config.length_scale, config.noise_w_scale))
+            decoder_session = int8.session(int8.quantize_decoder(decoder, latent, examples))
+            narrow = HalvesSession(front_session, decoder_session, latent, halves=False)
+            wide = HalvesSession(front_session, decoder_session, latent, halves=True)
+            problem = (int8.check(narrow, fp32, ids, self.sample_rate)
+                       or int8.check(wide, fp32, ids, self.sample_rate))
+        except Exception as exc:  # this ONNX Runtime cannot quantize or run it: the float32 decoder serves
+            log.warning("Piper voice %s: float32 decoder (making the int8 decoder failed: %s: %s)", self.voice.id,
+                        exc.__class__.__name__, exc)
+            return None
+        if problem is not None:
+            log.warning("Piper voice %s: float32 decoder (the int8 decoder strays too far from it here: %s)",
+                        self.voice.id, problem)
+            return None
+        self.precision = "int8"
+        log.info("Piper voice %s: int8 decoder ready in %.1f s", self.voice.id, time.monotonic() - started)
         return narrow, wide
 
     def phonemize(self, text: str) -> list[list[int]]:

@@ -141,3 +141,13 @@ def test_metrics_is_admin_only(tmp_path):
     with make_client(tmp_path, tts={"pocket": engine}, client=("203.0.113.9", 40000)) as client:
         r = client.get("/metrics")
         assert r.status_code == 403 and r.json() == {"detail": "loopback origin required", "code": "loopback_required"}
+
+
+def test_the_piper_settings_reach_the_engine():
+    from gateway.app import build_tts_engines
+    from gateway.config import Settings
+
+    piper = build_tts_engines(Settings.from_env({"VOXGATE_ENGINES": "piper", "VOXGATE_PIPER_GRAPH": "stock",
+                                                 "VOXGATE_PIPER_PRECISION": "int8"}))["piper"]
+    assert (piper.graph, piper.precision) == ("stock", "int8")
+    assert build_tts_engines(Settings.from_env({"VOXGATE_ENGINES": "piper"}))["piper"].precision == "fp32"

@@ -46,6 +46,7 @@ def test_env_values_are_parsed_into_types():
     ({"VOXGATE_POCKET_QUANTIZE": "int4"}, "VOXGATE_POCKET_QUANTIZE='int4' must be one of: none, int8"),
     ({"VOXGATE_DEVICE": "tpu"}, "VOXGATE_DEVICE='tpu' must be auto, cpu, cuda, cuda:N or mps"),
     ({"VOXGATE_OMNIVOICE_IDLE_S": "-1"}, "VOXGATE_OMNIVOICE_IDLE_S='-1' is out of range (0..86400)"),
+    ({"VOXGATE_PIPER_PRECISION": "fp16"}, "VOXGATE_PIPER_PRECISION='fp16' must be one of: fp32, int8"),
 ])
 def test_bad_values_name_the_variable_and_why(env, message):
     with pytest.raises(ConfigError) as err:

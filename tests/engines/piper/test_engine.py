@@ -164,3 +164,11 @@ async def test_the_bundled_voice_speaks_a_text_sentence_by_sentence():
     finally:
         await engine.close()
 
+
+
+def test_graph_and_precision_are_checked_when_the_engine_is_made():
+    with pytest.raises(ValueError, match=r"^graph: must be one of fast, stock, got 'turbo'$"):
+        PiperEngine(graph="turbo")
+    with pytest.raises(ValueError, match=r"^precision: must be one of fp32, int8, got 'fp16'$"):
+        PiperEngine(precision="fp16")
+    assert PiperEngine(precision="int8").precision == "int8"
