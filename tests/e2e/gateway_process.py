@@ -24,16 +24,20 @@ class GatewayProcess:
 
 @contextmanager
 def running_gateway(data_dir: Path, engines: str, env: dict[str, str] | None = None,
-                    start_timeout_s: float = 90.0) -> Iterator[GatewayProcess]:
+                    start_timeout_s: float = 90.0, log: Path | None = None) -> Iterator[GatewayProcess]:
     """Start `voxgate serve --engines ENGINES` on a free loopback port, wait for a 200
     /health, and stop it with SIGTERM (then SIGKILL) on exit. The process sees no
-    VOXGATE_* variable of the test runner's, only ``env``."""
+    VOXGATE_* variable of the test runner's, only ``env``. ``log``: a file for its
+    stderr (the log), to read while it runs."""
     port = free_port()
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("VOXGATE_")}
     full_env.update({"VOXGATE_DATA_DIR": str(data_dir), "PYTHONPATH": str(ROOT)}, **(env or {}))
+    stderr = subprocess.PIPE if log is None else log.open("a")
     proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "serve", "--host", "127.0.0.1",
                              "--port", str(port), "--engines", engines],
-                            cwd=ROOT, env=full_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                            cwd=ROOT, env=full_env, stdout=subprocess.DEVNULL, stderr=stderr, text=True)
+    if log is not None:
+        stderr.close()  # the process has its own copy
     url = f"http://127.0.0.1:{port}"
     try:
         wait_until_answering(proc, url + "/health", start_timeout_s, f"gateway (--engines {engines})")
