@@ -1,15 +1,17 @@
 """Live dictation benchmark: accuracy, latency, CPU and capacity on this machine.
 
-    flock /tmp/voxgate-bench.lock python bench/dictation.py     # starts its own gateway (tiny.en), ~3 minutes
+    flock /tmp/voxgate-bench.lock python bench/dictation.py     # starts its own gateway (tiny.en), ~10 minutes
 
-Speech is made at run time (Piper joe at three speeds, espeak-ng with three
-voices; clean and with white noise at 10 dB SNR), each clip framed by silence,
-and streamed through a real gateway socket in real time by the project's own
-client (gateway.client.dictation, as ``voxgate transcribe`` does). It reports:
+Speech is made at run time (64 clips, 743 words: Piper joe at three speeds,
+espeak-ng with three voices; clean and with white noise at 10 dB SNR; one or
+two sentences each, framed by silence: see dictation_clips.py), and streamed
+through a real gateway socket in real time by the project's own client
+(gateway.client.dictation, as ``voxgate transcribe`` does). It reports:
 
-- WER of the streaming finals, and of the same model transcribing each whole
-  clip offline (POST /v1/audio/transcriptions, with the finals' beam), per clip
-  and, for the concurrent runs, on their four-sentence file;
+- word errors and WER of the streaming finals and of the same model
+  transcribing each whole clip offline (POST /v1/audio/transcriptions, with
+  the finals' beam), per kind of clip and per clip, and, for the concurrent
+  runs, on their four-sentence file;
 - end of speech -> final and end of speech -> eager final (p50, p95),
   measured from the wall-clock moment the last voiced sample of an utterance
   was sent (the streams ask for ``eager=true``; an utterance whose final came
@@ -43,37 +45,16 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.dictation_clips import RATE, Clip, clip_kind, concat_clips, harvard_plan, make_clips, passage_plan  # noqa: E402
 from engines.asr.decoder import split_cores  # noqa: E402
 from engines.asr.files import BEAM as FILE_BEAM  # noqa: E402
 from engines.asr.policy import FINAL_BEAM  # noqa: E402
 from gateway.audio import write_wav  # noqa: E402
 from gateway.client.dictation import DictationClient  # noqa: E402
-from tests.support.speech import (  # noqa: E402
-    SENTENCES,
-    add_noise,
-    espeak_say,
-    piper_say,
-    resample,
-    word_errors,
-)
-
-RATE = 16000
-LEAD_S = 0.6
-TRAIL_S = 1.6
-VOICED_RMS = 0.01
-
+from tests.support.speech import word_errors  # noqa: E402
 
 FINAL_P95_BAR_S = 1.2
 LAG_P95_BAR_S = 1.0
-
-
-@dataclass
-class Clip:
-    name: str
-    text: str
-    audio: np.ndarray  # 16 kHz, with the lead and trailing silence
-    speech_start_s: float
-    speech_ends_s: list[float]  # where each sentence's last voiced sample is
 
 
 @dataclass
@@ -86,47 +67,6 @@ class StreamResult:
     lags: list[float] = field(default_factory=list)
     eager_finals: int = 0
     resumed: int = 0
-
-
-def voiced_bounds(audio: np.ndarray) -> tuple[float, float]:
-    frame = RATE // 100
-    rms = np.sqrt(np.mean(audio[: len(audio) // frame * frame].reshape(-1, frame) ** 2, axis=1))
-    voiced = np.nonzero(rms > VOICED_RMS)[0]
-    return voiced[0] * frame / RATE, (voiced[-1] + 1) * frame / RATE
-
-
-def make_clips() -> list[Clip]:
-    plan = []
-    for i, text in enumerate(SENTENCES):
-        if i < 4:
-            plan.append(("piper", text, 1.0, None))
-        elif i < 6:
-            plan.append(("piper", text, 1.25, None))
-        elif i < 8:
-            plan.append(("piper", text, 0.85, None))
-        elif i < 10:
-            plan.append(("piper", text, 1.0, 10.0))
-        elif i < 13:
-            plan.append(("espeak", text, ("en-us", "en-gb", "en-us+f3")[i - 10], None))
-        else:
-            plan.append(("espeak", text, ("en-us", "en-gb", "en-us+f3")[i - 13], 10.0))
-    clips = []
-    for i, (engine, text, variant, snr) in enumerate(plan):
-        if engine == "piper":
-            samples, rate = piper_say(text, length_scale=variant)
-            name = f"piper x{1 / variant:.2f}"
-        else:
-            samples, rate = espeak_say(text, voice=variant, words_per_minute=165)
-            name = f"espeak {variant}"
-        speech = resample(samples, rate)
-        start, end = voiced_bounds(speech)
-        audio = np.concatenate([np.zeros(int(LEAD_S * RATE), np.float32), speech,
-                                np.zeros(int(TRAIL_S * RATE), np.float32)])
-        if snr is not None:
-            audio = add_noise(audio, snr, seed=i)
-            name += f" {snr:.0f} dB"
-        clips.append(Clip(name, text, audio, LEAD_S + start, [LEAD_S + end]))
-    return clips
 
 
 async def stream_clip(url: str, clip: Clip) -> StreamResult:
@@ -242,11 +182,11 @@ def start_server(threads: int | None, extra_env: dict[str, str]) -> tuple[subpro
 
 
 async def run(url: str, server_pid: int | None, levels: list[int], max_clips: int) -> str:
-    clips = make_clips()[:max_clips]
+    clips = make_clips(max_clips) if max_clips else []
     lines: list[str] = []
     if clips:
         lines += await single_streams(url, server_pid, clips)
-    long_clip = concat_clips(make_clips()[:4])  # ~18 s, four sentences
+    long_clip = concat_clips(make_clips(4))  # ~18 s, four sentences
     offline_errors = word_errors(long_clip.text, offline_text(url, long_clip))[0] / len(long_clip.text.split())
     rows = []
     for n in levels:
@@ -300,44 +240,43 @@ async def single_streams(url: str, server_pid: int | None, clips: list[Clip]) ->
     for clip, result in rows:
         off_errors, total = word_errors(clip.text, offline_text(url, clip))
         offline_err += off_errors
-        kind = ("piper" if clip.name.startswith("piper") else "espeak") + (" noisy" if "dB" in clip.name else " clean")
         s_err, _ = word_errors(clip.text, " ".join(result.finals))
-        acc = per_kind.setdefault(kind, [0, 0, 0])
-        acc[0] += s_err
-        acc[1] += off_errors
-        acc[2] += total
+        acc = per_kind.setdefault(clip_kind(clip), [0, 0, 0, 0])
+        acc[0] += 1
+        acc[1] += total
+        acc[2] += s_err
+        acc[3] += off_errors
         finals, eagers = ([round(x, 2) for x in v] for v in (result.final_latency_s, result.eager_latency_s))
-        print(f"  {clip.name:22s} stream {s_err}/{total}  offline {off_errors}/{total}  "
+        print(f"  {clip.name:34s} stream {s_err}/{total}  offline {off_errors}/{total}  "
               f"final {finals} eager {eagers}  {' | '.join(result.finals)}", file=sys.stderr)
     stream_wer, offline_wer = stream_err / words_total, offline_err / words_total
+    ratio = f"{stream_wer / offline_wer:.2f}x" if offline_wer else "nan"
     lines = [
-        "| measure | value | target |",
+        "| side | clips | words | word errors | WER |",
+        "|---|---|---|---|---|",
+        f"| streaming finals (beam {FINAL_BEAM}) | {len(clips)} | {words_total} | {stream_err} | {stream_wer:.1%} |",
+        (f"| same model offline, each whole clip (beam {FILE_BEAM}) | {len(clips)} | {words_total} "
+         f"| {offline_err} | {offline_wer:.1%} |"),
+        f"| streaming / offline (target <= 1.05x) | | | | {ratio} |",
+        "",
+        "| clips | count | words | streaming errors | streaming WER | offline errors | offline WER |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for kind, (count, total, s_err, o_err) in sorted(per_kind.items()):
+        lines.append(f"| {kind} | {count} | {total} | {s_err} | {s_err / total:.1%} | {o_err} | {o_err / total:.1%} |")
+    lines += [
+        "",
+        "| measure (1 stream) | value | target |",
         "|---|---|---|",
-        f"| WER, streaming finals (all {len(clips)} clips, beam {FINAL_BEAM}) | {stream_wer:.1%} | |",
-        f"| WER, same model offline on each whole clip (beam {FILE_BEAM}) | {offline_wer:.1%} | |",
-        f"| streaming / offline WER | {stream_wer / offline_wer if offline_wer else float('nan'):.2f}x | <= 1.05x |",
-        f"| end of speech -> final, p50 | {pct(latencies, 50):.2f} s | < 0.8 s |",
+        f"| end of speech -> final, p50 | {pct(latencies, 50):.2f} s | <= 0.60 s |",
         f"| end of speech -> final, p95 | {pct(latencies, 95):.2f} s | |",
         f"| end of speech -> eager final, p50 | {pct(eager, 50):.2f} s | <= 0.35 s |",
         f"| end of speech -> eager final, p95 | {pct(eager, 95):.2f} s | |",
         f"| speech start -> first non-empty partial, p50 | {pct(first_partials, 50):.2f} s | |",
         f"| speech start -> first non-empty partial, p95 | {pct(first_partials, 95):.2f} s | |",
-        f"| sidecar CPU seconds per audio second (1 stream) | {cpu_per_audio_s:.2f} | |",
-        "",
-        "| clips | streaming WER | offline WER | words |",
-        "|---|---|---|---|",
+        f"| sidecar CPU seconds per audio second | {cpu_per_audio_s:.2f} | |",
     ]
-    for kind, (s_err, o_err, total) in sorted(per_kind.items()):
-        lines.append(f"| {kind} | {s_err / total:.1%} | {o_err / total:.1%} | {total} |")
     return [*lines, ""]
-
-
-def concat_clips(clips: list[Clip]) -> Clip:
-    audio = np.concatenate([c.audio for c in clips])
-    text = " ".join(c.text for c in clips)
-    offsets = np.cumsum([0] + [len(c.audio) for c in clips[:-1]]) / RATE
-    ends = [float(o) + e for o, c in zip(offsets, clips, strict=True) for e in c.speech_ends_s]
-    return Clip("concat", text, audio, clips[0].speech_start_s, ends)
 
 
 def cpu_model() -> str:
@@ -352,8 +291,9 @@ def main() -> int:
     parser.add_argument("--url", help="use a running gateway instead of starting one (no CPU figure)")
     parser.add_argument("--threads", type=int, help="VOXGATE_ASR_THREADS of the gateway it starts (default: unset)")
     parser.add_argument("--levels", default="1,4,8,12,16", help="concurrent stream counts to try")
-    parser.add_argument("--clips", type=int, default=len(SENTENCES),
-                        help="use only the first N clips for the one-stream part (0: capacity only)")
+    parser.add_argument("--clips", type=int, default=len(harvard_plan()) + len(passage_plan()),
+                        help="use only the first N clips for the one-stream part (0: capacity only; "
+                             "the first 16 are the Harvard clips)")
     parser.add_argument("--env", action="append", default=[], metavar="VOXGATE_X=VALUE",
                         help="a setting for the gateway it starts (repeatable)")
     args = parser.parse_args()

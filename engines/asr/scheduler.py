@@ -3,8 +3,13 @@
 Rules, in order:
 
 1. Finals first, strictly: a final (or speculative final) of any stream goes
-   before any partial or file window, oldest first. Up to ``max_batch`` finals
-   are decoded together in one call.
+   before any partial or file window, oldest first. Several finals are decoded
+   together in one call, as many as spread the waiting finals over about two
+   rounds of the lanes, at most ``max_batch``: a batch is cheaper per final
+   than a call each, but every final in it waits for the whole batch, so a few
+   waiting finals go out in small batches over every lane (the first results
+   come sooner) and only a deep queue gets full batches (more finals per
+   second).
 2. Then a file window, if it has waited longer than every due partial.
 3. Then partials, round-robin: the stream whose last partial was dispatched
    longest ago goes first (a stream that just got one waits for the others),
@@ -54,6 +59,7 @@ PARTIAL_SHARE = 0.6  # at most this share of the decode time goes to partials wh
 MAX_PARTIAL_STEP_S = 1.5  # a stream still gets a partial within a short sentence
 FIRST_PARTIAL_COST_S = 0.1  # a guess until partials have been measured
 COST_SMOOTHING = 0.2
+FINAL_ROUNDS = 2  # waiting finals are spread over about this many rounds of the lanes
 
 
 class Scheduler:
@@ -99,9 +105,14 @@ class Scheduler:
                 jobs.append(job)
         return jobs or None
 
+    def final_batch(self, waiting: int) -> int:
+        """How many of ``waiting`` due finals go into the next call."""
+        return max(1, min(self.max_batch, -(-waiting // (FINAL_ROUNDS * self.lanes))))
+
     def _finals(self, streams: Mapping[str, StreamWork]) -> list[DecodeJob]:
         jobs: list[DecodeJob] = []
-        while len(jobs) < self.max_batch:
+        limit = self.final_batch(sum(1 for s in streams.values() if s.due_final() is not None))
+        while len(jobs) < limit:
             due = [(since, sid) for sid, s in streams.items() if (since := s.due_final()) is not None]
             if not due:
                 break

@@ -62,6 +62,7 @@ class OpenUtterance:
     spec_running: bool = False
     spec_result: Transcript | None = None
     spec_end: int = 0
+    turn_ended: bool = False  # the silence has lasted long enough for an eager_final
     eager_sent: bool = False  # an eager_final of the current speculative result is out
 
 

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from tests.support.spoken import spell_numbers
+
 # Harvard sentences (IEEE 1969 lists): phonetically balanced, public domain.
 SENTENCES = (
     "The birch canoe slid on the smooth planks.",
@@ -95,7 +97,8 @@ def pcm16(samples: np.ndarray) -> bytes:
 
 
 def words(text: str) -> list[str]:
-    text = text.lower().replace("-", " ")
+    """Lower-case words without punctuation, numbers spelled out ("9:30" -> nine thirty)."""
+    text = spell_numbers(text.lower().replace("-", " "))
     return [w for w in (re.sub(r"[^a-z0-9']", "", t) for t in text.split()) if w]
 
 

@@ -70,6 +70,32 @@ def test_a_speculative_final_started_in_the_silence_becomes_the_final():
     assert policy.take_job() is None  # no second decode for the same utterance
 
 
+def test_the_speculative_final_starts_when_silence_begins_and_its_eager_final_waits_for_160_ms():
+    policy = make([(1.0, 3.0)], silence_ms=500, eager=True)
+    now = [0.0]
+    feed_seconds(policy, 3.1, now)  # silent windows from 3.008 s: the speculative final is due at once
+    job = policy.take_job()
+    assert (job.kind, job.utterance, job.end_sample) == ("final", 0, int(3.1 * RATE))
+    assert policy.on_result(job, result("hello world"), now[0]) == []  # decoded, but the pause is short yet
+    assert feed_seconds(policy, 0.1, now) == [  # the window ending at 3.2 s makes 192 ms of silence
+        {"ev": "eager_final", "stream": "s", "utterance": 0, "text": "hello world", "start": 0.992,
+         "end": 3.008, "language": "en"}]
+    assert [(e["ev"], e["text"]) for e in feed_seconds(policy, 0.4, now)] == [("final", "hello world")]
+
+
+def test_a_pause_shorter_than_160_ms_wastes_the_speculative_decode_and_sends_nothing():
+    policy = make([(1.0, 3.0), (3.15, 4.0)], silence_ms=500, eager=True)
+    now = [0.0]
+    feed_seconds(policy, 3.1, now)
+    spec = policy.take_job()
+    assert policy.on_result(spec, result("hello"), now[0]) == []
+    events = feed_seconds(policy, 0.2, now)  # speech again after 128 ms of silence
+    assert [e["ev"] for e in events] == []  # no eager_final went out, so no turn_resumed either
+    feed_seconds(policy, 1.0, now)
+    job = policy.take_job()
+    assert (job.kind, job.utterance, job.generation) == ("final", 0, 1)
+
+
 def test_speech_resuming_discards_the_speculative_result():
     policy = make([(1.0, 3.0), (3.35, 4.0)], silence_ms=500)
     now = [0.0]
@@ -221,6 +247,19 @@ def test_one_partial_per_stream_at_a_time_and_the_step_can_be_stretched():
     assert policy.due_partial() is None
     feed_seconds(policy, 0.1, now)
     assert policy.due_partial() == pytest.approx(now[0])
+
+
+def test_no_partial_is_handed_out_while_the_speaker_pauses():
+    policy = make([(0.0, 1.0), (1.3, 3.0)])
+    now = [0.0]
+    feed_seconds(policy, 1.0, now)
+    assert policy.due_partial() is not None  # due, and still waiting for a decode lane
+    feed_seconds(policy, 0.1, now)  # the pause: the speculative final soon covers this audio
+    assert (policy.talking, policy.due_partial(), policy.take_partial()) == (False, None, None)
+    feed_seconds(policy, 0.4, now)  # speech again from 1.3 s
+    assert policy.due_partial() is not None
+    job = policy.take_job()
+    assert (job.kind, job.end_sample) == ("partial", int(1.5 * RATE))
 
 
 def test_eager_sends_the_speculative_final_at_once_and_the_final_repeats_it():

@@ -63,10 +63,21 @@ def test_finals_go_oldest_first_and_a_batch_takes_several():
     streams = {"a": FakeStream("a", finals=(3.0, 5.0)), "b": FakeStream("b", finals=(4.0,)),
                "c": FakeStream("c", finals=(1.0,), partial=0.5)}
     assert drain(Scheduler(), streams) == [["c:final"], ["a:final"], ["b:final"], ["a:final"], ["c:partial"]]
-    streams = {"a": FakeStream("a", finals=(3.0, 5.0)), "b": FakeStream("b", finals=(4.0,)),
-               "c": FakeStream("c", finals=(1.0,), partial=0.5)}
-    assert drain(Scheduler(max_batch=3), streams) == [["c:final", "a:final", "b:final"], ["a:final"],
-                                                      ["c:partial"]]
+    streams = {name: FakeStream(name, finals=(float(i),)) for i, name in enumerate("abcdef")}
+    streams["a"].partial = 0.5
+    assert drain(Scheduler(max_batch=3), streams) == [["a:final", "b:final", "c:final"], ["d:final", "e:final"],
+                                                      ["f:final"], ["a:partial"]]
+
+
+def test_a_batch_spreads_the_waiting_finals_over_two_rounds_of_the_lanes():
+    scheduler = Scheduler(lanes=2, max_batch=4)
+    assert [scheduler.final_batch(n) for n in (0, 1, 4, 5, 8, 9, 12, 13, 16, 40)] == [1, 1, 1, 2, 2, 3, 3, 4, 4, 4]
+    # eight streams stop talking together: small batches first, so half of them have a result after two calls
+    streams = {str(i): FakeStream(str(i), finals=(float(i),)) for i in range(8)}
+    assert [len(batch) for batch in drain(scheduler, streams)] == [2, 2, 1, 1, 1, 1]
+    streams = {str(i): FakeStream(str(i), finals=(float(i),)) for i in range(16)}
+    assert [len(batch) for batch in drain(scheduler, streams)] == [4, 3, 3, 2, 1, 1, 1, 1]
+    assert Scheduler(lanes=2, max_batch=1).final_batch(40) == 1
 
 
 def test_partials_go_round_robin_a_stream_just_served_waits_for_the_others():

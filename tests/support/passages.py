@@ -1,0 +1,73 @@
+"""Everyday sentences for the dictation benchmark's accuracy set, written for it.
+
+Varied on purpose: names of people and places, times, counts, money, a
+percentage, a year, an ordinal, questions and requests, short and long. Numbers
+are written as they are spoken (the synthesizers read the words); a recognizer
+may write them as digits, which ``tests.support.speech.words`` spells out
+before counting errors. 60 sentences, 613 words.
+"""
+
+from __future__ import annotations
+
+PASSAGES = (
+    "My sister Anna moved to Denver in the spring of last year.",
+    "Please call Doctor Patel before nine thirty tomorrow morning.",
+    "The train to Boston leaves from platform seven at four fifteen.",
+    "We need twelve eggs, two cups of flour and a little butter.",
+    "Our office is on the third floor of the old brick building.",
+    "Could you send me the report by Friday afternoon?",
+    "The meeting with Carlos and Mei was moved to next Tuesday.",
+    "He paid forty dollars for a ticket that usually costs twenty.",
+    "The river floods almost every year when the snow melts.",
+    "Turn left at the second light and park behind the bakery.",
+    "Sales grew by fifteen percent in the last three months.",
+    "Jonathan plays the violin in a small orchestra downtown.",
+    "The package should arrive within five business days.",
+    "Set an alarm for six in the morning and remind me to water the plants.",
+    "Emma found an old map of London in her grandfather's desk.",
+    "The temperature dropped to ten degrees below zero last night.",
+    "I would like a large coffee with milk and no sugar.",
+    "The museum is closed on Mondays and open late on Thursdays.",
+    "Our team finished the project two weeks ahead of schedule.",
+    "Professor Nakamura will give a lecture on ancient Rome.",
+    "There are three hundred sixty five days in a year.",
+    "The children built a tall castle out of wet sand.",
+    "Add the onions and let them cook for about eight minutes.",
+    "Lucas missed his flight because the traffic was terrible.",
+    "The library lends books, music and even garden tools.",
+    "Write down the address: one hundred twenty Maple Street.",
+    "The doctor said I should walk for thirty minutes every day.",
+    "Sophie and her brother opened a bicycle shop in Portland.",
+    "A strong wind knocked over the fence in the back yard.",
+    "The concert starts at eight, so we should leave by seven.",
+    "Nobody expected the small town team to win the final.",
+    "Please turn off the lights when you leave the room.",
+    "The bank will be closed on the first of January.",
+    "Grace has worked as a nurse in Chicago for eleven years.",
+    "The recipe calls for half a teaspoon of salt.",
+    "Our neighbors adopted a puppy named Biscuit.",
+    "The bridge was built in nineteen fifty and repaired twice since then.",
+    "Can you tell me where the nearest pharmacy is?",
+    "Daniel forgot his umbrella and got soaked on the way home.",
+    "The store sells fresh bread every morning except Sunday.",
+    "My phone battery lasts about two days on a single charge.",
+    "Olivia is learning Spanish before her trip to Madrid.",
+    "The elevator can carry up to ten people at a time.",
+    "We planted tomatoes, beans and peppers in the garden.",
+    "The highway was closed for six hours after the accident.",
+    "Thomas repaired the roof before the first winter storm.",
+    "Keep the receipt in case you need to return the shoes.",
+    "The students read two chapters and wrote a short essay.",
+    "Rachel won first prize in the national science fair.",
+    "The hotel room had a view of the harbor and the mountains.",
+    "Bring a warm jacket because the evenings get cold in October.",
+    "Our flight from Seattle was delayed by forty five minutes.",
+    "The cat sleeps on the windowsill whenever the sun is out.",
+    "Michael ordered a pizza with mushrooms and extra cheese.",
+    "The company hired twenty new engineers this quarter.",
+    "Please remind Kevin that the rent is due on the fifth.",
+    "The old clock in the hall stopped at two ten.",
+    "Lena painted the kitchen a bright shade of yellow.",
+    "The baby finally fell asleep after a long walk in the park.",
+    "We counted ninety nine birds at the lake this morning.",
+)
