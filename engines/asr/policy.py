@@ -230,12 +230,22 @@ class StreamPolicy:
     # ---- scheduling (the sidecar's scheduler asks; see scheduler.py)
 
     def due_final(self) -> float | None:
-        """When this stream's oldest undispatched final (or speculative final) became due."""
+        """When this stream's oldest undispatched final became due: a closed utterance's,
+        or the speculative final once the pause has lasted 160 ms."""
         for c in self.closed:
             if not c.dispatched:
                 return c.since
         u = self.utterance
-        return u.spec_due if u is not None else None
+        return u.spec_due if u is not None and u.turn_ended else None
+
+    def due_early_final(self) -> float | None:
+        """When the speculative final of a pause not yet 160 ms long became due (the
+        scheduler runs it on a lane nothing else wants; if the pause lasts it is a
+        due final)."""
+        if any(not c.dispatched for c in self.closed):
+            return None
+        u = self.utterance
+        return u.spec_due if u is not None and not u.turn_ended else None
 
     def due_partial(self) -> float | None:
         """When this stream's pending partial became due (None: none, one is running, or
@@ -247,7 +257,7 @@ class StreamPolicy:
 
     def waiting_since(self) -> float | None:
         """When the most urgent undispatched decode of this stream became due."""
-        times = [t for t in (self.due_final(), self.due_partial()) if t is not None]
+        times = [t for t in (self.due_final(), self.due_early_final(), self.due_partial()) if t is not None]
         return min(times) if times else None
 
     @property

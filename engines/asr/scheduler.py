@@ -14,6 +14,12 @@ Rules, in order:
 3. Then partials, round-robin: the stream whose last partial was dispatched
    longest ago goes first (a stream that just got one waits for the others),
    up to ``partial_batch`` at a time (1 in the sidecar).
+4. Then early speculative finals: a stream whose speaker paused less than
+   160 ms ago already has its speculative final due; it runs on a lane that
+   nothing above wants (batched like finals), and if the pause lasts to 160 ms
+   it is a final (rule 1). So a speculation that a short pause may waste never
+   takes a lane from other work, and when many streams stop together and
+   nothing else is due, their finals start at once.
 
 Partial cadence adapts to the load: each stream's partial comes after
 ``PARTIAL_STEP_S`` of new audio while the decoder has room, and after longer
@@ -42,6 +48,8 @@ class StreamWork(Protocol):
     def talking(self) -> bool: ...
 
     def due_final(self) -> float | None: ...
+
+    def due_early_final(self) -> float | None: ...
 
     def due_partial(self) -> float | None: ...
 
@@ -88,14 +96,14 @@ class Scheduler:
         step = int(self.partial_step_s(sum(1 for s in streams.values() if s.talking)) * RATE)
         for policy in streams.values():
             policy.partial_step = step
-        finals = self._finals(streams)
+        finals = self._finals(streams, early=False)
         if finals:
             return finals
         partials = sorted((since, sid) for sid, s in streams.items() if (since := s.due_partial()) is not None)
         if files and (not partials or files[0].since < partials[0][0]):
             return files.popleft()
         if not partials:
-            return None
+            return self._finals(streams, early=True) or None
         order = sorted(partials, key=lambda p: (self._served.get(p[1], float("-inf")), p[0]))
         jobs = []
         for _, sid in order[:self.partial_batch]:
@@ -109,14 +117,17 @@ class Scheduler:
         """How many of ``waiting`` due finals go into the next call."""
         return max(1, min(self.max_batch, -(-waiting // (FINAL_ROUNDS * self.lanes))))
 
-    def _finals(self, streams: Mapping[str, StreamWork]) -> list[DecodeJob]:
+    def _finals(self, streams: Mapping[str, StreamWork], *, early: bool) -> list[DecodeJob]:
+        def due(stream: StreamWork) -> float | None:
+            return stream.due_early_final() if early else stream.due_final()
+
         jobs: list[DecodeJob] = []
-        limit = self.final_batch(sum(1 for s in streams.values() if s.due_final() is not None))
+        limit = self.final_batch(sum(1 for s in streams.values() if due(s) is not None))
         while len(jobs) < limit:
-            due = [(since, sid) for sid, s in streams.items() if (since := s.due_final()) is not None]
-            if not due:
+            waiting = [(since, sid) for sid, s in streams.items() if (since := due(s)) is not None]
+            if not waiting:
                 break
-            job = streams[min(due)[1]].take_final()
+            job = streams[min(waiting)[1]].take_final()
             if job is None:
                 break
             jobs.append(job)

@@ -153,27 +153,46 @@ class SidecarServer:
         try:
             while True:
                 try:
-                    kind, a, b = self.inbox.get(timeout=LAG_REPORT_S)
+                    item = self.inbox.get(timeout=LAG_REPORT_S)
                 except queue.Empty:
-                    kind, a, b = "tick", None, None
+                    item = ("tick", None, None)
+                # Everything already in the inbox is handled before the next dispatch: a lane
+                # freed by a result must not go to the partial of a stream whose newest audio
+                # (perhaps the silence that ends its utterance) is still waiting behind it.
+                handled = 0
+                while True:
+                    if not self._handle(*item):
+                        return 0
+                    handled += 1
+                    if handled >= INBOX_SIZE:  # a flood still gets a dispatch now and then
+                        break
+                    try:
+                        item = self.inbox.get_nowait()
+                    except queue.Empty:
+                        break
                 now = time.monotonic()
-                if kind == "eof":
-                    return 0
-                if kind == "rejected":
-                    self._reject(a)
-                elif kind == "frame":
-                    self._guarded(a.get("stream"), self._on_frame, a, b, now)
-                elif kind == "file":
-                    self._busy -= 1
-                    self._on_file_step(a, b, now)
-                elif kind == "results":
-                    self._busy -= 1
-                    self._on_results(a, b, now)
                 self._dispatch(now)
                 self._report_lag(now)
         finally:
             for _ in workers:
                 self._work.put(None)
+
+    def _handle(self, kind: str, a: Any, b: Any) -> bool:
+        """One inbox item; False at the end of the input."""
+        now = time.monotonic()
+        if kind == "eof":
+            return False
+        if kind == "rejected":
+            self._reject(a)
+        elif kind == "frame":
+            self._guarded(a.get("stream"), self._on_frame, a, b, now)
+        elif kind == "file":
+            self._busy -= 1
+            self._on_file_step(a, b, now)
+        elif kind == "results":
+            self._busy -= 1
+            self._on_results(a, b, now)
+        return True
 
     def _guarded(self, sid: Any, handler: Any, *args: Any) -> None:
         """Run a handler; a bug hit by one stream drops that stream, never the process

@@ -83,6 +83,16 @@ def test_the_speculative_final_starts_when_silence_begins_and_its_eager_final_wa
     assert [(e["ev"], e["text"]) for e in feed_seconds(policy, 0.4, now)] == [("final", "hello world")]
 
 
+def test_the_speculative_final_of_a_short_pause_is_early_work_until_the_pause_lasts_160_ms():
+    policy = make([(1.0, 3.0)], silence_ms=500)
+    now = [0.0]
+    feed_seconds(policy, 3.1, now)
+    due = policy.due_early_final()
+    assert (due, policy.due_final(), policy.waiting_since()) == (pytest.approx(3.1), None, pytest.approx(3.1))
+    feed_seconds(policy, 0.1, now)
+    assert (policy.due_early_final(), policy.due_final()) == (None, due)
+
+
 def test_a_pause_shorter_than_160_ms_wastes_the_speculative_decode_and_sends_nothing():
     policy = make([(1.0, 3.0), (3.15, 4.0)], silence_ms=500, eager=True)
     now = [0.0]

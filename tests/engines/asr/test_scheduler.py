@@ -12,28 +12,36 @@ from engines.asr.scheduler import MAX_PARTIAL_STEP_S, PARTIAL_SHARE, Scheduler
 
 
 class FakeStream:
-    """Finals due at the given times (oldest first) and at most one partial."""
+    """Finals due at the given times (oldest first), at most one partial, and an early
+    speculative final (a pause not yet 160 ms long) when no final is due."""
 
     def __init__(self, name: str, finals: tuple[float, ...] = (), partial: float | None = None,
-                 talking: bool = False) -> None:
+                 talking: bool = False, early: float | None = None) -> None:
         self.name = name
         self.finals = list(finals)
         self.partial = partial
         self.talking = talking
+        self.early = early
         self.partial_step = PARTIAL_STEP
         self.taken: list[str] = []
 
     def due_final(self) -> float | None:
         return self.finals[0] if self.finals else None
 
+    def due_early_final(self) -> float | None:
+        return None if self.finals else self.early
+
     def due_partial(self) -> float | None:
         return self.partial
 
     def take_final(self) -> str | None:
-        if not self.finals:
-            return None
-        self.finals.pop(0)
-        return f"{self.name}:final"
+        if self.finals:
+            self.finals.pop(0)
+            return f"{self.name}:final"
+        if self.early is not None:
+            self.early = None
+            return f"{self.name}:early"
+        return None
 
     def take_partial(self) -> str | None:
         if self.partial is None:
@@ -78,6 +86,17 @@ def test_a_batch_spreads_the_waiting_finals_over_two_rounds_of_the_lanes():
     streams = {str(i): FakeStream(str(i), finals=(float(i),)) for i in range(16)}
     assert [len(batch) for batch in drain(scheduler, streams)] == [4, 3, 3, 2, 1, 1, 1, 1]
     assert Scheduler(lanes=2, max_batch=1).final_batch(40) == 1
+
+
+def test_an_early_speculative_final_takes_only_a_lane_nothing_else_wants():
+    streams = {"a": FakeStream("a", partial=5.0), "b": FakeStream("b", early=1.0), "c": FakeStream("c", early=2.0),
+               "d": FakeStream("d", finals=(9.0,))}
+    job = FakeFile(since=4.0)
+    order = drain(Scheduler(lanes=1, max_batch=4), streams, deque([job]))
+    assert order == [["d:final"], job, ["a:partial"], ["b:early"], ["c:early"]]
+    streams = {name: FakeStream(name, early=float(i)) for i, name in enumerate("abcde")}
+    assert drain(Scheduler(lanes=2, max_batch=4), streams) == [["a:early", "b:early"], ["c:early"], ["d:early"],
+                                                               ["e:early"]]
 
 
 def test_partials_go_round_robin_a_stream_just_served_waits_for_the_others():

@@ -245,3 +245,13 @@ def test_a_short_pause_starts_a_speculative_final_with_the_real_model_and_sends_
     assert [e["ev"] for e in events] == ["speech_started", "eager_final", "final"]
     assert events[1]["text"] == events[2]["text"]
     assert wer(f"{first} {second}", events[2]["text"]) <= 0.25, events[2]["text"]
+
+
+def test_everything_already_received_is_handled_before_the_next_dispatch():
+    server, _ = make_server()
+    for name in "abc":
+        server.inbox.put(("frame", {"op": "open", "stream": name}, b""))
+    seen = []
+    server._dispatch = lambda now: seen.append(sorted(server.streams))
+    assert server.serve(io.BytesIO()) == 0  # the reader finds the end of the input after the three frames
+    assert seen in ([], [["a", "b", "c"]])  # never a decision on part of what had arrived
