@@ -44,8 +44,9 @@ from gateway.errors import (
     close_socket,
 )
 from gateway.fronts.openai_realtime.config import TranscriptionConfig
-from gateway.fronts.openai_realtime.transport import RealtimeTransport
+from gateway.fronts.openai_realtime.transport import HANDOVER_S, RealtimeTransport
 from gateway.registry import client_label
+from gateway.tasks import cancel_and_wait
 
 
 class _Socket:
@@ -75,10 +76,7 @@ async def _first_audio(transport: RealtimeTransport, idle_timeout_s: float) -> b
     try:
         done, _ = await asyncio.wait({reading, drain}, timeout=idle_timeout_s, return_when=asyncio.FIRST_COMPLETED)
     finally:
-        for task in (reading, drain):
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_and_wait([reading, drain], HANDOVER_S)
     if reading in done and not reading.cancelled():
         return reading.result()  # audio read as the drain began is still transcribed
     if drain in done:

@@ -38,6 +38,7 @@ from gateway.fronts.openai_realtime.config import TranscriptionConfig, UpdateErr
 from gateway.fronts.openai_realtime.events import ClientEvent, ClientEventError, Events, parse_client_event
 from gateway.fronts.openai_realtime.items import ItemTracker
 from gateway.protocol.dictation import MAX_AUDIO_MESSAGE_BYTES, ClientMessage, Finalize
+from gateway.tasks import cancel_and_wait
 
 log = logging.getLogger("voxgate.fronts.openai")
 
@@ -273,9 +274,7 @@ class RealtimeTransport:
     async def stop_refusing(self) -> None:
         refuser, self._refuser = self._refuser, None
         if refuser is not None:
-            refuser.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await refuser
+            await cancel_and_wait([refuser], HANDOVER_S)
 
     async def _commit_at_drain(self) -> None:
         """Without server VAD, the drain commits what was appended since the last commit."""
