@@ -60,7 +60,7 @@ FINAL_BEAM = 5
 # it then rather than at the 160 ms mark has it decoded ~0.13 s sooner, and under load
 # the streams that stop together queue for the lanes that much earlier; on the
 # benchmark's 64 clips it cost 40% more speculative decodes (pauses shorter than 160 ms
-# waste one) and no word errors (421 against 419 over three renditions, bench/asr_margin.py).
+# waste one) and no word errors (421 against 419 over three renditions, bench/asr_variants.py).
 SPECULATE_FROM_S = 0.032
 SPECULATE_AFTER_S = 0.16
 # Beam 5 on partials too: committed words are forced on every later decode and kept
