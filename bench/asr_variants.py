@@ -39,12 +39,11 @@ import bench.dictation_clips as clips_module  # noqa: E402
 import engines.asr.decoder as decoder_module  # noqa: E402
 import engines.asr.policy as policy_module  # noqa: E402
 from bench.dictation import cpu_model  # noqa: E402
-from engines.asr.decoder import ShortWindow, WhisperDecoder  # noqa: E402
-from engines.asr.files import FileJob  # noqa: E402
-from engines.asr.policy import DecodeJob, StreamOptions, StreamPolicy  # noqa: E402
+from engines.asr.decoder import WhisperDecoder  # noqa: E402
+from engines.asr.policy import DecodeJob  # noqa: E402
+from tests.support.policy_replay import decode_job, offline_text, stream_finals  # noqa: E402
 from tests.support.speech import espeak_say, word_errors, words  # noqa: E402
 
-CHUNK = 1600  # 100 ms, as the benchmark's client sends
 ESPEAK_RATES = (165, 155, 175)  # words per minute, one per rendition
 
 
@@ -76,10 +75,7 @@ class Timed:
     def job(self, job: DecodeJob):
         started = time.perf_counter()
         self.speculative += job.kind == "final" and job.generation >= 0
-        if job.word_timestamps:
-            raise ValueError("the benchmark streams ask for no word timings")
-        result = self.decoder.decode_batch([ShortWindow(job.audio, job.language, job.prefix)],
-                                           beam_size=job.beam_size)[0]
+        result = decode_job(self.decoder, job)
         self.seconds += time.perf_counter() - started
         return result
 
@@ -96,31 +92,11 @@ def looped(reference: str, heard: str) -> bool:
 
 def stream(decoder: Timed, clip: clips_module.Clip) -> str:
     """The finals of one clip streamed through the policy, every due decode run at once."""
-    policy = StreamPolicy("s", StreamOptions(eager=True))
-    finals: list[str] = []
-    now = 0.0
-
-    def settle(events: list[dict]) -> None:
-        while True:
-            finals.extend(e["text"] for e in events if e["ev"] == "final")
-            job = policy.take_job()
-            if job is None:
-                return
-            events = policy.on_result(job, decoder.job(job), now)
-
-    for start in range(0, len(clip.audio), CHUNK):
-        now += CHUNK / clips_module.RATE
-        settle(policy.feed(clip.audio[start:start + CHUNK], now))
-    policy.end(now)
-    settle(policy.settle())
-    return " ".join(finals)
+    return " ".join(stream_finals(decoder.job, clip.audio))
 
 
 def offline(decoder: WhisperDecoder, clip: clips_module.Clip) -> str:
-    job = FileJob("bench", clip.audio, None, False, 0.0)
-    while not job.finished:
-        job.step(decoder)
-    return str(job.result_event()["text"])
+    return offline_text(decoder, clip.audio)
 
 
 def main() -> int:

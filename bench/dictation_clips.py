@@ -134,3 +134,67 @@ def concat_clips(clips: list[Clip]) -> Clip:
     offsets = np.cumsum([0] + [len(c.audio) for c in clips[:-1]]) / RATE
     ends = [float(o) + e for o, c in zip(offsets, clips, strict=True) for e in c.speech_ends_s]
     return Clip("concat", text, audio, clips[0].speech_start_s, ends)
+
+
+# The quick-paced set: sentences of three phrases, said by Piper at rates 1.0 and 1.25,
+# each phrase trimmed to its voiced part and joined to the next by a short pause
+# (0.12-0.36 s, all shorter than the 500 ms silence window): one utterance per
+# clip with many pauses inside it, where a speculative final starts and is
+# dropped, and where a partial sees a phrase end at the edge of its audio.
+QUICK_PHRASES = (
+    ("Our neighbor Thomas", "fixed the fence on Sunday", "while his kids painted the shed."),
+    ("Please remind Maria", "to pack three sweaters", "before the hiking trip."),
+    ("The morning train", "was twenty minutes late", "so we walked to the office."),
+    ("After the storm", "the river rose quickly", "and flooded the lower road."),
+    ("My sister bought", "a small blue bicycle", "for her daughter's birthday."),
+    ("When the bell rang", "the students hurried out", "into the bright courtyard."),
+    ("The old baker", "opens his shop at five", "and sells out by noon."),
+    ("If you see Daniel", "tell him the meeting moved", "to Thursday afternoon."),
+    ("We planted tomatoes", "along the garden wall", "and watered them every evening."),
+    ("The pilot announced", "a short delay", "because of heavy fog in Denver."),
+    ("Last winter", "the heating broke twice", "and we slept in thick coats."),
+    ("Grandpa tells stories", "about the farm he grew up on", "near the mountains."),
+    ("The museum guide", "showed us a painting", "that was almost four hundred years old."),
+    ("Before dinner", "wash your hands", "and set the table for six."),
+    ("The coach said", "we played well", "but lost the game in the final minute."),
+    ("Somebody left", "a green umbrella", "on the bus this morning."),
+    ("The doctor asked", "how long the cough had lasted", "and listened to my chest."),
+    ("On Friday nights", "the whole family", "watches a movie together."),
+    ("The little dog", "chased a squirrel", "up the tall oak tree."),
+    ("Send me the report", "by tomorrow morning", "so I can read it on the train."),
+)
+QUICK_RATES = (1.0, 1.25)
+QUICK_GAPS_S = (0.12, 0.2, 0.28, 0.36)
+PHRASE_EDGE_S = 0.03
+QUICK_TRAIL_S = 1.5
+
+
+def make_quick_clip(phrases: tuple[str, ...], rate: float, seed: int, snr: float | None = None) -> Clip:
+    """One sentence said phrase by phrase at ``rate``, the phrases joined by short pauses."""
+    parts = [np.zeros(int(LEAD_S * RATE), np.float32)]
+    speech_start = 0.0
+    for n, phrase in enumerate(phrases):
+        speech, _ = say("piper", phrase, 1 / rate)
+        start, end = voiced_bounds(speech)
+        speech = speech[max(0, int((start - PHRASE_EDGE_S) * RATE)):int((end + PHRASE_EDGE_S) * RATE)]
+        if n:
+            parts.append(np.zeros(int(QUICK_GAPS_S[(seed + n) % len(QUICK_GAPS_S)] * RATE), np.float32))
+        else:
+            speech_start = LEAD_S + min(start, PHRASE_EDGE_S)
+        parts.append(speech)
+    speech_end = sum(len(p) for p in parts) / RATE - PHRASE_EDGE_S
+    parts.append(np.zeros(int(QUICK_TRAIL_S * RATE), np.float32))
+    audio = np.concatenate(parts)
+    name = f"quick piper x{rate:.2f}"
+    if snr is not None:
+        audio = add_noise(audio, snr, seed=seed)
+        name += f" {snr:.0f} dB"
+    return Clip(name, " ".join(phrases), audio, speech_start, [speech_end])
+
+
+def make_quick_clips(limit: int | None = None, snr: float | None = None, rendition: int = 0) -> list[Clip]:
+    """The quick-paced set: every sentence at both rates (rate 1.0 first), 40 clips, 492
+    words. Another ``rendition`` is new audio (Piper's synthesis is random) with the
+    pauses in another order and other noise."""
+    plan = [(p, r) for r in QUICK_RATES for p in QUICK_PHRASES][:limit]
+    return [make_quick_clip(p, r, seed + 1000 * rendition, snr) for seed, (p, r) in enumerate(plan)]

@@ -31,6 +31,13 @@ def split_words(text: str) -> list[str]:
 
 
 AGREE = 3  # consecutive hypotheses that must agree on a word
+# Words at the end of every agreeing hypothesis that are never committed. Whisper
+# revises a word until it has heard a good stretch of speech after it, and it
+# revises it the same way in consecutive partials (their audio differs by half a
+# second), so agreement alone is not enough: committed words are kept in the final
+# even where the final's free decode, on the whole utterance, hears them right.
+HOLD_BACK = 6
+HOLD_BACK_EARLIER = HOLD_BACK  # for the hypotheses before the newest (A/B of the older rule: 1 and 0)
 
 
 class Agreement:
@@ -50,7 +57,7 @@ class Agreement:
         shown = self.committed + hypothesis[len(self.committed):] if not self._agrees(hypothesis) else hypothesis
         if len(self._previous) == self._agree - 1:
             common = 0
-            limit = min([len(shown) - 1] + [len(p) for p in self._previous])
+            limit = min([len(shown) - HOLD_BACK] + [len(p) - HOLD_BACK_EARLIER for p in self._previous])
             while common < limit and all(normalize(p[common]) == normalize(shown[common]) for p in self._previous):
                 common += 1
             if common > len(self.committed):

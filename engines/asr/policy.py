@@ -67,6 +67,9 @@ SPECULATE_AFTER_S = 0.16
 # in the final, so a greedy slip becomes a final error (streaming WER 0.25 vs 0.21
 # on the benchmark clips); on the short window it costs only ~10% more.
 PARTIAL_BEAM = 5
+# No partial is decoded while the speaker pauses: the speculative final covers the same
+# audio. True brings them back (bench/asr_variants.py measures both).
+PARTIALS_IN_PAUSES = False
 
 
 class StreamPolicy:
@@ -110,7 +113,8 @@ class StreamPolicy:
         for start, prob in self.vad.feed(samples):
             self._on_window(start, prob, now, events)
         u = self.utterance
-        if u is not None and self.options.interim and u.silence_since is None and u.partial_due is None \
+        if u is not None and self.options.interim and (u.silence_since is None or PARTIALS_IN_PAUSES) \
+                and u.partial_due is None \
                 and self.pos - u.last_partial_pos >= self.partial_step:
             u.partial_due = now
         self._trim()
@@ -189,7 +193,8 @@ class StreamPolicy:
         if u.spec_result is not None:
             closed.result, closed.dispatched = u.spec_result, True
         elif u.spec_running:
-            closed.dispatched = True  # the running speculative decode will answer for it
+            # the running speculative decode answers for it, not an older one still on a lane
+            closed.dispatched, closed.awaits = True, u.generation
         else:
             closed.audio = self._slice(u.start, end)
         self.closed.append(closed)
@@ -251,7 +256,7 @@ class StreamPolicy:
         """When this stream's pending partial became due (None: none, one is running, or
         the speaker is pausing: the speculative final soon covers the same audio)."""
         u = self.utterance
-        if u is None or u.partial_running or u.silence_since is not None:
+        if u is None or u.partial_running or (u.silence_since is not None and not PARTIALS_IN_PAUSES):
             return None
         return u.partial_due
 
@@ -323,7 +328,7 @@ class StreamPolicy:
                     events.extend(self._eager_final(u, result))
         else:
             for c in self.closed:  # a speculative decode that became the final while it ran
-                if c.index == job.utterance and c.result is None and c.audio is None:
+                if c.index == job.utterance and c.result is None and c.audio is None and c.awaits == job.generation:
                     c.result = result
                     break
         events.extend(self._flush_finals())

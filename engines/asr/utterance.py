@@ -78,5 +78,6 @@ class ClosedUtterance:
     forced: bool  # closed by finalize/end: a final even when empty
     since: float
     audio: np.ndarray | None  # None while waiting for the speculative decode
+    awaits: int = -1  # the generation of the speculative decode that answers for it (audio None)
     result: Transcript | None = None
     dispatched: bool = False

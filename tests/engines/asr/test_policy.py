@@ -147,15 +147,16 @@ def test_partials_commit_words_three_hypotheses_agree_on():
     feed_seconds(policy, 1.1, now)
     first = policy.take_job()
     assert first.kind == "partial" and first.beam_size == PARTIAL_BEAM and first.prefix == ""
-    events = policy.on_result(first, result("the quick"), now[0])
-    for text in ("the quick brown", "the quick brown fox"):
+    texts = ("the quick brown fox jumps over the", "the quick brown fox jumps over the lazy",
+             "the quick brown fox jumps over the lazy dog")
+    events = policy.on_result(first, result(texts[0]), now[0])
+    for text in texts[1:]:
         feed_seconds(policy, 0.5, now)
         events += policy.on_result(policy.take_job(), result(text), now[0])
     feed_seconds(policy, 0.5, now)
     fourth = policy.take_job()
-    assert fourth.prefix == "the quick"  # the stable words are forced on the decoder
-    assert [(e["text"], e["stable"]) for e in events] == [
-        ("the quick", ""), ("the quick brown", ""), ("the quick brown fox", "the quick")]
+    assert fourth.prefix == "the"  # the stable words are forced on the decoder
+    assert [(e["text"], e["stable"]) for e in events] == [(texts[0], ""), (texts[1], ""), (texts[2], "the")]
 
 
 def test_a_partial_that_comes_back_after_the_final_is_dropped():
@@ -209,14 +210,32 @@ def test_a_final_is_decoded_freely_and_keeps_the_stable_words_in_front():
     policy = make([(0.5, 3.0)], silence_ms=300)
     now = [0.0]
     feed_seconds(policy, 1.1, now)
-    for text in ("the quick", "the quick brown", "the quick brown"):
+    for text in ("the quick brown fox jumps over the lazy", "the quick brown fox jumps over the lazy dog",
+                 "the quick brown fox jumps over the lazy dog"):
         policy.on_result(policy.take_job(), result(text), now[0])
         feed_seconds(policy, 0.5, now)
     feed_seconds(policy, 1.3, now)  # the utterance closes: stable is "the quick"
     job = policy.take_job()
     assert (job.kind, job.prefix) == ("final", "")
-    events = policy.on_result(job, result("a quick brown fox."), now[0])
-    assert [e["text"] for e in events if e["ev"] == "final"] == ["the quick brown fox."]
+    events = policy.on_result(job, result("a quick brown fox jumps over the lazy dog."), now[0])
+    assert [e["text"] for e in events if e["ev"] == "final"] == ["the quick brown fox jumps over the lazy dog."]
+
+
+def test_an_older_speculative_decode_finishing_after_the_close_does_not_answer_for_it():
+    # two lanes: the speculative final of the first pause is still running when the
+    # speaker resumes, pauses again and the utterance closes on the second one
+    policy = make([(0.5, 2.0), (2.2, 3.0)], silence_ms=300)
+    now = [0.0]
+    feed_seconds(policy, 2.1, now)
+    stale = policy.take_job()
+    assert (stale.kind, stale.generation) == ("final", 0)
+    feed_seconds(policy, 1.0, now)  # speech again, then a new pause: a new speculative final
+    current = policy.take_job()
+    assert (current.kind, current.generation) == ("final", 1)
+    assert feed_seconds(policy, 0.4, now) == []  # the silence closes the utterance while both run
+    assert policy.on_result(stale, result("hello"), now[0]) == []
+    events = policy.on_result(current, result("hello there friend"), now[0])
+    assert [(e["ev"], e["text"]) for e in events] == [("final", "hello there friend")]
 
 
 def test_keep_stable_words_keeps_the_timings_of_the_decoded_words():
