@@ -1,28 +1,40 @@
-"""Word errors of streaming-policy variants: the encoder margin and when the speculative final starts.
+"""Word errors of streaming-policy variants, side by side with offline decoding of the same audio.
 
-    flock /tmp/voxgate-bench.lock python bench/asr_variants.py     # ~20 minutes on 2 cores
+    flock /tmp/voxgate-bench.lock python bench/asr_variants.py     # ~25 minutes on 2 cores
+    python bench/asr_variants.py --variants now,commit-before --sets quick --diffs
 
-Streaming decodes encode the utterance plus ``SHORT_WINDOW_MARGIN_S`` of silence
-instead of Whisper's 30 s window (engines/asr/decoder.py): a shorter margin is a
-cheaper decode, and it may cost words. The speculative final starts
-``SPECULATE_FROM_S`` into a silence (engines/asr/policy.py): sooner is a result
-ready sooner, and a decode wasted on every shorter pause. A variant is written
-``MARGIN`` or ``MARGIN@MS`` (the speculative final starting MS into the
-silence instead of the policy's default). This runs the streaming policy itself
-(VAD, partials, LocalAgreement, speculative and closing finals) over the
-dictation benchmark's 64 clips, with every decode done at once when it is due
-(the cadence of one stream on an idle server), once per variant, on the same
-audio, and counts the finals' word errors, for the Piper clips and the
-espeak-ng clips apart, and the finals that repeat themselves (a run of four
-words heard twice that the sentence says once: Whisper looping into the
-silence after the speech). The same clips go through the file-transcription
-path (30 s window) once, as the offline reference.
+Each variant changes one rule of the streaming policy (or several, joined by
+``+``), and runs the policy itself (VAD, partials, LocalAgreement, speculative
+and closing finals) over the clip sets with every decode done at once when it
+is due (the cadence of one stream on an idle server), once per variant, on the
+same audio. Named variants:
 
-Each rendition of the clip set is new audio: Piper's synthesis is random, the
-noise gets other seeds and espeak-ng another rate, so a variant is judged on
-several renditions, not on one draw. One decoding thread, as a decode lane
-runs. Prints word errors per variant and rendition, the total, and the decode
-seconds (the cost) side by side.
+- ``now``: the policy as it is.
+- ``commit-before``: LocalAgreement commits every agreed word but the newest
+  hypothesis's last (``hold=1/0``), instead of holding back six words in each.
+- ``spec-160``: the speculative final starts 160 ms into a silence instead of
+  at its first silent VAD window (32 ms) (``spec=160``). On an idle server this
+  is also what the early finals on idle lanes change: whether the speculation
+  of a short pause runs before the pause has lasted 160 ms.
+- ``margin-8``, ``margin-30s``: 8 s of silence after the utterance on the
+  encoder window instead of 7 s, or Whisper's full 30 s window (``margin=N``).
+- ``partials-in-pauses``: partials go on while the speaker pauses (``pauses=1``).
+
+A variant can also be written as its settings: ``hold=NEWEST/EARLIER`` (words
+held back at the end of the newest and the earlier agreeing hypotheses),
+``spec=MS``, ``margin=S``, ``pauses=0|1``, e.g. ``hold=1/0+pauses=1``.
+
+Sets: ``quick`` is the quick-paced set of dictation_clips.py (20 sentences said
+phrase by phrase with 0.12-0.36 s pauses inside, Piper at rates 1.0 and 1.25,
+clean), ``bench`` the dictation benchmark's 64 clips (Piper and espeak-ng,
+clean and at 10 dB SNR). Each rendition of a set is new audio (Piper's
+synthesis is random, noise gets other seeds, espeak-ng another rate), so a
+variant is judged on several draws. The same clips go through the
+file-transcription path (30 s window) once, as the offline reference.
+Prints word errors per variant and set, the finals that repeat themselves (a
+four-word run heard twice that the sentence says once) and the decode seconds
+(the cost); ``--diffs`` prints every clip whose streaming text has more errors
+than its offline text, with both texts.
 """
 
 from __future__ import annotations
@@ -36,6 +48,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import bench.dictation_clips as clips_module  # noqa: E402
+import engines.asr.agreement as agreement_module  # noqa: E402
 import engines.asr.decoder as decoder_module  # noqa: E402
 import engines.asr.policy as policy_module  # noqa: E402
 from bench.dictation import cpu_model  # noqa: E402
@@ -99,64 +112,121 @@ def offline(decoder: WhisperDecoder, clip: clips_module.Clip) -> str:
     return offline_text(decoder, clip.audio)
 
 
+NAMED = {
+    "now": "",
+    "commit-before": "hold=1/0",
+    "spec-160": "spec=160",
+    "margin-8": "margin=8",
+    "margin-30s": "margin=23",
+    "partials-in-pauses": "pauses=1",
+}
+
+
+def apply(variant: str, defaults: dict[str, object]) -> None:
+    """Set the policy's module constants for ``variant`` (the defaults first)."""
+    agreement_module.HOLD_BACK, agreement_module.HOLD_BACK_EARLIER = defaults["hold"]
+    policy_module.SPECULATE_FROM_S = defaults["spec"]
+    decoder_module.SHORT_WINDOW_MARGIN_S = defaults["margin"]
+    policy_module.PARTIALS_IN_PAUSES = defaults["pauses"]
+    spec = NAMED.get(variant, variant)
+    for setting in filter(None, spec.split("+")):
+        key, _, value = setting.partition("=")
+        if key == "hold":
+            newest, _, earlier = value.partition("/")
+            agreement_module.HOLD_BACK, agreement_module.HOLD_BACK_EARLIER = int(newest), int(earlier or newest)
+        elif key == "spec":
+            policy_module.SPECULATE_FROM_S = int(value) / 1000
+        elif key == "margin":
+            decoder_module.SHORT_WINDOW_MARGIN_S = int(value)
+        elif key == "pauses":
+            policy_module.PARTIALS_IN_PAUSES = value == "1"
+        else:
+            raise SystemExit(f"unknown setting {key!r} in variant {variant!r}")
+
+
+def clip_set(name: str, n: int) -> list[clips_module.Clip]:
+    return clips_module.make_quick_clips(rendition=n) if name == "quick" else rendition(n)
+
+
+def voice(set_name: str, clip: clips_module.Clip) -> str:
+    if set_name == "quick":
+        return "quick"
+    return ("piper" if clip.name.startswith("piper") else "espeak-ng") + (" noisy" if "dB" in clip.name else " clean")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--variants", default="8@160,8,6,5,4,3",
-                        help="MARGIN (seconds of silence after the utterance) or MARGIN@MS (the speculative "
-                             "final starting MS into a silence), comma-separated")
-    parser.add_argument("--renditions", type=int, default=3, help="fresh syntheses of the clip set")
-    parser.add_argument("--clips", type=int, default=None, help="only the first N clips of each rendition")
+    parser.add_argument("--variants", default=",".join(NAMED),
+                        help="named variants or settings joined by +, comma-separated (see the module docstring)")
+    parser.add_argument("--sets", default="quick,bench", help="clip sets: quick, bench (comma-separated)")
+    parser.add_argument("--renditions", type=int, default=2, help="fresh syntheses of each clip set")
+    parser.add_argument("--clips", type=int, default=None, help="only the first N clips of each set and rendition")
+    parser.add_argument("--diffs", action="store_true", help="print the clips where streaming loses words")
     args = parser.parse_args()
     variants = args.variants.split(",")
-    default_start = policy_module.SPECULATE_FROM_S
+    sets = args.sets.split(",")
+    defaults: dict[str, object] = {
+        "hold": (agreement_module.HOLD_BACK, agreement_module.HOLD_BACK_EARLIER),
+        "spec": policy_module.SPECULATE_FROM_S, "margin": decoder_module.SHORT_WINDOW_MARGIN_S,
+        "pauses": policy_module.PARTIALS_IN_PAUSES}
+    for variant in variants:
+        apply(variant, defaults)  # an unknown setting stops here, before any decoding
     from engines.asr.models import TINY_EN_ID, resolve_model
 
     model = resolve_model(TINY_EN_ID, ROOT)
     decoder = WhisperDecoder(model.source, threads=1)
-    errors = {m: [0] * args.renditions for m in variants}
-    by_voice = {m: {"piper": 0, "espeak": 0} for m in variants}
+    groups: list[str] = []
+    errors: dict[tuple[str, str], int] = {}  # (variant or "offline", group) -> word errors
+    words_in: dict[str, int] = {}
     loops = dict.fromkeys(variants, 0)
     speculative = dict.fromkeys(variants, 0)
     cost = dict.fromkeys(variants, 0.0)
-    offline_errors, words_in = [0] * args.renditions, {"piper": 0, "espeak": 0}
     started = time.monotonic()
-    for n in range(args.renditions):
-        clips = rendition(n)[:args.clips]
-        for clip in clips:
-            words_in[clip.name.split()[0]] += word_errors(clip.text, "")[1]
-        offline_errors[n] = sum(word_errors(c.text, offline(decoder, c))[0] for c in clips)
-        for variant in variants:
-            seconds, _, start_ms = variant.partition("@")
-            decoder_module.SHORT_WINDOW_MARGIN_S = int(seconds)
-            policy_module.SPECULATE_FROM_S = int(start_ms) / 1000 if start_ms else default_start
-            timed = Timed(decoder)
-            for clip in clips:
-                heard = stream(timed, clip)
-                count = word_errors(clip.text, heard)[0]
-                errors[variant][n] += count
-                by_voice[variant][clip.name.split()[0]] += count
-                loops[variant] += looped(clip.text, heard)
-            cost[variant] += timed.seconds
-            speculative[variant] += timed.speculative
-            print(f"  rendition {n + 1}, variant {variant}: {errors[variant][n]} errors", file=sys.stderr)
+    for set_name in sets:
+        for n in range(args.renditions):
+            clips = clip_set(set_name, n)[:args.clips]
+            offline_texts = [offline(decoder, c) for c in clips]
+            for clip, text in zip(clips, offline_texts, strict=True):
+                group = voice(set_name, clip)
+                if group not in groups:
+                    groups.append(group)
+                words_in[group] = words_in.get(group, 0) + word_errors(clip.text, "")[1]
+                errors["offline", group] = errors.get(("offline", group), 0) + word_errors(clip.text, text)[0]
+            for variant in variants:
+                apply(variant, defaults)
+                timed = Timed(decoder)
+                for clip, off in zip(clips, offline_texts, strict=True):
+                    heard = stream(timed, clip)
+                    count, off_count = word_errors(clip.text, heard)[0], word_errors(clip.text, off)[0]
+                    key = (variant, voice(set_name, clip))
+                    errors[key] = errors.get(key, 0) + count
+                    loops[variant] += looped(clip.text, heard)
+                    if args.diffs and count > off_count:
+                        print(f"  [{variant}] {clip.name}, rendition {n + 1}: {count} errors, offline {off_count}\n"
+                              f"      said     {clip.text}\n      streamed {heard}\n      offline  {off}",
+                              file=sys.stderr)
+                cost[variant] += timed.seconds
+                speculative[variant] += timed.speculative
+                print(f"  {set_name} rendition {n + 1}, {variant}: "
+                      f"{sum(errors.get((variant, g), 0) for g in groups)} errors so far", file=sys.stderr)
+    apply("now", defaults)
+    heads = " | ".join(f"{g} ({words_in[g]} words)" for g in groups)
+    print(f"| variant | {heads} | all | WER | / offline | looped finals | speculative decodes | decode seconds |")
+    print("|---|" + "---|" * len(groups) + "---|---|---|---|---|---|")
     total_words = sum(words_in.values())
-    heads = " | ".join(f"rendition {n + 1}" for n in range(args.renditions))
-    print(f"| encoder margin | speculative final from | {heads} | total word errors | WER | Piper WER "
-          "| espeak-ng WER | looped finals | speculative decodes | decode seconds |")
-    print("|---|---|" + "---|" * args.renditions + "---|---|---|---|---|---|---|")
-    for variant in variants:
-        per = " | ".join(str(e) for e in errors[variant])
-        total = sum(errors[variant])
-        piper, espeak = (by_voice[variant][v] / max(1, words_in[v]) for v in ("piper", "espeak"))
-        seconds, _, start_ms = variant.partition("@")
-        start = f"{int(start_ms)} ms" if start_ms else f"{default_start * 1000:.0f} ms"
-        print(f"| {seconds} s | {start} | {per} | {total} | {total / total_words:.1%} | {piper:.1%} | {espeak:.1%} "
-              f"| {loops[variant]} | {speculative[variant]} | {cost[variant]:.0f} s |")
-    per = " | ".join(str(e) for e in offline_errors)
-    print(f"| offline, 30 s window | | {per} | {sum(offline_errors)} | {sum(offline_errors) / total_words:.1%} "
-          "| | | | | |")
-    print(f"\n{total_words} words in all ({args.renditions} renditions); CPU: {cpu_model()}; "
-          f"ran in {time.monotonic() - started:.0f} s")
+    offline_total = sum(errors["offline", g] for g in groups)
+    for variant in ["offline", *variants]:
+        per = " | ".join(str(errors[variant, g]) for g in groups)
+        total = sum(errors[variant, g] for g in groups)
+        ratio = f"{total / offline_total:.2f}x" if offline_total else "n/a"
+        if variant == "offline":
+            print(f"| offline, 30 s window | {per} | {total} | {total / total_words:.1%} | 1.00x | | | |")
+        else:
+            shown = variant if variant not in NAMED or not NAMED[variant] else f"{variant} ({NAMED[variant]})"
+            print(f"| {shown} | {per} | {total} | {total / total_words:.1%} | {ratio} | {loops[variant]} "
+                  f"| {speculative[variant]} | {cost[variant]:.0f} s |")
+    print(f"\n{total_words} words in all ({args.renditions} renditions of {', '.join(sets)}); word errors per "
+          f"group; CPU: {cpu_model()}; ran in {time.monotonic() - started:.0f} s")
     return 0
 
 

@@ -1,6 +1,6 @@
 """Live dictation benchmark: accuracy, latency, CPU and capacity on this machine.
 
-    flock /tmp/voxgate-bench.lock python bench/dictation.py     # starts its own gateway (tiny.en), ~10 minutes
+    flock /tmp/voxgate-bench.lock python bench/dictation.py     # starts its own gateway (tiny.en), ~25 minutes
 
 Speech is made at run time (64 clips, 743 words: Piper joe at three speeds,
 espeak-ng with three voices; clean and with white noise at 10 dB SNR; one or
@@ -19,6 +19,13 @@ through a real gateway socket in real time by the project's own client
   agent had the text);
 - speech start -> first non-empty partial;
 - CPU seconds of the sidecar per audio second, one stream at a time;
+- on the quick-paced set (dictation_clips.py: sentences said phrase by phrase
+  with 0.12-0.36 s pauses inside, Piper at rates 1.0 and 1.25, clean and with
+  white noise at 10 dB SNR), played 1, 2 and 8 streams at a time (each stream
+  its own clip): streaming against offline WER per condition and pace, beside
+  the final and eager latencies of the same streams (target: streaming WER on
+  clean speech at most 1.05x offline); clips whose streaming and offline texts
+  differ in errors are printed with both texts;
 - concurrent real-time streams: N streams of the same four sentences started
   at the same instant (so their utterances end together: the worst case for
   finals), with the p95 of the ``lag_s`` the server reports in partials, the
@@ -45,13 +52,22 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.dictation_clips import RATE, Clip, clip_kind, concat_clips, harvard_plan, make_clips, passage_plan  # noqa: E402
+from bench.dictation_clips import (  # noqa: E402
+    RATE,
+    Clip,
+    clip_kind,
+    concat_clips,
+    harvard_plan,
+    make_clips,
+    make_quick_clips,
+    passage_plan,
+)
 from engines.asr.decoder import split_cores  # noqa: E402
 from engines.asr.files import BEAM as FILE_BEAM  # noqa: E402
 from engines.asr.policy import FINAL_BEAM  # noqa: E402
 from gateway.audio import write_wav  # noqa: E402
 from gateway.client.dictation import DictationClient  # noqa: E402
-from tests.support.speech import word_errors  # noqa: E402
+from tests.support.speech import add_noise, word_errors  # noqa: E402
 
 FINAL_P95_BAR_S = 1.2
 LAG_P95_BAR_S = 1.0
@@ -181,11 +197,16 @@ def start_server(threads: int | None, extra_env: dict[str, str]) -> tuple[subpro
     raise RuntimeError("the gateway did not become healthy")
 
 
-async def run(url: str, server_pid: int | None, levels: list[int], max_clips: int) -> str:
+async def run(url: str, server_pid: int | None, levels: list[int], max_clips: int, quick_levels: list[int],
+              conditions: list[str]) -> str:
     clips = make_clips(max_clips) if max_clips else []
     lines: list[str] = []
     if clips:
         lines += await single_streams(url, server_pid, clips)
+    if quick_levels and conditions:
+        lines += await quick_paced(url, quick_levels, conditions)
+    if not levels:
+        return "\n".join(lines)
     long_clip = concat_clips(make_clips(4))  # ~18 s, four sentences
     offline_errors = word_errors(long_clip.text, offline_text(url, long_clip))[0] / len(long_clip.text.split())
     rows = []
@@ -216,6 +237,58 @@ async def run(url: str, server_pid: int | None, levels: list[int], max_clips: in
     lines += ["", (f"Most concurrent real-time streams with final p95 < {FINAL_P95_BAR_S} s and partial lag "
                    f"p95 < {LAG_P95_BAR_S} s: {shown}.")]
     return "\n".join(lines)
+
+
+QUICK_SNR_DB = 10.0
+
+
+def quick_conditions(names: list[str]) -> dict[str, list[Clip]]:
+    """The quick-paced set (dictation_clips.py), clean and the same audio with white noise."""
+    clean = make_quick_clips()
+    sets = {"clean": clean,
+            "noisy": [Clip(c.name + f" {QUICK_SNR_DB:.0f} dB", c.text, add_noise(c.audio, QUICK_SNR_DB, seed=n),
+                           c.speech_start_s, c.speech_ends_s) for n, c in enumerate(clean)]}
+    return {name: sets[name] for name in names}
+
+
+async def quick_paced(url: str, levels: list[int], conditions: list[str]) -> list[str]:
+    """The quick-paced clips streamed N at a time (each stream its own clip, started
+    together), per condition and pace: streaming against offline WER beside the
+    end-of-speech latencies."""
+    rows = []
+    for condition, clips in quick_conditions(conditions).items():
+        offline = [offline_text(url, c) for c in clips]
+        paces = sorted({c.name.split()[2] for c in clips})
+        for n in levels:
+            results: list[StreamResult] = []
+            for start in range(0, len(clips), n):
+                results += await asyncio.gather(*(stream_clip(url, c) for c in clips[start:start + n]))
+            for pace in [*paces, "all"]:
+                picked = [i for i, c in enumerate(clips) if pace in ("all", c.name.split()[2])]
+                s_err = sum(word_errors(clips[i].text, " ".join(results[i].finals))[0] for i in picked)
+                o_err = sum(word_errors(clips[i].text, offline[i])[0] for i in picked)
+                total = sum(word_errors(clips[i].text, "")[1] for i in picked)
+                lat = [x for i in picked for x in results[i].final_latency_s]
+                eager = [x for i in picked for x in results[i].eager_latency_s]
+                rows.append((condition, pace, n, len(picked), total, s_err, o_err, lat, eager))
+            for i, (clip, result) in enumerate(zip(clips, results, strict=True)):
+                s_e, o_e = word_errors(clip.text, " ".join(result.finals))[0], word_errors(clip.text, offline[i])[0]
+                if s_e != o_e:
+                    print(f"  {n} streams, {clip.name}: stream {s_e} offline {o_e}\n      streamed {' '.join(result.finals)}"
+                          f"\n      offline  {offline[i]}", file=sys.stderr)
+            print(f"  quick {condition}, {n} streams: {sum(r[5] for r in rows if r[:3] == (condition, 'all', n))} "
+                  f"streaming errors", file=sys.stderr)
+    lines = [("Quick-paced set (sentences said phrase by phrase, 0.12-0.36 s pauses inside; N streams at once, "
+             "each its own clip):"), "",
+             ("| condition | pace | streams | clips | words | streaming WER | offline WER | streaming / offline "
+             "| final p50 | final p95 | eager p50 | eager p95 |"),
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for condition, pace, n, count, total, s_err, o_err, lat, eager in rows:
+        ratio = f"{s_err / o_err:.2f}x" if o_err else ("1.00x" if not s_err else "inf")
+        lines.append(f"| {condition} | {pace} | {n} | {count} | {total} | {s_err / total:.1%} ({s_err}) "
+                     f"| {o_err / total:.1%} ({o_err}) | {ratio} | {pct(lat, 50):.2f} s | {pct(lat, 95):.2f} s "
+                     f"| {pct(eager, 50):.2f} s | {pct(eager, 95):.2f} s |")
+    return [*lines, ""]
 
 
 async def single_streams(url: str, server_pid: int | None, clips: list[Clip]) -> list[str]:
@@ -296,11 +369,18 @@ def main() -> int:
                              "the first 16 are the Harvard clips)")
     parser.add_argument("--env", action="append", default=[], metavar="VOXGATE_X=VALUE",
                         help="a setting for the gateway it starts (repeatable)")
+    parser.add_argument("--quick-levels", default="1,2,8",
+                        help="stream counts for the quick-paced set ('' skips it)")
+    parser.add_argument("--quick-conditions", default="clean,noisy", help="clean and/or noisy")
     args = parser.parse_args()
     extra_env = dict(item.split("=", 1) for item in args.env)
     if any(not k.startswith("VOXGATE_") for k in extra_env):
         parser.error("--env takes VOXGATE_* settings only")
-    levels = [int(x) for x in args.levels.split(",")]
+    levels = [int(x) for x in args.levels.split(",") if x]
+    quick_levels = [int(x) for x in args.quick_levels.split(",") if x]
+    conditions = [c for c in args.quick_conditions.split(",") if c]
+    if any(c not in ("clean", "noisy") for c in conditions):
+        parser.error("--quick-conditions takes clean and/or noisy")
     proc = None
     try:
         if args.url:
@@ -312,7 +392,7 @@ def main() -> int:
         load_before = os.getloadavg()
         lanes, threads = split_cores(int(extra_env.get("VOXGATE_ASR_LANES", 0)),
                                      args.threads if args.threads is not None else 0, len(os.sched_getaffinity(0)))
-        table = asyncio.run(run(url, pid, levels, args.clips))
+        table = asyncio.run(run(url, pid, levels, args.clips, quick_levels, conditions))
         print(table)
         print(f"\nCPU: {cpu_model()}, {os.cpu_count()} cores; load average (1/5/15 min) before "
               f"{'/'.join(f'{x:.2f}' for x in load_before)}, after {'/'.join(f'{x:.2f}' for x in os.getloadavg())}; "

@@ -235,7 +235,10 @@ def random_state_dict(g: PocketGeometry, seed: int) -> dict[str, torch.Tensor]:
     for key, shape in checkpoint_layout(g).items():
         out[key] = _init_tensor(key, shape, gen, residual_scale)
     half = TIME_FREQ_DIM // 2
-    freqs = torch.exp(-math.log(10000) * torch.arange(half, dtype=torch.float32) / half)
+    # Python's exp, not torch's: torch hands float32 exp to MKL, whose result differs
+    # in the last bit between Intel and AMD CPUs, and a seed must name the same bytes
+    # on every machine.
+    freqs = torch.tensor([math.exp(-math.log(10000) * i / half) for i in range(half)], dtype=torch.float32)
     for i in range(2):
         out[f"flow_lm.flow_net.time_embed.{i}.freqs"] = freqs.clone()
     out["flow_lm.out_eos.weight"] = torch.randn((1, g.lm_dim), generator=gen) / math.sqrt(g.lm_dim)
