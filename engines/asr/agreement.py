@@ -34,9 +34,14 @@ AGREE = 3  # consecutive hypotheses that must agree on a word
 # Words at the end of every agreeing hypothesis that are never committed. Whisper
 # revises a word until it has heard a good stretch of speech after it, and it
 # revises it the same way in consecutive partials (their audio differs by half a
-# second), so agreement alone is not enough: committed words are kept in the final
-# even where the final's free decode, on the whole utterance, hears them right.
-HOLD_BACK = 6
+# second and all of it ends mid-word), so agreement alone is not enough: committed
+# words are kept in the final even where the final's free decode, on the whole
+# utterance, hears them right. On the quick-paced set (984 words, two renditions,
+# bench/asr_variants.py) the finals had 32 word errors committing all but the
+# newest hypothesis's last word, 27 holding back 6 words, 25 holding back 10, and
+# 25 committing nothing (offline: 23). Ten words is about three seconds of speech:
+# a sentence is rarely stable before its final, a long dictation still is.
+HOLD_BACK = 10
 HOLD_BACK_EARLIER = HOLD_BACK  # for the hypotheses before the newest (A/B of the older rule: 1 and 0)
 
 

@@ -9,39 +9,44 @@ import pytest
 import engines.asr.agreement as agreement_module
 from engines.asr.agreement import HOLD_BACK, Agreement
 
-SENTENCE = "the old baker opens his shop at five and sells out by noon".split()
+SENTENCE = ("send me the report by tomorrow morning so I can read it on the train before the meeting starts"
+            .split())
 
 
-def test_words_become_stable_once_three_hypotheses_agree_and_six_words_follow_them_in_each():
-    assert HOLD_BACK == 6
+def first(n: int) -> list[str]:
+    return SENTENCE[:n]
+
+
+def test_words_become_stable_once_three_hypotheses_agree_and_ten_words_follow_them_in_each():
+    assert HOLD_BACK == 10
     a = Agreement()
-    assert a.update(SENTENCE[:7]) == SENTENCE[:7]
-    a.update(SENTENCE[:8])
+    assert a.update(first(11)) == first(11)
+    a.update(first(12))
     assert a.stable == ""
-    a.update(SENTENCE[:9])  # 7, 8 and 9 words: one word has six after it in all three
-    assert a.stable == "the"
-    a.update(SENTENCE[:10])
-    assert a.stable == "the old"
-    a.update(SENTENCE[:13])
-    assert a.stable == "the old baker"  # the oldest of the three still has only nine words
+    a.update(first(13))  # 11, 12 and 13 words: one word has ten after it in all three
+    assert a.stable == "send"
+    a.update(first(14))
+    assert a.stable == "send me"
+    a.update(first(19))
+    assert a.stable == "send me the"  # the oldest of the three still has only thirteen words
 
 
 def test_three_agreeing_hypotheses_cut_short_commit_nothing():
     a = Agreement()
-    for n in (4, 5, 6, 6):
-        a.update(SENTENCE[:n])
+    for n in (6, 8, 10, 10):
+        a.update(first(n))
     assert a.stable == ""
 
 
-def test_a_word_three_partials_got_wrong_the_same_way_stays_open_until_more_speech_follows_it(monkeypatch):
+def test_a_word_three_partials_got_wrong_the_same_way_does_not_become_stable(monkeypatch):
     partials = ("The doctor asks, how long the cough", "The doctor asks, how long the cough head left",
                 "The doctor asks, how long the cough had lasted")
     a = Agreement()
     for text in partials:
         a.update(text.split())
-    assert a.stable == "The"  # "asks," has at most six words after it in the oldest
-    a.update("The doctor asked how long the cough had lasted and listened".split())
-    assert a.stable == "The doctor"  # the newest hears "asked": the wrong word never became stable
+    assert a.stable == ""  # nothing has ten words after it yet
+    assert a.update("The doctor asked how long the cough had lasted and listened to my chest".split())[2] == "asked"
+    assert a.stable == ""
     # committing every word but the newest's last, the same partials make "asks," stable
     monkeypatch.setattr(agreement_module, "HOLD_BACK", 1)
     monkeypatch.setattr(agreement_module, "HOLD_BACK_EARLIER", 0)
@@ -52,26 +57,27 @@ def test_a_word_three_partials_got_wrong_the_same_way_stays_open_until_more_spee
 
 
 def test_a_word_two_hypotheses_got_wrong_the_same_way_is_not_committed_when_the_third_fixes_it():
+    tail = "the state in the early days of the war and after".split()
     a = Agreement()
-    a.update("I can roll the state in the early days of".split())
-    a.update("I can roll the state in the early days of the".split())
-    a.update("A king ruled the state in the early days of the war".split())
+    a.update(["I", "can", "roll", *tail])
+    a.update(["I", "can", "roll", *tail, "it"])
+    a.update(["A", "king", "ruled", *tail, "it", "was"])
     assert a.stable == ""
-    a.update("A king ruled the state in the early days of the war and".split())
-    a.update("A king ruled the state in the early days of the war and he".split())
+    a.update(["A", "king", "ruled", *tail, "it", "was", "over"])
+    a.update(["A", "king", "ruled", *tail, "it", "was", "over", "soon"])
     assert a.stable == "A king ruled the state in"
 
 
 def test_agreement_of_two_commits_one_hypothesis_sooner():
     a = Agreement(agree=2)
-    a.update(SENTENCE[:8])
-    a.update(SENTENCE[:9])
-    assert a.stable == "the old"
+    a.update(first(12))
+    a.update(first(13))
+    assert a.stable == "send me"
 
 
 def test_case_and_punctuation_do_not_break_agreement_and_committed_spelling_stays():
     a = Agreement(agree=2)
-    tail = "and the rest of it".split()
+    tail = "and the rest of it all said once more today".split()
     a.update(["hello,", "world", *tail, "now"])
     a.update(["Hello", "world", "again", *tail])
     assert a.stable == "Hello world"
@@ -85,17 +91,17 @@ def test_a_hypothesis_that_contradicts_the_stable_words_keeps_them():
     assert a.stable == "the quick"
 
 
-@pytest.mark.parametrize("hold_back", [1, HOLD_BACK])
+@pytest.mark.parametrize("hold_back", [1, 6, HOLD_BACK])
 def test_stable_never_shrinks_over_a_sequence_of_hypotheses(monkeypatch, hold_back):
     monkeypatch.setattr(agreement_module, "HOLD_BACK", hold_back)
     monkeypatch.setattr(agreement_module, "HOLD_BACK_EARLIER", hold_back)
     a = Agreement()
     seen = []
-    hypotheses = [" ".join(SENTENCE[:n]) for n in range(1, 14)]
-    hypotheses[5] = "won"
-    hypotheses[9] = "the old bakers open"
+    hypotheses = [" ".join(first(n)) for n in range(1, len(SENTENCE) + 1)]
+    hypotheses[5] = "sent"
+    hypotheses[12] = "send me a report"
     for text in hypotheses:
         a.update(text.split())
         seen.append(a.stable)
     assert all(later.startswith(earlier) for earlier, later in itertools.pairwise(seen))
-    assert seen[-1] == " ".join(SENTENCE[:13 - hold_back - 2])
+    assert seen[-1] == " ".join(first(len(SENTENCE) - hold_back - 2))

@@ -147,8 +147,8 @@ def test_partials_commit_words_three_hypotheses_agree_on():
     feed_seconds(policy, 1.1, now)
     first = policy.take_job()
     assert first.kind == "partial" and first.beam_size == PARTIAL_BEAM and first.prefix == ""
-    texts = ("the quick brown fox jumps over the", "the quick brown fox jumps over the lazy",
-             "the quick brown fox jumps over the lazy dog")
+    long = "the quick brown fox jumps over the lazy dog and runs off into the woods"
+    texts = tuple(" ".join(long.split()[:n]) for n in (11, 12, 13))
     events = policy.on_result(first, result(texts[0]), now[0])
     for text in texts[1:]:
         feed_seconds(policy, 0.5, now)
@@ -210,15 +210,17 @@ def test_a_final_is_decoded_freely_and_keeps_the_stable_words_in_front():
     policy = make([(0.5, 3.0)], silence_ms=300)
     now = [0.0]
     feed_seconds(policy, 1.1, now)
-    for text in ("the quick brown fox jumps over the lazy", "the quick brown fox jumps over the lazy dog",
-                 "the quick brown fox jumps over the lazy dog"):
+    long = "the quick brown fox jumps over the lazy dog and runs off into the woods".split()
+    for text in (" ".join(long[:12]), " ".join(long[:13]), " ".join(long[:13])):
         policy.on_result(policy.take_job(), result(text), now[0])
         feed_seconds(policy, 0.5, now)
     feed_seconds(policy, 1.3, now)  # the utterance closes: stable is "the quick"
     job = policy.take_job()
     assert (job.kind, job.prefix) == ("final", "")
-    events = policy.on_result(job, result("a quick brown fox jumps over the lazy dog."), now[0])
-    assert [e["text"] for e in events if e["ev"] == "final"] == ["the quick brown fox jumps over the lazy dog."]
+    events = policy.on_result(job, result("a quick brown fox jumps over the lazy dog and runs off into the woods."),
+                              now[0])
+    assert [e["text"] for e in events if e["ev"] == "final"] == [
+        "the quick brown fox jumps over the lazy dog and runs off into the woods."]
 
 
 def test_an_older_speculative_decode_finishing_after_the_close_does_not_answer_for_it():
