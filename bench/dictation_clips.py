@@ -169,12 +169,15 @@ PHRASE_EDGE_S = 0.03
 QUICK_TRAIL_S = 1.5
 
 
-def make_quick_clip(phrases: tuple[str, ...], rate: float, seed: int, snr: float | None = None) -> Clip:
-    """One sentence said phrase by phrase at ``rate``, the phrases joined by short pauses."""
+def make_quick_clip(phrases: tuple[str, ...], rate: float, seed: int, snr: float | None = None,
+                    steady: bool = False) -> Clip:
+    """One sentence said phrase by phrase at ``rate``, the phrases joined by short pauses
+    (``steady``: Piper without its random noise, the same audio every time)."""
     parts = [np.zeros(int(LEAD_S * RATE), np.float32)]
     speech_start = 0.0
     for n, phrase in enumerate(phrases):
-        speech, _ = say("piper", phrase, 1 / rate)
+        samples, piper_rate = piper_say(phrase, length_scale=1 / rate, steady=steady)
+        speech = resample(samples, piper_rate)
         start, end = voiced_bounds(speech)
         speech = speech[max(0, int((start - PHRASE_EDGE_S) * RATE)):int((end + PHRASE_EDGE_S) * RATE)]
         if n:

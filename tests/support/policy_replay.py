@@ -24,9 +24,10 @@ def decode_job(decoder: WhisperDecoder, job: DecodeJob) -> Transcript:
     return decoder.decode_batch([ShortWindow(job.audio, job.language, job.prefix)], beam_size=job.beam_size)[0]
 
 
-def stream_finals(decode, audio: np.ndarray, options: StreamOptions | None = None) -> list[str]:
-    """The finals of ``audio`` streamed through the policy in 100 ms chunks;
-    ``decode(job) -> Transcript`` runs each decode."""
+def stream_finals(decode, audio: np.ndarray, options: StreamOptions | None = None,
+                  final_events: list[dict] | None = None) -> list[str]:
+    """The finals' texts of ``audio`` streamed through the policy in 100 ms chunks;
+    ``decode(job) -> Transcript`` runs each decode; ``final_events`` gets the events."""
     policy = StreamPolicy("s", options or StreamOptions(eager=True))
     finals: list[str] = []
     now = 0.0
@@ -34,6 +35,8 @@ def stream_finals(decode, audio: np.ndarray, options: StreamOptions | None = Non
     def settle(events: list[dict]) -> None:
         while True:
             finals.extend(e["text"] for e in events if e["ev"] == "final")
+            if final_events is not None:
+                final_events.extend(e for e in events if e["ev"] == "final")
             job = policy.take_job()
             if job is None:
                 return

