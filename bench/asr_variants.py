@@ -11,7 +11,7 @@ same audio. Named variants:
 
 - ``now``: the policy as it is.
 - ``commit-before``: LocalAgreement commits every agreed word but the newest
-  hypothesis's last (``hold=1/0``), instead of holding back six words in each.
+  hypothesis's last (``hold=1/0``), instead of holding back ten words in each.
 - ``spec-160``: the speculative final starts 160 ms into a silence instead of
   at its first silent VAD window (32 ms) (``spec=160``). On an idle server this
   is also what the early finals on idle lanes change: whether the speculation

@@ -126,8 +126,7 @@ class WhisperDecoder:
         the language takes the full 30 s window."""
         return self.decode_batch([ShortWindow(audio, language, prefix)], beam_size=beam_size)[0]
 
-    def decode_batch(self, windows: list[ShortWindow], *, beam_size: int = 1,
-                     margin_s: int | None = None) -> list[Transcript]:
+    def decode_batch(self, windows: list[ShortWindow], *, beam_size: int = 1) -> list[Transcript]:
         """``decode_short`` for several windows in one beam search (cheaper per window
         than a search each). All windows are encoded on the encoder window of the
         longest one, one at a time (on CPU one encoder call for several windows cost
@@ -142,17 +141,15 @@ class WhisperDecoder:
 
         detect = [i for i, w in enumerate(windows) if self.multilingual and w.language is None]
         if detect and len(windows) > 1:
-            alone = {i: self.decode_batch([windows[i]], beam_size=beam_size, margin_s=margin_s)[0] for i in detect}
+            alone = {i: self.decode_batch([windows[i]], beam_size=beam_size)[0] for i in detect}
             rest = [i for i in range(len(windows)) if i not in alone]
-            together = self.decode_batch([windows[i] for i in rest], beam_size=beam_size,
-                                         margin_s=margin_s) if rest else []
+            together = self.decode_batch([windows[i] for i in rest], beam_size=beam_size) if rest else []
             done = {**alone, **dict(zip(rest, together, strict=True))}
             return [done[i] for i in range(len(windows))]
         started = time.perf_counter()
         model = self.model
         seconds = max(-(-len(w.audio) // SAMPLE_RATE) for w in windows)  # rounded up
-        margin = SHORT_WINDOW_MARGIN_S if margin_s is None else margin_s
-        frames = min(3000, (seconds + margin) * FRAMES_PER_S)
+        frames = min(3000, (seconds + SHORT_WINDOW_MARGIN_S) * FRAMES_PER_S)
         if detect:
             frames = 3000  # language detection is only reliable on the window it was trained on
         # The margin is silence in the audio, not zeros in the features (which is what

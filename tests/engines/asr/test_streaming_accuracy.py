@@ -60,23 +60,23 @@ def stream(clip):
 
 
 @pytest.fixture(scope="module")
-def clips():
-    return [make_quick_clip(p, r, seed, steady=True) for seed, (p, r) in
-            enumerate((p, r) for p in PHRASED for r in RATES)]
+def streamed():
+    """Each clip with its finals (text, free decode) and its offline text."""
+    clips = [make_quick_clip(p, r, seed, steady=True) for seed, (p, r) in
+             enumerate((p, r) for p in PHRASED for r in RATES)]
+    return [(clip, stream(clip), offline_text(decoder(), clip.audio)) for clip in clips]
 
 
-def test_no_final_keeps_a_stable_word_its_own_decode_of_the_whole_utterance_heard_otherwise(clips):
-    kept = [(final, free) for clip in clips for final, free in stream(clip) if words(final) != words(free)]
+def test_no_final_keeps_a_stable_word_its_own_decode_of_the_whole_utterance_heard_otherwise(streamed):
+    kept = [(final, free) for _, finals, _ in streamed for final, free in finals if words(final) != words(free)]
     assert kept == []
 
 
-def test_streaming_finals_keep_the_words_offline_decoding_keeps_on_speech_with_short_pauses(clips):
+def test_streaming_finals_keep_the_words_offline_decoding_keeps_on_speech_with_short_pauses(streamed):
     rows = []
-    for clip in clips:
-        streamed = " ".join(final for final, _ in stream(clip))
-        offline = offline_text(decoder(), clip.audio)
-        rows.append((streamed, offline, word_errors(clip.text, streamed)[0], word_errors(clip.text, offline)[0]))
-    report = "\n".join(f"{s_err} vs {o_err}: {streamed!r} / offline {offline!r}"
-                       for streamed, offline, s_err, o_err in rows)
+    for clip, finals, offline in streamed:
+        text = " ".join(final for final, _ in finals)
+        rows.append((text, offline, word_errors(clip.text, text)[0], word_errors(clip.text, offline)[0]))
+    report = "\n".join(f"{s_err} vs {o_err}: {text!r} / offline {offline!r}" for text, offline, s_err, o_err in rows)
     assert all(s_err <= o_err + SLACK_PER_CLIP for *_, s_err, o_err in rows), report
     assert sum(r[2] for r in rows) <= sum(r[3] for r in rows) + SLACK_IN_ALL, report
