@@ -19,10 +19,16 @@ same audio. Named variants:
 - ``margin-8``, ``margin-30s``: 8 s of silence after the utterance on the
   encoder window instead of 7 s, or Whisper's full 30 s window (``margin=N``).
 - ``partials-in-pauses``: partials go on while the speaker pauses (``pauses=1``).
+- ``crop-at-dispatch``: a final decodes whatever audio had arrived when it was
+  dispatched (and a final taken after the close the utterance plus 400 ms),
+  instead of the utterance up to 32 ms after its silence began (``tail=-1``;
+  ``tail=MS`` sets another fixed tail, and holds the speculation until it has arrived). Here every decode runs at once, so
+  this is the crop of an idle server; under load the old crop grew with the wait.
 
 A variant can also be written as its settings: ``hold=NEWEST/EARLIER`` (words
 held back at the end of the newest and the earlier agreeing hypotheses),
-``spec=MS``, ``margin=S``, ``pauses=0|1``, e.g. ``hold=1/0+pauses=1``.
+``spec=MS``, ``margin=S``, ``pauses=0|1``, ``tail=MS`` (-1: up to the dispatch),
+e.g. ``hold=1/0+pauses=1``.
 
 Sets: ``quick`` is the quick-paced set of dictation_clips.py (20 sentences said
 phrase by phrase with 0.12-0.36 s pauses inside, Piper at rates 1.0 and 1.25,
@@ -57,7 +63,8 @@ from engines.asr.policy import DecodeJob  # noqa: E402
 from tests.support.policy_replay import decode_job, offline_text, stream_finals  # noqa: E402
 from tests.support.speech import espeak_say, word_errors, words  # noqa: E402
 
-ESPEAK_RATES = (165, 155, 175)  # words per minute, one per rendition
+ESPEAK_RATES = (165, 155, 175)
+UNBOUNDED_TAIL = 10**9  # a final's audio runs to wherever the stream stood  # words per minute, one per rendition
 
 
 def rendition(n: int) -> list[clips_module.Clip]:
@@ -119,6 +126,7 @@ NAMED = {
     "margin-8": "margin=8",
     "margin-30s": "margin=23",
     "partials-in-pauses": "pauses=1",
+    "crop-at-dispatch": "tail=-1",
 }
 
 
@@ -128,6 +136,7 @@ def apply(variant: str, defaults: dict[str, object]) -> None:
     policy_module.SPECULATE_FROM_S = defaults["spec"]
     decoder_module.SHORT_WINDOW_MARGIN_S = defaults["margin"]
     policy_module.PARTIALS_IN_PAUSES = defaults["pauses"]
+    policy_module.FINAL_TAIL = defaults["tail"]
     spec = NAMED.get(variant, variant)
     for setting in filter(None, spec.split("+")):
         key, _, value = setting.partition("=")
@@ -140,6 +149,10 @@ def apply(variant: str, defaults: dict[str, object]) -> None:
             decoder_module.SHORT_WINDOW_MARGIN_S = int(value)
         elif key == "pauses":
             policy_module.PARTIALS_IN_PAUSES = value == "1"
+        elif key == "tail":  # a fixed tail longer than 32 ms also holds the speculation until it has arrived
+            policy_module.FINAL_TAIL = UNBOUNDED_TAIL if int(value) < 0 else int(value) * policy_module.RATE // 1000
+            if int(value) > 32:
+                policy_module.SPECULATE_FROM_S = max(policy_module.SPECULATE_FROM_S, int(value) / 1000)
         else:
             raise SystemExit(f"unknown setting {key!r} in variant {variant!r}")
 
@@ -168,7 +181,7 @@ def main() -> int:
     defaults: dict[str, object] = {
         "hold": (agreement_module.HOLD_BACK, agreement_module.HOLD_BACK_EARLIER),
         "spec": policy_module.SPECULATE_FROM_S, "margin": decoder_module.SHORT_WINDOW_MARGIN_S,
-        "pauses": policy_module.PARTIALS_IN_PAUSES}
+        "pauses": policy_module.PARTIALS_IN_PAUSES, "tail": policy_module.FINAL_TAIL}
     for variant in variants:
         apply(variant, defaults)  # an unknown setting stops here, before any decoding
     from engines.asr.models import TINY_EN_ID, resolve_model

@@ -78,6 +78,9 @@ class StreamResult:
     finals: list[str] = field(default_factory=list)
     final_latency_s: list[float] = field(default_factory=list)
     eager_latency_s: list[float] = field(default_factory=list)
+    # the same finals, measured from when the sample at the final's own ``end`` (where the
+    # server heard the speech stop) was sent
+    final_from_end_s: list[float] = field(default_factory=list)
     first_partial_s: float | None = None
     first_partials_s: list[float] = field(default_factory=list)  # per utterance: speech_started -> first partial
     lags: list[float] = field(default_factory=list)
@@ -91,8 +94,10 @@ async def stream_clip(url: str, clip: Clip) -> StreamResult:
     ended_at: dict[int, float] = {}  # sentence -> when its last voiced sample was sent
     eager_at: dict[int, float] = {}  # utterance -> latency of its standing eager final
     opened_at: dict[int, float] = {}  # utterance -> when its speech_started arrived
+    sent: list[tuple[float, float]] = []  # (stream seconds sent so far, wall clock)
 
     def on_sent(sent_s: float) -> None:
+        sent.append((sent_s, time.monotonic()))
         if sent_s >= clip.speech_start_s and not started_at:
             started_at.append(time.monotonic())
         for i, end in enumerate(clip.speech_ends_s):
@@ -134,6 +139,9 @@ async def stream_clip(url: str, clip: Clip) -> StreamResult:
                 if i is not None:
                     result.final_latency_s.append(now - ended_at[i])
                     result.eager_latency_s.append(eager_at.get(event["utterance"], now - ended_at[i]))
+                    heard_end = next((wall for upto, wall in sent if upto >= event["end"]), None)
+                    if heard_end is not None:
+                        result.final_from_end_s.append(now - heard_end)
         await sender
     return result
 
@@ -198,13 +206,13 @@ def start_server(threads: int | None, extra_env: dict[str, str]) -> tuple[subpro
 
 
 async def run(url: str, server_pid: int | None, levels: list[int], max_clips: int, quick_levels: list[int],
-              conditions: list[str]) -> str:
+              conditions: list[str], renditions: int) -> str:
     clips = make_clips(max_clips) if max_clips else []
     lines: list[str] = []
     if clips:
         lines += await single_streams(url, server_pid, clips)
     if quick_levels and conditions:
-        lines += await quick_paced(url, quick_levels, conditions)
+        lines += await quick_paced(url, quick_levels, conditions, renditions)
     if not levels:
         return "\n".join(lines)
     long_clip = concat_clips(make_clips(4))  # ~18 s, four sentences
@@ -242,52 +250,91 @@ async def run(url: str, server_pid: int | None, levels: list[int], max_clips: in
 QUICK_SNR_DB = 10.0
 
 
-def quick_conditions(names: list[str]) -> dict[str, list[Clip]]:
-    """The quick-paced set (dictation_clips.py), clean and the same audio with white noise."""
-    clean = make_quick_clips()
+def quick_conditions(names: list[str], rendition: int) -> dict[str, list[Clip]]:
+    """The quick-paced set (dictation_clips.py), clean and the same audio with white noise;
+    each ``rendition`` is new audio (Piper's synthesis is random)."""
+    clean = make_quick_clips(rendition=rendition)
     sets = {"clean": clean,
-            "noisy": [Clip(c.name + f" {QUICK_SNR_DB:.0f} dB", c.text, add_noise(c.audio, QUICK_SNR_DB, seed=n),
+            "noisy": [Clip(c.name + f" {QUICK_SNR_DB:.0f} dB", c.text,
+                           add_noise(c.audio, QUICK_SNR_DB, seed=n + 1000 * rendition),
                            c.speech_start_s, c.speech_ends_s) for n, c in enumerate(clean)]}
     return {name: sets[name] for name in names}
 
 
-async def quick_paced(url: str, levels: list[int], conditions: list[str]) -> list[str]:
+@dataclass
+class QuickRow:
+    """One condition, pace and stream count, pooled over the renditions."""
+
+    clips: int = 0
+    words: int = 0
+    streaming_errors: int = 0
+    offline_errors: int = 0
+    better: int = 0  # clips whose finals have fewer errors than their offline text
+    worse: int = 0
+    final: list[float] = field(default_factory=list)
+    final_from_end: list[float] = field(default_factory=list)
+    eager: list[float] = field(default_factory=list)
+
+
+async def quick_paced(url: str, levels: list[int], conditions: list[str], renditions: int) -> list[str]:
     """The quick-paced clips streamed N at a time (each stream its own clip, started
     together), per condition and pace: streaming against offline WER beside the
-    end-of-speech latencies."""
-    rows = []
-    for condition, clips in quick_conditions(conditions).items():
-        offline = [offline_text(url, c) for c in clips]
-        paces = sorted({c.name.split()[2] for c in clips})
-        for n in levels:
-            results: list[StreamResult] = []
-            for start in range(0, len(clips), n):
-                results += await asyncio.gather(*(stream_clip(url, c) for c in clips[start:start + n]))
-            for pace in [*paces, "all"]:
-                picked = [i for i, c in enumerate(clips) if pace in ("all", c.name.split()[2])]
-                s_err = sum(word_errors(clips[i].text, " ".join(results[i].finals))[0] for i in picked)
-                o_err = sum(word_errors(clips[i].text, offline[i])[0] for i in picked)
-                total = sum(word_errors(clips[i].text, "")[1] for i in picked)
-                lat = [x for i in picked for x in results[i].final_latency_s]
-                eager = [x for i in picked for x in results[i].eager_latency_s]
-                rows.append((condition, pace, n, len(picked), total, s_err, o_err, lat, eager))
-            for i, (clip, result) in enumerate(zip(clips, results, strict=True)):
-                s_e, o_e = word_errors(clip.text, " ".join(result.finals))[0], word_errors(clip.text, offline[i])[0]
-                if s_e != o_e:
-                    print(f"  {n} streams, {clip.name}: stream {s_e} offline {o_e}\n      streamed {' '.join(result.finals)}"
-                          f"\n      offline  {offline[i]}", file=sys.stderr)
-            print(f"  quick {condition}, {n} streams: {sum(r[5] for r in rows if r[:3] == (condition, 'all', n))} "
-                  f"streaming errors", file=sys.stderr)
-    lines = [("Quick-paced set (sentences said phrase by phrase, 0.12-0.36 s pauses inside; N streams at once, "
-             "each its own clip):"), "",
+    end-of-speech latencies, and how many clips' finals changed with the load."""
+    rows: dict[tuple[str, str, int], QuickRow] = {}
+    changed: dict[tuple[str, int], int] = {}  # (condition, streams) -> clips whose finals differ from 1 stream's
+    clip_count: dict[str, int] = {}
+    for rendition in range(renditions):
+        for condition, clips in quick_conditions(conditions, rendition).items():
+            offline = [offline_text(url, c) for c in clips]
+            clip_count[condition] = clip_count.get(condition, 0) + len(clips)
+            first_texts: list[str] | None = None
+            for n in levels:
+                results: list[StreamResult] = []
+                for start in range(0, len(clips), n):
+                    results += await asyncio.gather(*(stream_clip(url, c) for c in clips[start:start + n]))
+                texts = [" ".join(r.finals) for r in results]
+                if first_texts is None:
+                    first_texts = texts
+                changed[condition, n] = changed.get((condition, n), 0) + sum(
+                    a != b for a, b in zip(first_texts, texts, strict=True))
+                for i, (clip, result) in enumerate(zip(clips, results, strict=True)):
+                    s_e, total = word_errors(clip.text, texts[i])
+                    o_e = word_errors(clip.text, offline[i])[0]
+                    for pace in (clip.name.split()[2], "all"):
+                        row = rows.setdefault((condition, pace, n), QuickRow())
+                        row.clips += 1
+                        row.words += total
+                        row.streaming_errors += s_e
+                        row.offline_errors += o_e
+                        row.better += s_e < o_e
+                        row.worse += s_e > o_e
+                        row.final += result.final_latency_s
+                        row.final_from_end += result.final_from_end_s
+                        row.eager += result.eager_latency_s
+                    if s_e != o_e:
+                        print(f"  rendition {rendition + 1}, {n} streams, {clip.name}: stream {s_e} offline {o_e}"
+                              f"\n      streamed {texts[i]}\n      offline  {offline[i]}", file=sys.stderr)
+                row = rows[condition, "all", n]
+                print(f"  quick {condition}, rendition {rendition + 1}, {n} streams: {row.streaming_errors} "
+                      f"streaming errors, {row.offline_errors} offline, so far", file=sys.stderr)
+    lines = [(f"Quick-paced set (sentences said phrase by phrase, 0.12-0.36 s pauses inside; N streams at once, "
+              f"each its own clip; {renditions} rendition{'s' if renditions > 1 else ''}):"), "",
              ("| condition | pace | streams | clips | words | streaming WER | offline WER | streaming / offline "
-             "| final p50 | final p95 | eager p50 | eager p95 |"),
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for condition, pace, n, count, total, s_err, o_err, lat, eager in rows:
+              "| clips better / worse | final p50 | final p95 | final p50 from `end` | eager p50 | eager p95 |"),
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for (condition, pace, n), r in rows.items():
+        s_err, o_err = r.streaming_errors, r.offline_errors
         ratio = f"{s_err / o_err:.2f}x" if o_err else ("1.00x" if not s_err else "inf")
-        lines.append(f"| {condition} | {pace} | {n} | {count} | {total} | {s_err / total:.1%} ({s_err}) "
-                     f"| {o_err / total:.1%} ({o_err}) | {ratio} | {pct(lat, 50):.2f} s | {pct(lat, 95):.2f} s "
-                     f"| {pct(eager, 50):.2f} s | {pct(eager, 95):.2f} s |")
+        lines.append(f"| {condition} | {pace} | {n} | {r.clips} | {r.words} | {s_err / r.words:.1%} ({s_err}) "
+                     f"| {o_err / r.words:.1%} ({o_err}) | {ratio} | {r.better} / {r.worse} "
+                     f"| {pct(r.final, 50):.2f} s | {pct(r.final, 95):.2f} s | {pct(r.final_from_end, 50):.2f} s "
+                     f"| {pct(r.eager, 50):.2f} s | {pct(r.eager, 95):.2f} s |")
+    lines += ["", ("Latencies run from the moment the chunk holding an utterance's last voiced sample was sent; "
+                   "`final p50 from end` from the moment the sample at the final's own `end` (where the "
+                   "server heard the speech stop) was sent. Clips whose finals differ from the same clip's "
+                   "finals at " + f"{levels[0]} stream{'s' if levels[0] > 1 else ''}: " + ", ".join(
+                       f"{condition} at {n} streams {changed[condition, n]} of {clip_count[condition]}"
+                       for condition, n in changed if n != levels[0]) + ".")]
     return [*lines, ""]
 
 
@@ -372,6 +419,8 @@ def main() -> int:
     parser.add_argument("--quick-levels", default="1,2,8",
                         help="stream counts for the quick-paced set ('' skips it)")
     parser.add_argument("--quick-conditions", default="clean,noisy", help="clean and/or noisy")
+    parser.add_argument("--quick-renditions", type=int, default=2,
+                        help="fresh syntheses of the quick-paced set, pooled (each ~14 minutes for both conditions)")
     args = parser.parse_args()
     extra_env = dict(item.split("=", 1) for item in args.env)
     if any(not k.startswith("VOXGATE_") for k in extra_env):
@@ -392,7 +441,7 @@ def main() -> int:
         load_before = os.getloadavg()
         lanes, threads = split_cores(int(extra_env.get("VOXGATE_ASR_LANES", 0)),
                                      args.threads if args.threads is not None else 0, len(os.sched_getaffinity(0)))
-        table = asyncio.run(run(url, pid, levels, args.clips, quick_levels, conditions))
+        table = asyncio.run(run(url, pid, levels, args.clips, quick_levels, conditions, args.quick_renditions))
         print(table)
         print(f"\nCPU: {cpu_model()}, {os.cpu_count()} cores; load average (1/5/15 min) before "
               f"{'/'.join(f'{x:.2f}' for x in load_before)}, after {'/'.join(f'{x:.2f}' for x in os.getloadavg())}; "

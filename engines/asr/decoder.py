@@ -39,6 +39,7 @@ MAX_WORDS_PER_S = 10.0
 # 8 s 430 and the 30 s window 434, and took 158 s of decoding against 194 s.
 SHORT_WINDOW_MARGIN_S = 7
 FRAMES_PER_S = 100
+FULL_WINDOW_FRAMES = 3000
 
 
 @dataclass
@@ -127,12 +128,14 @@ class WhisperDecoder:
         return self.decode_batch([ShortWindow(audio, language, prefix)], beam_size=beam_size)[0]
 
     def decode_batch(self, windows: list[ShortWindow], *, beam_size: int = 1) -> list[Transcript]:
-        """``decode_short`` for several windows in one beam search (cheaper per window
-        than a search each). All windows are encoded on the encoder window of the
-        longest one, one at a time (on CPU one encoder call for several windows cost
-        more per window than separate calls). A window without a language on a
-        multilingual model is decoded alone (its language is detected on the full
-        30 s window).
+        """``decode_short`` for several windows, those with the same encoder window in
+        one beam search (cheaper per window than a search each). Each window is
+        encoded on its own (on CPU one encoder call for several windows cost more per
+        window than separate calls) on the encoder window its own length gives
+        (``window_frames``), so a window decodes to the same text alone or in a batch:
+        the batch a final lands in depends on the load, its words must not. A
+        window without a language on a multilingual model is decoded alone (its
+        language is detected on the full 30 s window).
 
         Goes to CTranslate2 directly because faster-whisper always pads to 30 s.
         Applies the same plausibility filters as ``decode``.
@@ -140,22 +143,23 @@ class WhisperDecoder:
         import ctranslate2
 
         detect = [i for i, w in enumerate(windows) if self.multilingual and w.language is None]
-        if detect and len(windows) > 1:
-            alone = {i: self.decode_batch([windows[i]], beam_size=beam_size)[0] for i in detect}
-            rest = [i for i in range(len(windows)) if i not in alone]
-            together = self.decode_batch([windows[i] for i in rest], beam_size=beam_size) if rest else []
-            done = {**alone, **dict(zip(rest, together, strict=True))}
+        keys = [("detect", i) if i in detect else (w.full, window_frames(w)) for i, w in enumerate(windows)]
+        if len(set(keys)) > 1:
+            done: dict[int, Transcript] = {}
+            for key in dict.fromkeys(keys):
+                group = [i for i, k in enumerate(keys) if k == key]
+                done.update(zip(group, self.decode_batch([windows[i] for i in group], beam_size=beam_size),
+                                strict=True))
             return [done[i] for i in range(len(windows))]
         started = time.perf_counter()
         model = self.model
-        seconds = max(-(-len(w.audio) // SAMPLE_RATE) for w in windows)  # rounded up
-        frames = min(3000, (seconds + SHORT_WINDOW_MARGIN_S) * FRAMES_PER_S)
-        if detect:
-            frames = 3000  # language detection is only reliable on the window it was trained on
-        # The margin is silence in the audio, not zeros in the features (which is what
-        # faster-whisper pads with): the log-mel of silence is what Whisper was trained
-        # to see after speech, and on streaming windows it gives fewer errors.
-        samples = frames * SAMPLE_RATE // FRAMES_PER_S
+        frames = 3000 if detect else window_frames(windows[0])
+        # (language detection is only reliable on the 30 s window it was trained on)
+        # On a short window the margin is silence in the audio, not zeros in the features
+        # (which is what faster-whisper pads with): the log-mel of silence is what Whisper
+        # was trained to see after speech, and on short windows it gives fewer errors. The
+        # full window is padded as faster-whisper pads it, so it decodes as offline does.
+        samples = 0 if windows[0].full else frames * SAMPLE_RATE // FRAMES_PER_S
         padded = []
         for w in windows:
             features = model.feature_extractor(np.pad(w.audio, (0, max(0, samples - len(w.audio)))))[:, :-1]
@@ -196,6 +200,18 @@ class WhisperDecoder:
         return self._tokenizers[key]
 
 
+def window_frames(window: ShortWindow) -> int:
+    """The encoder window (feature frames) ``decode_batch`` gives ``window``."""
+    return FULL_WINDOW_FRAMES if window.full else short_window_frames(len(window.audio))
+
+
+def short_window_frames(samples: int) -> int:
+    """The encoder window (in feature frames) of an utterance of ``samples``: its
+    length rounded up to a second, plus SHORT_WINDOW_MARGIN_S of silence."""
+    seconds = -(-samples // SAMPLE_RATE)
+    return min(3000, (seconds + SHORT_WINDOW_MARGIN_S) * FRAMES_PER_S)
+
+
 @dataclass
 class ShortWindow:
     """One utterance window for ``decode_batch``."""
@@ -203,6 +219,7 @@ class ShortWindow:
     audio: np.ndarray
     language: str | None
     prefix: str = ""
+    full: bool = False  # Whisper's own 30 s window, features padded with zeros (as offline decoding does)
 
 
 def _max_new_tokens(window: ShortWindow) -> int:

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from .agreement import Agreement, keep_stable_words, split_words
-from .decoder import Transcript
+from .decoder import Transcript, short_window_frames
 from .utterance import ClosedUtterance, DecodeJob, OpenUtterance, StreamOptions
 from .vad import WINDOW, StreamingVad
 
@@ -70,6 +70,11 @@ PARTIAL_BEAM = 5
 # No partial is decoded while the speaker pauses: the speculative final covers the same
 # audio. True brings them back (bench/asr_variants.py measures both).
 PARTIALS_IN_PAUSES = False
+# A final decodes the utterance up to this long after its silence began, wherever the
+# audio stood when the decode was dispatched: the first silent VAD window is all a
+# speculative final has when it starts, and a final taken later under load (or after
+# the close) must decode the very same samples, or the load would change its words.
+FINAL_TAIL = WINDOW
 
 
 class StreamPolicy:
@@ -149,7 +154,8 @@ class StreamPolicy:
                 if self.options.eager and u.spec_result is not None:
                     events.extend(self._eager_final(u, u.spec_result))
             if silent >= self.options.silence_ms * RATE // 1000:
-                self._close(min(u.silence_since + PAD, start + WINDOW), u.silence_since, now, forced=False)
+                self._close(min(u.silence_since + PAD, start + WINDOW), u.silence_since, now, forced=False,
+                            audio_end=u.silence_since + FINAL_TAIL)
                 return
         if start + WINDOW - u.start > MAX_UTTERANCE:
             self._force_cut(now, events)
@@ -182,7 +188,10 @@ class StreamPolicy:
         events.append({"ev": "speech_started", "stream": self.stream, "utterance": u.index,
                        "at": round(speech_start / RATE, 3), "start_sample": start})
 
-    def _close(self, end: int, speech_end: int, now: float, *, forced: bool, keep_stable: bool = True) -> None:
+    def _close(self, end: int, speech_end: int, now: float, *, forced: bool, keep_stable: bool = True,
+               audio_end: int | None = None) -> None:
+        """``end``: where the next utterance may start; ``audio_end``: where the audio
+        its final decodes ends (default ``end``)."""
         u = self.utterance
         assert u is not None
         self.utterance = None
@@ -196,7 +205,7 @@ class StreamPolicy:
             # the running speculative decode answers for it, not an older one still on a lane
             closed.dispatched, closed.awaits = True, u.generation
         else:
-            closed.audio = self._slice(u.start, end)
+            closed.audio = self._slice(u.start, end if audio_end is None else min(end, audio_end))
         self.closed.append(closed)
 
     def _force_cut(self, now: float, events: list[dict]) -> None:
@@ -281,9 +290,27 @@ class StreamPolicy:
         u = self.utterance
         if u is None or u.spec_due is None:
             return None
-        u.spec_due, u.spec_running, u.spec_end = None, True, self.pos
-        return DecodeJob(self.stream, "final", u.index, self._slice(u.start, self.pos), u.start, self.pos,
+        end = self._speculation_end(u)
+        u.spec_due, u.spec_running, u.spec_end = None, True, end
+        return DecodeJob(self.stream, "final", u.index, self._slice(u.start, end), u.start, end,
                          u.language, "", FINAL_BEAM, self.options.word_timestamps, u.generation, self._ready_at)
+
+    def _speculation_end(self, u: OpenUtterance) -> int:
+        assert u.silence_since is not None  # a speculation is only due in a pause
+        return min(self.pos, u.silence_since + FINAL_TAIL)
+
+    def final_window(self) -> int | None:
+        """The encoder window (frames) of the final ``take_final`` would hand out: finals
+        are batched only with finals of the same window, so that a final decodes the same
+        alone or in a batch."""
+        for c in self.closed:
+            if not c.dispatched:
+                assert c.audio is not None
+                return short_window_frames(len(c.audio))
+        u = self.utterance
+        if u is None or u.spec_due is None:
+            return None
+        return short_window_frames(self._speculation_end(u) - u.start)
 
     def take_partial(self) -> DecodeJob | None:
         if self.due_partial() is None:

@@ -3,8 +3,9 @@
 Rules, in order:
 
 1. Finals first, strictly: a final (or speculative final) of any stream goes
-   before any partial or file window, oldest first. Several finals are decoded
-   together in one call, as many as spread the waiting finals over about two
+   before any partial or file window, oldest first. Several finals of the same
+   encoder window are decoded together in one call (a final must decode the
+   same in a batch as alone), as many as spread the waiting finals over about two
    rounds of the lanes, at most ``max_batch``: a batch is cheaper per final
    than a call each, but every final in it waits for the whole batch, so a few
    waiting finals go out in small batches over every lane (the first results
@@ -54,6 +55,8 @@ class StreamWork(Protocol):
     def due_partial(self) -> float | None: ...
 
     def take_final(self) -> DecodeJob | None: ...
+
+    def final_window(self) -> int | None: ...
 
     def take_partial(self) -> DecodeJob | None: ...
 
@@ -123,11 +126,15 @@ class Scheduler:
 
         jobs: list[DecodeJob] = []
         limit = self.final_batch(sum(1 for s in streams.values() if due(s) is not None))
+        window = None  # the oldest final's encoder window: only finals of the same one join it
         while len(jobs) < limit:
-            waiting = [(since, sid) for sid, s in streams.items() if (since := due(s)) is not None]
+            waiting = [(since, sid) for sid, s in streams.items()
+                       if (since := due(s)) is not None and (window is None or s.final_window() == window)]
             if not waiting:
                 break
-            job = streams[min(waiting)[1]].take_final()
+            stream = streams[min(waiting)[1]]
+            window = stream.final_window()
+            job = stream.take_final()
             if job is None:
                 break
             jobs.append(job)

@@ -32,7 +32,7 @@ import time
 from collections import deque
 from typing import Any, BinaryIO
 
-from .decoder import ShortWindow, Transcript, WhisperDecoder
+from .decoder import ShortWindow, Transcript, WhisperDecoder, window_frames
 from .files import FileJob
 from .framing import FrameError, FrameRejected, encode_frame, pcm_from_bytes, read_frame
 from .policy import RATE, DecodeJob, StreamOptions, StreamPolicy
@@ -44,12 +44,11 @@ log = logging.getLogger("voxgate.asr")
 INBOX_SIZE = 256
 LAG_REPORT_S = 1.0
 MAX_STREAMS = 10000
-SIMILAR_LENGTH = 3 * RATE  # windows decoded together share the encoder window of the longest
 
 
 class SidecarServer:
     def __init__(self, decoder: WhisperDecoder, out: BinaryIO, model_id: str, *, lanes: int = 1,
-                 max_batch: int = 1) -> None:
+                 max_batch: int = 1, full_window_finals: bool = False) -> None:
         self.decoder = BusyClock(decoder)  # times every decode, for busy_s in the lag event
         self.out = out
         self.model_id = model_id
@@ -58,6 +57,7 @@ class SidecarServer:
         self.files: deque[FileJob] = deque()
         self.inbox: queue.Queue = queue.Queue(maxsize=INBOX_SIZE)
         self.lanes = lanes
+        self.full_window_finals = full_window_finals  # finals on Whisper's 30 s window (partials stay short)
         self.scheduler = Scheduler(lanes=lanes, max_batch=max_batch)
         self._work: queue.Queue = queue.Queue(maxsize=lanes)
         self._busy = 0
@@ -115,16 +115,14 @@ class SidecarServer:
                 self.inbox.put(("results", work, self._decode(work)))
 
     def _decode(self, jobs: list[DecodeJob]) -> list[Transcript | Exception]:
-        """Decode a batch: word-timed jobs one by one, the others in groups of similar length."""
+        """Decode a batch: word-timed jobs one by one, the others in groups of one encoder window."""
         results: dict[int, Transcript | Exception] = {}
-        short = sorted((i for i, j in enumerate(jobs) if not j.word_timestamps), key=lambda i: len(jobs[i].audio))
-        groups: list[list[int]] = []
-        for i in short:
-            if groups and len(jobs[i].audio) - len(jobs[groups[-1][0]].audio) <= SIMILAR_LENGTH:
-                groups[-1].append(i)
-            else:
-                groups.append([i])
-        groups += [[i] for i, j in enumerate(jobs) if j.word_timestamps]
+        windows = {i: ShortWindow(j.audio, j.language, j.prefix, full=self.full_window_finals and j.kind == "final")
+                   for i, j in enumerate(jobs) if not j.word_timestamps}
+        same: dict[tuple[bool, int], list[int]] = {}  # only windows of one encoder window decode together
+        for i, w in windows.items():
+            same.setdefault((w.full, window_frames(w)), []).append(i)
+        groups = [*same.values(), *([i] for i, j in enumerate(jobs) if j.word_timestamps)]
         for group in groups:
             try:
                 if jobs[group[0]].word_timestamps:
@@ -133,8 +131,8 @@ class SidecarServer:
                                                    prefix=job.prefix, word_timestamps=True,
                                                    offset_s=job.start_sample / RATE)]
                 else:
-                    windows = [ShortWindow(jobs[i].audio, jobs[i].language, jobs[i].prefix) for i in group]
-                    decoded = self.decoder.decode_batch(windows, beam_size=jobs[group[0]].beam_size)
+                    decoded = self.decoder.decode_batch([windows[i] for i in group],
+                                                        beam_size=jobs[group[0]].beam_size)
                 results.update(zip(group, decoded, strict=True))
             except Exception as exc:  # a failed decode is reported, the sidecar goes on
                 log.exception("decode failed")

@@ -56,11 +56,12 @@ class AsrSupervisor:
     def __init__(self, *, model: str, data_dir: Path, compute_type: str = "int8", threads: int = 0,
                  python: str = sys.executable, start_timeout_s: float = START_TIMEOUT_S,
                  backoff_s: tuple[float, ...] = BACKOFF_S, env: Mapping[str, str] | None = None, lanes: int = 0,
-                 watchdog: Watchdog | None = None, batch: int = 4) -> None:
+                 watchdog: Watchdog | None = None, batch: int = 4, final_window: str = "short") -> None:
         self.model_name = model
         self.data_dir = data_dir
         self.compute_type, self.threads = compute_type, threads
-        self.decode_args = ("--threads", str(threads), "--lanes", str(lanes), "--batch", str(batch))
+        self.decode_args = ("--threads", str(threads), "--lanes", str(lanes), "--batch", str(batch),
+                            "--final-window", final_window)
         self.python = python
         self.start_timeout_s = start_timeout_s
         self.backoff_s = backoff_s
@@ -85,7 +86,8 @@ class AsrSupervisor:
     @classmethod
     def from_settings(cls, settings: Settings, env: Mapping[str, str] | None = None) -> AsrSupervisor:
         return cls(model=settings.asr_model, data_dir=settings.data_dir, compute_type=settings.asr_compute_type,
-                   threads=settings.asr_threads, lanes=settings.asr_lanes, batch=settings.asr_batch, env=env)
+                   threads=settings.asr_threads, lanes=settings.asr_lanes, batch=settings.asr_batch,
+                   final_window=settings.asr_final_window, env=env)
 
     # ---- engine interface
 

@@ -51,3 +51,43 @@ def test_word_timestamps_are_on_the_stream_clock(speech):
     result = decoder().decode(speech, language=None, beam_size=5, word_timestamps=True, offset_s=10.0)
     assert [w.word for w in result.words] == result.text.split()
     assert 10.0 <= result.words[0].start < result.words[-1].end <= 10.0 + len(speech) / 16000
+
+
+def test_a_window_decodes_the_same_alone_and_in_a_batch_with_a_longer_one(speech, monkeypatch):
+    from engines.asr.decoder import ShortWindow, short_window_frames
+
+    other = "The birch canoe slid on the smooth planks, and the boy was there when the sun rose."
+    samples, rate = piper_say(other)
+    long_speech = np.concatenate([speech, resample(samples, rate), silence(0.4)])
+    model = decoder().model.model
+    encoded: list[int] = []
+    real_encode = model.encode
+
+    class Spy:  # CTranslate2's model is a C++ object: record through a wrapper
+        def __getattr__(self, name):
+            return getattr(model, name)
+
+        def encode(self, features, **kwargs):
+            encoded.append(features.shape[-1])
+            return real_encode(features, **kwargs)
+
+    alone = decoder().decode_batch([ShortWindow(speech, "en")], beam_size=5)[0]
+    monkeypatch.setattr(decoder().model, "model", Spy())
+    together = decoder().decode_batch([ShortWindow(speech, "en"), ShortWindow(long_speech, "en")], beam_size=5)
+    # each window is encoded on the window its own length gives, not the longest one's
+    assert encoded == [short_window_frames(len(speech)), short_window_frames(len(long_speech))]
+    assert together[0].text == alone.text
+    assert wer(TEXT + " " + other, together[1].text) <= 0.25, together[1].text
+
+
+def test_a_full_window_decodes_as_the_offline_path_does():
+    from bench.dictation_clips import QUICK_PHRASES, make_quick_clip
+    from engines.asr.decoder import FULL_WINDOW_FRAMES, ShortWindow, window_frames
+
+    # noisy speech (on this clip the short window hears "we slept until they poked")
+    clip = make_quick_clip(QUICK_PHRASES[10], 1.0, 10, snr=10.0, steady=True)
+    window = ShortWindow(clip.audio[4000:-20000], "en", full=True)
+    assert window_frames(window) == FULL_WINDOW_FRAMES
+    full = decoder().decode_batch([window], beam_size=5)[0]
+    assert full.text == decoder().decode(window.audio, language="en", beam_size=5).text
+    assert wer(clip.text, full.text) <= 0.25, full.text

@@ -10,6 +10,7 @@ from engines.asr.agreement import keep_stable_words
 from engines.asr.decoder import Transcript, Word
 from engines.asr.policy import (
     FINAL_BEAM,
+    FINAL_TAIL,
     MAX_UTTERANCE,
     PAD,
     PARTIAL_BEAM,
@@ -75,12 +76,33 @@ def test_the_speculative_final_starts_when_silence_begins_and_its_eager_final_wa
     now = [0.0]
     feed_seconds(policy, 3.1, now)  # silent windows from 3.008 s: the speculative final is due at once
     job = policy.take_job()
-    assert (job.kind, job.utterance, job.end_sample) == ("final", 0, int(3.1 * RATE))
+    assert (job.kind, job.utterance, job.end_sample) == ("final", 0, 3008 * RATE // 1000 + FINAL_TAIL)
     assert policy.on_result(job, result("hello world"), now[0]) == []  # decoded, but the pause is short yet
     assert feed_seconds(policy, 0.1, now) == [  # the window ending at 3.2 s makes 192 ms of silence
         {"ev": "eager_final", "stream": "s", "utterance": 0, "text": "hello world", "start": 0.992,
          "end": 3.008, "language": "en"}]
     assert [(e["ev"], e["text"]) for e in feed_seconds(policy, 0.4, now)] == [("final", "hello world")]
+
+
+@pytest.mark.parametrize("late_s", [0.0, 0.2, 0.6])
+def test_a_final_decodes_the_same_samples_however_late_it_is_dispatched(late_s):
+    # under load the final is taken later (or only after the close): the audio it
+    # decodes must not grow with the wait, or the load would change its words
+    speech = [(1.0, 2.0), (2.3, 3.0)]
+    noise = np.random.default_rng(7).normal(0, 0.01, int(5 * RATE)).astype(np.float32)
+    policy = make(speech, silence_ms=500)
+    now, pos = 0.0, 0
+    while pos < 3.1 * RATE + late_s * RATE:
+        now += 0.02
+        policy.feed(noise[pos:pos + 320], now)
+        pos += 320
+    policy.take_partial()  # whatever partials are due do not matter here
+    job = policy.take_final()
+    assert job is not None and job.kind == "final"
+    silence_since = 3008 * RATE // 1000
+    assert (job.start_sample, job.end_sample) == (31 * WINDOW - PAD, silence_since + FINAL_TAIL)
+    np.testing.assert_array_equal(job.audio, noise[31 * WINDOW - PAD:silence_since + FINAL_TAIL])
+    assert policy.final_window() is None  # nothing more to hand out
 
 
 def test_the_speculative_final_of_a_short_pause_is_early_work_until_the_pause_lasts_160_ms():

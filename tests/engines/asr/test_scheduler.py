@@ -16,8 +16,9 @@ class FakeStream:
     speculative final (a pause not yet 160 ms long) when no final is due."""
 
     def __init__(self, name: str, finals: tuple[float, ...] = (), partial: float | None = None,
-                 talking: bool = False, early: float | None = None) -> None:
+                 talking: bool = False, early: float | None = None, window: int = 900) -> None:
         self.name = name
+        self.window = window
         self.finals = list(finals)
         self.partial = partial
         self.talking = talking
@@ -33,6 +34,9 @@ class FakeStream:
 
     def due_partial(self) -> float | None:
         return self.partial
+
+    def final_window(self) -> int | None:
+        return self.window if self.finals or self.early is not None else None
 
     def take_final(self) -> str | None:
         if self.finals:
@@ -86,6 +90,14 @@ def test_a_batch_spreads_the_waiting_finals_over_two_rounds_of_the_lanes():
     streams = {str(i): FakeStream(str(i), finals=(float(i),)) for i in range(16)}
     assert [len(batch) for batch in drain(scheduler, streams)] == [4, 3, 3, 2, 1, 1, 1, 1]
     assert Scheduler(lanes=2, max_batch=1).final_batch(40) == 1
+
+
+def test_a_batch_holds_only_finals_of_the_oldest_finals_encoder_window():
+    # a final must decode the same words whichever batch the load puts it in
+    windows = {"a": 900, "b": 1100, "c": 900, "d": 1100, "e": 900, "f": 1000}
+    streams = {name: FakeStream(name, finals=(float(i),), window=windows[name]) for i, name in enumerate("abcdef")}
+    assert drain(Scheduler(lanes=1, max_batch=4), streams) == [["a:final", "c:final", "e:final"],
+                                                               ["b:final", "d:final"], ["f:final"]]
 
 
 def test_an_early_speculative_final_takes_only_a_lane_nothing_else_wants():
