@@ -19,6 +19,8 @@ same audio. Named variants:
 - ``margin-8``, ``margin-30s``: 8 s of silence after the utterance on the
   encoder window instead of 7 s, or Whisper's full 30 s window (``margin=N``).
 - ``partials-in-pauses``: partials go on while the speaker pauses (``pauses=1``).
+- ``final-window-full``: finals on Whisper's 30 s window, as file transcription
+  decodes (VOXGATE_ASR_FINAL_WINDOW=full; ``window=full``).
 - ``crop-at-dispatch``: a final decodes whatever audio had arrived when it was
   dispatched (and a final taken after the close the utterance plus 400 ms),
   instead of the utterance up to 32 ms after its silence began (``tail=-1``;
@@ -28,11 +30,11 @@ same audio. Named variants:
 A variant can also be written as its settings: ``hold=NEWEST/EARLIER`` (words
 held back at the end of the newest and the earlier agreeing hypotheses),
 ``spec=MS``, ``margin=S``, ``pauses=0|1``, ``tail=MS`` (-1: up to the dispatch),
-e.g. ``hold=1/0+pauses=1``.
+``window=short|full``, e.g. ``hold=1/0+pauses=1``.
 
 Sets: ``quick`` is the quick-paced set of dictation_clips.py (20 sentences said
 phrase by phrase with 0.12-0.36 s pauses inside, Piper at rates 1.0 and 1.25,
-clean), ``bench`` the dictation benchmark's 64 clips (Piper and espeak-ng,
+clean), ``quick-noisy`` the same with white noise at 10 dB SNR, ``bench`` the dictation benchmark's 64 clips (Piper and espeak-ng,
 clean and at 10 dB SNR). Each rendition of a set is new audio (Piper's
 synthesis is random, noise gets other seeds, espeak-ng another rate), so a
 variant is judged on several draws. The same clips go through the
@@ -95,7 +97,7 @@ class Timed:
     def job(self, job: DecodeJob):
         started = time.perf_counter()
         self.speculative += job.kind == "final" and job.generation >= 0
-        result = decode_job(self.decoder, job)
+        result = decode_job(self.decoder, job, FULL_WINDOW_FINALS[0])
         self.seconds += time.perf_counter() - started
         return result
 
@@ -127,7 +129,9 @@ NAMED = {
     "margin-30s": "margin=23",
     "partials-in-pauses": "pauses=1",
     "crop-at-dispatch": "tail=-1",
+    "final-window-full": "window=full",
 }
+FULL_WINDOW_FINALS = [False]  # the ``window`` setting: not a module constant, the sidecar takes it as a flag
 
 
 def apply(variant: str, defaults: dict[str, object]) -> None:
@@ -137,6 +141,7 @@ def apply(variant: str, defaults: dict[str, object]) -> None:
     decoder_module.SHORT_WINDOW_MARGIN_S = defaults["margin"]
     policy_module.PARTIALS_IN_PAUSES = defaults["pauses"]
     policy_module.FINAL_TAIL = defaults["tail"]
+    FULL_WINDOW_FINALS[0] = False
     spec = NAMED.get(variant, variant)
     for setting in filter(None, spec.split("+")):
         key, _, value = setting.partition("=")
@@ -149,6 +154,8 @@ def apply(variant: str, defaults: dict[str, object]) -> None:
             decoder_module.SHORT_WINDOW_MARGIN_S = int(value)
         elif key == "pauses":
             policy_module.PARTIALS_IN_PAUSES = value == "1"
+        elif key == "window" and value in ("short", "full"):
+            FULL_WINDOW_FINALS[0] = value == "full"
         elif key == "tail":  # a fixed tail longer than 32 ms also holds the speculation until it has arrived
             policy_module.FINAL_TAIL = UNBOUNDED_TAIL if int(value) < 0 else int(value) * policy_module.RATE // 1000
             if int(value) > 32:
@@ -158,12 +165,14 @@ def apply(variant: str, defaults: dict[str, object]) -> None:
 
 
 def clip_set(name: str, n: int) -> list[clips_module.Clip]:
-    return clips_module.make_quick_clips(rendition=n) if name == "quick" else rendition(n)
+    if name in ("quick", "quick-noisy"):
+        return clips_module.make_quick_clips(rendition=n, snr=10.0 if name == "quick-noisy" else None)
+    return rendition(n)
 
 
 def voice(set_name: str, clip: clips_module.Clip) -> str:
-    if set_name == "quick":
-        return "quick"
+    if set_name.startswith("quick"):
+        return set_name
     return ("piper" if clip.name.startswith("piper") else "espeak-ng") + (" noisy" if "dB" in clip.name else " clean")
 
 
@@ -171,7 +180,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--variants", default=",".join(NAMED),
                         help="named variants or settings joined by +, comma-separated (see the module docstring)")
-    parser.add_argument("--sets", default="quick,bench", help="clip sets: quick, bench (comma-separated)")
+    parser.add_argument("--sets", default="quick,bench", help="clip sets: quick, quick-noisy, bench (comma-separated)")
     parser.add_argument("--renditions", type=int, default=2, help="fresh syntheses of each clip set")
     parser.add_argument("--clips", type=int, default=None, help="only the first N clips of each set and rendition")
     parser.add_argument("--diffs", action="store_true", help="print the clips where streaming loses words")
