@@ -57,14 +57,11 @@ class AsrSupervisor:
                  python: str = sys.executable, start_timeout_s: float = START_TIMEOUT_S,
                  backoff_s: tuple[float, ...] = BACKOFF_S, env: Mapping[str, str] | None = None, lanes: int = 0,
                  watchdog: Watchdog | None = None, batch: int = 4, final_window: str = "short") -> None:
-        self.model_name = model
-        self.data_dir = data_dir
+        self.model_name, self.data_dir = model, data_dir
         self.compute_type, self.threads = compute_type, threads
         self.decode_args = ("--threads", str(threads), "--lanes", str(lanes), "--batch", str(batch),
                             "--final-window", final_window)
-        self.python = python
-        self.start_timeout_s = start_timeout_s
-        self.backoff_s = backoff_s
+        self.python, self.start_timeout_s, self.backoff_s = python, start_timeout_s, backoff_s
         self.env = dict(env) if env is not None else None  # None: inherit this process's environment
         self._watchdog = watchdog or Watchdog()
         self.restarts = 0
