@@ -61,7 +61,7 @@ import engines.asr.decoder as decoder_module  # noqa: E402
 import engines.asr.policy as policy_module  # noqa: E402
 from bench.dictation import cpu_model  # noqa: E402
 from engines.asr.decoder import WhisperDecoder  # noqa: E402
-from engines.asr.policy import DecodeJob  # noqa: E402
+from engines.asr.policy import DecodeJob, StreamOptions  # noqa: E402
 from tests.support.policy_replay import decode_job, offline_text, stream_finals  # noqa: E402
 from tests.support.speech import espeak_say, word_errors, words  # noqa: E402
 
@@ -97,7 +97,7 @@ class Timed:
     def job(self, job: DecodeJob):
         started = time.perf_counter()
         self.speculative += job.kind == "final" and job.generation >= 0
-        result = decode_job(self.decoder, job, FULL_WINDOW_FINALS[0])
+        result = decode_job(self.decoder, job)
         self.seconds += time.perf_counter() - started
         return result
 
@@ -114,7 +114,8 @@ def looped(reference: str, heard: str) -> bool:
 
 def stream(decoder: Timed, clip: clips_module.Clip) -> str:
     """The finals of one clip streamed through the policy, every due decode run at once."""
-    return " ".join(stream_finals(decoder.job, clip.audio))
+    options = StreamOptions(eager=True, full_window_finals=FULL_WINDOW_FINALS[0])
+    return " ".join(stream_finals(decoder.job, clip.audio, options))
 
 
 def offline(decoder: WhisperDecoder, clip: clips_module.Clip) -> str:

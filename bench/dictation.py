@@ -22,9 +22,11 @@ through a real gateway socket in real time by the project's own client
 - on the quick-paced set (dictation_clips.py: sentences said phrase by phrase
   with 0.12-0.36 s pauses inside, Piper at rates 1.0 and 1.25, clean and with
   white noise at 10 dB SNR), played 1, 2 and 8 streams at a time (each stream
-  its own clip): streaming against offline WER per condition and pace, beside
-  the final and eager latencies of the same streams (target: streaming WER on
-  clean speech at most 1.05x offline); clips whose streaming and offline texts
+  its own clip), as dictation streams (no eager: finals on the 30 s window by
+  default) and as agent streams (eager=true: finals on the short window):
+  streaming against offline WER per mode, condition and pace, beside the final
+  and eager latencies of the same streams (target: streaming WER on clean
+  speech at most 1.05x offline); clips whose streaming and offline texts
   differ in errors are printed with both texts;
 - concurrent real-time streams: N streams of the same four sentences started
   at the same instant (so their utterances end together: the worst case for
@@ -88,7 +90,7 @@ class StreamResult:
     resumed: int = 0
 
 
-async def stream_clip(url: str, clip: Clip) -> StreamResult:
+async def stream_clip(url: str, clip: Clip, eager: bool = True) -> StreamResult:
     result = StreamResult()
     started_at: list[float] = []
     ended_at: dict[int, float] = {}  # sentence -> when its last voiced sample was sent
@@ -109,7 +111,7 @@ async def stream_clip(url: str, clip: Clip) -> StreamResult:
         i = int(np.argmin([abs(event["end"] - end) for end in clip.speech_ends_s]))
         return i if abs(event["end"] - clip.speech_ends_s[i]) < 0.5 and i in ended_at else None
 
-    async with await DictationClient.connect(url, eager=True) as client:
+    async with await DictationClient.connect(url, eager=eager) as client:
         async def send() -> None:
             await client.stream_samples(clip.audio, realtime=True, on_chunk_sent=on_sent)
             await client.end()
@@ -206,13 +208,13 @@ def start_server(threads: int | None, extra_env: dict[str, str]) -> tuple[subpro
 
 
 async def run(url: str, server_pid: int | None, levels: list[int], max_clips: int, quick_levels: list[int],
-              conditions: list[str], renditions: int) -> str:
+              conditions: list[str], renditions: int, modes: list[str]) -> str:
     clips = make_clips(max_clips) if max_clips else []
     lines: list[str] = []
     if clips:
         lines += await single_streams(url, server_pid, clips)
     if quick_levels and conditions:
-        lines += await quick_paced(url, quick_levels, conditions, renditions)
+        lines += await quick_paced(url, quick_levels, conditions, renditions, modes)
     if not levels:
         return "\n".join(lines)
     long_clip = concat_clips(make_clips(4))  # ~18 s, four sentences
@@ -276,32 +278,37 @@ class QuickRow:
     eager: list[float] = field(default_factory=list)
 
 
-async def quick_paced(url: str, levels: list[int], conditions: list[str], renditions: int) -> list[str]:
+QUICK_MODES = {"dictation": False, "agent": True}  # mode -> the streams' ``eager``
+
+
+async def quick_paced(url: str, levels: list[int], conditions: list[str], renditions: int,
+                      modes: list[str]) -> list[str]:
     """The quick-paced clips streamed N at a time (each stream its own clip, started
-    together), per condition and pace: streaming against offline WER beside the
-    end-of-speech latencies, and how many clips' finals changed with the load."""
-    rows: dict[tuple[str, str, int], QuickRow] = {}
-    changed: dict[tuple[str, int], int] = {}  # (condition, streams) -> clips whose finals differ from 1 stream's
+    together), per mode (dictation: no eager; agent: eager=true), condition and pace:
+    streaming against offline WER beside the end-of-speech latencies, and how many
+    clips' finals changed with the load."""
+    rows: dict[tuple[str, str, str, int], QuickRow] = {}
+    changed: dict[tuple[str, str, int], int] = {}  # (mode, condition, streams) -> clips changed from 1 stream's
     clip_count: dict[str, int] = {}
     for rendition in range(renditions):
         for condition, clips in quick_conditions(conditions, rendition).items():
             offline = [offline_text(url, c) for c in clips]
             clip_count[condition] = clip_count.get(condition, 0) + len(clips)
-            first_texts: list[str] | None = None
-            for n in levels:
+            for mode, n in ((m, n) for m in modes for n in levels):
                 results: list[StreamResult] = []
                 for start in range(0, len(clips), n):
-                    results += await asyncio.gather(*(stream_clip(url, c) for c in clips[start:start + n]))
+                    results += await asyncio.gather(*(stream_clip(url, c, QUICK_MODES[mode])
+                                                      for c in clips[start:start + n]))
                 texts = [" ".join(r.finals) for r in results]
-                if first_texts is None:
+                if n == levels[0]:
                     first_texts = texts
-                changed[condition, n] = changed.get((condition, n), 0) + sum(
+                changed[mode, condition, n] = changed.get((mode, condition, n), 0) + sum(
                     a != b for a, b in zip(first_texts, texts, strict=True))
                 for i, (clip, result) in enumerate(zip(clips, results, strict=True)):
                     s_e, total = word_errors(clip.text, texts[i])
                     o_e = word_errors(clip.text, offline[i])[0]
                     for pace in (clip.name.split()[2], "all"):
-                        row = rows.setdefault((condition, pace, n), QuickRow())
+                        row = rows.setdefault((mode, condition, pace, n), QuickRow())
                         row.clips += 1
                         row.words += total
                         row.streaming_errors += s_e
@@ -312,20 +319,20 @@ async def quick_paced(url: str, levels: list[int], conditions: list[str], rendit
                         row.final_from_end += result.final_from_end_s
                         row.eager += result.eager_latency_s
                     if s_e != o_e:
-                        print(f"  rendition {rendition + 1}, {n} streams, {clip.name}: stream {s_e} offline {o_e}"
+                        print(f"  rendition {rendition + 1}, {mode}, {n} streams, {clip.name}: stream {s_e} offline {o_e}"
                               f"\n      streamed {texts[i]}\n      offline  {offline[i]}", file=sys.stderr)
-                row = rows[condition, "all", n]
-                print(f"  quick {condition}, rendition {rendition + 1}, {n} streams: {row.streaming_errors} "
+                row = rows[mode, condition, "all", n]
+                print(f"  quick {condition}, rendition {rendition + 1}, {mode}, {n} streams: {row.streaming_errors} "
                       f"streaming errors, {row.offline_errors} offline, so far", file=sys.stderr)
     lines = [(f"Quick-paced set (sentences said phrase by phrase, 0.12-0.36 s pauses inside; N streams at once, "
               f"each its own clip; {renditions} rendition{'s' if renditions > 1 else ''}):"), "",
-             ("| condition | pace | streams | clips | words | streaming WER | offline WER | streaming / offline "
+             ("| mode | condition | pace | streams | clips | words | streaming WER | offline WER | streaming / offline "
               "| clips better / worse | final p50 | final p95 | final p50 from `end` | eager p50 | eager p95 |"),
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for (condition, pace, n), r in rows.items():
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for (mode, condition, pace, n), r in rows.items():
         s_err, o_err = r.streaming_errors, r.offline_errors
         ratio = f"{s_err / o_err:.2f}x" if o_err else ("1.00x" if not s_err else "inf")
-        lines.append(f"| {condition} | {pace} | {n} | {r.clips} | {r.words} | {s_err / r.words:.1%} ({s_err}) "
+        lines.append(f"| {mode} | {condition} | {pace} | {n} | {r.clips} | {r.words} | {s_err / r.words:.1%} ({s_err}) "
                      f"| {o_err / r.words:.1%} ({o_err}) | {ratio} | {r.better} / {r.worse} "
                      f"| {pct(r.final, 50):.2f} s | {pct(r.final, 95):.2f} s | {pct(r.final_from_end, 50):.2f} s "
                      f"| {pct(r.eager, 50):.2f} s | {pct(r.eager, 95):.2f} s |")
@@ -333,8 +340,9 @@ async def quick_paced(url: str, levels: list[int], conditions: list[str], rendit
                    "`final p50 from end` from the moment the sample at the final's own `end` (where the "
                    "server heard the speech stop) was sent. Clips whose finals differ from the same clip's "
                    "finals at " + f"{levels[0]} stream{'s' if levels[0] > 1 else ''}: " + ", ".join(
-                       f"{condition} at {n} streams {changed[condition, n]} of {clip_count[condition]}"
-                       for condition, n in changed if n != levels[0]) + ".")]
+                       f"{mode} {condition} at {n} streams {changed[mode, condition, n]} of {clip_count[condition]}"
+                       for mode, condition, n in changed if n != levels[0]) + ". Dictation streams have no "
+                   "eager final: their eager columns repeat the final's.")]
     return [*lines, ""]
 
 
@@ -419,6 +427,8 @@ def main() -> int:
     parser.add_argument("--quick-levels", default="1,2,8",
                         help="stream counts for the quick-paced set ('' skips it)")
     parser.add_argument("--quick-conditions", default="clean,noisy", help="clean and/or noisy")
+    parser.add_argument("--quick-modes", default="dictation,agent",
+                        help="dictation (streams without eager) and/or agent (eager=true)")
     parser.add_argument("--quick-renditions", type=int, default=2,
                         help="fresh syntheses of the quick-paced set, pooled (each ~14 minutes for both conditions)")
     args = parser.parse_args()
@@ -430,6 +440,9 @@ def main() -> int:
     conditions = [c for c in args.quick_conditions.split(",") if c]
     if any(c not in ("clean", "noisy") for c in conditions):
         parser.error("--quick-conditions takes clean and/or noisy")
+    modes = [m for m in args.quick_modes.split(",") if m]
+    if any(m not in QUICK_MODES for m in modes):
+        parser.error("--quick-modes takes dictation and/or agent")
     proc = None
     try:
         if args.url:
@@ -441,7 +454,7 @@ def main() -> int:
         load_before = os.getloadavg()
         lanes, threads = split_cores(int(extra_env.get("VOXGATE_ASR_LANES", 0)),
                                      args.threads if args.threads is not None else 0, len(os.sched_getaffinity(0)))
-        table = asyncio.run(run(url, pid, levels, args.clips, quick_levels, conditions, args.quick_renditions))
+        table = asyncio.run(run(url, pid, levels, args.clips, quick_levels, conditions, args.quick_renditions, modes))
         print(table)
         print(f"\nCPU: {cpu_model()}, {os.cpu_count()} cores; load average (1/5/15 min) before "
               f"{'/'.join(f'{x:.2f}' for x in load_before)}, after {'/'.join(f'{x:.2f}' for x in os.getloadavg())}; "

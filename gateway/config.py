@@ -118,7 +118,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("redis_prefix", _str, "voxgate:", "Prefix of every Redis key, so deployments can share one Redis."),
     Option("asr_lanes", _int_range(0, 64), "0", "Decodes the ASR sidecar runs at once, each on VOXGATE_ASR_THREADS threads (0: the cores divided by VOXGATE_ASR_THREADS; both 0: one per core)."),  # dictation at load
     Option("asr_batch", _int_range(1, 64), "4", "Most finals of different streams the ASR sidecar decodes together in one beam search."),
-    Option("asr_final_window", _choice("short", "full"), "short", "Encoder window of dictation finals: short (the utterance plus 7 s of silence) or full (Whisper's 30 s window, as file transcription decodes it: fewer word errors in noise, each final costs about 2.5x the decoding; docs/dictation.md)."),
+    Option("asr_final_window", _choice("auto", "short", "full"), "auto", "Encoder window of dictation finals: full (Whisper's 30 s window, as file transcription decodes it: offline accuracy, each final costs about 2.5x the decoding), short (the utterance plus 7 s of silence: the fastest), or auto (full for streams without eager, whose final waits out the silence anyway; short for eager streams, where speed is the point; docs/dictation.md)."),
     # Piper's fast graph (engines/piper/fastgraph.py, docs/engines/piper.md)
     Option("piper_graph", _choice("fast", "stock"), "fast", "Piper voices' ONNX graph: fast (rewritten at load for ONNX Runtime's blocked-layout kernels, checked against stock) or stock (as shipped)."),
     # Piper's int8 decoder (engines/piper/int8.py, docs/engines/piper.md)
@@ -174,7 +174,7 @@ class Settings:
     redis_prefix: str = "voxgate:"
     asr_lanes: int = 0
     asr_batch: int = 4
-    asr_final_window: str = "short"
+    asr_final_window: str = "auto"
     piper_graph: str = "fast"
     piper_precision: str = "fp32"
 

@@ -26,8 +26,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=0, help="CPU threads per decode (0: the cores / lanes)")
     parser.add_argument("--lanes", type=int, default=0, help="decodes that may run at once (0: the cores / threads)")
     parser.add_argument("--batch", type=int, default=1, help="most decodes run together in one call")
-    parser.add_argument("--final-window", choices=("short", "full"), default="short",
-                        help="encoder window of finals: the utterance plus a margin, or Whisper's 30 s")
+    parser.add_argument("--final-window", choices=("auto", "short", "full"), default="auto",
+                        help="encoder window of finals: the utterance plus a margin (short), Whisper's 30 s "
+                             "(full), or full for streams without eager and short for eager ones (auto)")
     parser.add_argument("--log-level", default="warning")
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
@@ -48,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     from .server import SidecarServer
 
     server = SidecarServer(decoder, frames_out, args.model_id or args.model, lanes=lanes,
-                           max_batch=args.batch, full_window_finals=args.final_window == "full")
+                           max_batch=args.batch, final_window=args.final_window)
     return server.serve(sys.stdin.buffer)
 
 

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from .agreement import Agreement, keep_stable_words, split_words
-from .decoder import Transcript, short_window_frames
+from .decoder import FULL_WINDOW_FRAMES, Transcript, short_window_frames
 from .utterance import ClosedUtterance, DecodeJob, OpenUtterance, StreamOptions
 from .vad import WINDOW, StreamingVad
 
@@ -61,6 +61,10 @@ FINAL_BEAM = 5
 # the streams that stop together queue for the lanes that much earlier; on the
 # benchmark's 64 clips it cost 40% more speculative decodes (pauses shorter than 160 ms
 # waste one) and no word errors (421 against 419 over three renditions, bench/asr_variants.py).
+# On the 30 s window (finals of streams without eager, by default) a final costs ~5x a
+# short-window one, and a pause shorter than 160 ms would waste that much of a lane:
+# those streams speculate from the 160 ms mark, and their finals, which wait for the
+# silence window anyway, still come with it at one stream.
 SPECULATE_FROM_S = 0.032
 SPECULATE_AFTER_S = 0.16
 # Beam 5 on partials too: committed words are forced on every later decode and kept
@@ -173,6 +177,8 @@ class StreamPolicy:
         return min(int(SPECULATE_AFTER_S * RATE), self.options.silence_ms * RATE // 2000)
 
     def _spec_from(self) -> int:
+        if self.options.full_window_finals:  # no early speculation: see SPECULATE_FROM_S
+            return self._spec_after()
         return min(int(SPECULATE_FROM_S * RATE), self._spec_after())
 
     def _open(self, speech_start: int, now: float, events: list[dict]) -> None:
@@ -286,14 +292,16 @@ class StreamPolicy:
                 c.dispatched = True
                 assert c.audio is not None
                 return DecodeJob(self.stream, "final", c.index, c.audio, c.start, c.start + len(c.audio),
-                                 c.language, "", FINAL_BEAM, self.options.word_timestamps, -1, self._ready_at)
+                                 c.language, "", FINAL_BEAM, self.options.word_timestamps, -1, self._ready_at,
+                                 self.options.full_window_finals)
         u = self.utterance
         if u is None or u.spec_due is None:
             return None
         end = self._speculation_end(u)
         u.spec_due, u.spec_running, u.spec_end = None, True, end
         return DecodeJob(self.stream, "final", u.index, self._slice(u.start, end), u.start, end,
-                         u.language, "", FINAL_BEAM, self.options.word_timestamps, u.generation, self._ready_at)
+                         u.language, "", FINAL_BEAM, self.options.word_timestamps, u.generation, self._ready_at,
+                         self.options.full_window_finals)
 
     def _speculation_end(self, u: OpenUtterance) -> int:
         assert u.silence_since is not None  # a speculation is only due in a pause
@@ -306,11 +314,14 @@ class StreamPolicy:
         for c in self.closed:
             if not c.dispatched:
                 assert c.audio is not None
-                return short_window_frames(len(c.audio))
+                return self._final_frames(len(c.audio))
         u = self.utterance
         if u is None or u.spec_due is None:
             return None
-        return short_window_frames(self._speculation_end(u) - u.start)
+        return self._final_frames(self._speculation_end(u) - u.start)
+
+    def _final_frames(self, samples: int) -> int:
+        return FULL_WINDOW_FRAMES if self.options.full_window_finals else short_window_frames(samples)
 
     def take_partial(self) -> DecodeJob | None:
         if self.due_partial() is None:

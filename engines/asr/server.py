@@ -44,11 +44,12 @@ log = logging.getLogger("voxgate.asr")
 INBOX_SIZE = 256
 LAG_REPORT_S = 1.0
 MAX_STREAMS = 10000
+FINAL_WINDOWS = ("auto", "short", "full")
 
 
 class SidecarServer:
     def __init__(self, decoder: WhisperDecoder, out: BinaryIO, model_id: str, *, lanes: int = 1,
-                 max_batch: int = 1, full_window_finals: bool = False) -> None:
+                 max_batch: int = 1, final_window: str = "auto") -> None:
         self.decoder = BusyClock(decoder)  # times every decode, for busy_s in the lag event
         self.out = out
         self.model_id = model_id
@@ -57,7 +58,9 @@ class SidecarServer:
         self.files: deque[FileJob] = deque()
         self.inbox: queue.Queue = queue.Queue(maxsize=INBOX_SIZE)
         self.lanes = lanes
-        self.full_window_finals = full_window_finals  # finals on Whisper's 30 s window (partials stay short)
+        if final_window not in FINAL_WINDOWS:
+            raise ValueError(f"final_window must be one of {', '.join(FINAL_WINDOWS)}, not {final_window!r}")
+        self.final_window = final_window
         self.scheduler = Scheduler(lanes=lanes, max_batch=max_batch)
         self._work: queue.Queue = queue.Queue(maxsize=lanes)
         self._busy = 0
@@ -117,7 +120,7 @@ class SidecarServer:
     def _decode(self, jobs: list[DecodeJob]) -> list[Transcript | Exception]:
         """Decode a batch: word-timed jobs one by one, the others in groups of one encoder window."""
         results: dict[int, Transcript | Exception] = {}
-        windows = {i: ShortWindow(j.audio, j.language, j.prefix, full=self.full_window_finals and j.kind == "final")
+        windows = {i: ShortWindow(j.audio, j.language, j.prefix, full=j.full_window)
                    for i, j in enumerate(jobs) if not j.word_timestamps}
         same: dict[tuple[bool, int], list[int]] = {}  # only windows of one encoder window decode together
         for i, w in windows.items():
@@ -253,13 +256,21 @@ class SidecarServer:
             raise ValueError("too many streams")
         language = header.get("language")
         self._check_language(language)
+        eager = bool(header.get("eager", False))
         options = StreamOptions(
             language=language, interim=bool(header.get("interim", True)),
             word_timestamps=bool(header.get("word_timestamps", False)),
             silence_ms=int(header.get("silence_ms", 500)), offset=int(header.get("offset", 0)),
             first_utterance=int(header.get("first_utterance", 0)), stable=str(header.get("stable", "")),
-            eager=bool(header.get("eager", False)))
+            eager=eager, full_window_finals=self._full_window_finals(eager))
         self.streams[sid] = StreamPolicy(sid, options)
+
+    def _full_window_finals(self, eager: bool) -> bool:
+        """Whether a stream's finals decode on the 30 s window: ``auto`` gives it to streams
+        without ``eager``, whose final waits for the silence window anyway (the longer
+        decode fits in it), and keeps eager streams on the short window, where the
+        speculative final is the answer a voice agent is waiting for."""
+        return self.final_window == "full" or (self.final_window == "auto" and not eager)
 
     def _after_change(self, sid: str, policy: StreamPolicy) -> None:
         self.emit_all(policy.settle())

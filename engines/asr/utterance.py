@@ -27,6 +27,7 @@ class StreamOptions:
     first_utterance: int = 0
     stable: str = ""  # committed words carried into the first utterance after a restart
     eager: bool = False  # send the speculative final as ``eager_final``
+    full_window_finals: bool = False  # finals on Whisper's 30 s encoder window (partials stay short)
 
 
 @dataclass
@@ -43,6 +44,7 @@ class DecodeJob:
     word_timestamps: bool
     generation: int
     audio_ready_at: float  # monotonic time the newest sample in ``audio`` arrived
+    full_window: bool = False  # decode on Whisper's 30 s window rather than a short one
 
 
 @dataclass

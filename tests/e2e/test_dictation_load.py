@@ -6,7 +6,9 @@ real speech with white noise, where the audio after the speech is not silence).
 Under load a final is dispatched later (or only after the utterance closed) and
 may share a batch with other streams' finals; it must still decode the very same
 samples on the very same encoder window. ``interim=false``: no partials, so no
-stable words, so each final is exactly its own decode of the utterance.
+stable words, so each final is exactly its own decode of the utterance. Both
+final windows are tried: eager streams decode finals on the short window, the
+others on Whisper's 30 s one.
 """
 
 from __future__ import annotations
@@ -40,8 +42,8 @@ def clips():
     return [make_quick_clip(QUICK_PHRASES[n], rate, n, SNR_DB, steady=True) for n, rate in SENSITIVE]
 
 
-async def finals(url: str, clip, realtime: bool) -> list[str]:
-    async with await DictationClient.connect(url, interim=False, eager=True) as client:
+async def finals(url: str, clip, realtime: bool, eager: bool) -> list[str]:
+    async with await DictationClient.connect(url, interim=False, eager=eager) as client:
         async def send() -> None:
             await client.stream_samples(clip.audio, realtime=realtime)
             await client.end()
@@ -52,9 +54,10 @@ async def finals(url: str, clip, realtime: bool) -> list[str]:
     return texts
 
 
-async def test_the_same_clips_give_the_same_finals_alone_in_real_time_and_all_at_once(server, clips):
-    alone = [await finals(server, clip, realtime=True) for clip in clips]
-    together = await asyncio.gather(*(finals(server, clip, realtime=False) for clip in clips))
+@pytest.mark.parametrize("eager", [True, False], ids=["short-window", "full-window"])
+async def test_the_same_clips_give_the_same_finals_alone_in_real_time_and_all_at_once(server, clips, eager):
+    alone = [await finals(server, clip, True, eager) for clip in clips]
+    together = await asyncio.gather(*(finals(server, clip, False, eager) for clip in clips))
     assert together == alone
     for clip, texts in zip(clips, alone, strict=True):
         assert len(texts) == 1 and wer(clip.text, texts[0]) <= 0.4, (clip.text, texts)

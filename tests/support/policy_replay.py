@@ -17,12 +17,11 @@ RATE = 16000
 CHUNK = 1600  # 100 ms, as the benchmark's client sends
 
 
-def decode_job(decoder: WhisperDecoder, job: DecodeJob, full_window_finals: bool = False) -> Transcript:
-    """One job as a decode lane runs it (no word timings: the replays ask for none);
-    ``full_window_finals`` as the sidecar's VOXGATE_ASR_FINAL_WINDOW=full."""
+def decode_job(decoder: WhisperDecoder, job: DecodeJob) -> Transcript:
+    """One job as a decode lane runs it (no word timings: the replays ask for none)."""
     if job.word_timestamps:
         raise ValueError("replayed streams ask for no word timings")
-    window = ShortWindow(job.audio, job.language, job.prefix, full=full_window_finals and job.kind == "final")
+    window = ShortWindow(job.audio, job.language, job.prefix, full=job.full_window)
     return decoder.decode_batch([window], beam_size=job.beam_size)[0]
 
 

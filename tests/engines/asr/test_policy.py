@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from engines.asr.agreement import keep_stable_words
-from engines.asr.decoder import Transcript, Word
+from engines.asr.decoder import Transcript, Word, short_window_frames
 from engines.asr.policy import (
     FINAL_BEAM,
     FINAL_TAIL,
@@ -103,6 +103,31 @@ def test_a_final_decodes_the_same_samples_however_late_it_is_dispatched(late_s):
     assert (job.start_sample, job.end_sample) == (31 * WINDOW - PAD, silence_since + FINAL_TAIL)
     np.testing.assert_array_equal(job.audio, noise[31 * WINDOW - PAD:silence_since + FINAL_TAIL])
     assert policy.final_window() is None  # nothing more to hand out
+
+
+@pytest.mark.parametrize("full", [False, True])
+def test_finals_carry_the_streams_encoder_window_and_partials_stay_short(full):
+    policy = make([(1.0, 2.5)], silence_ms=500, full_window_finals=full)
+    now = [0.0]
+    feed_seconds(policy, 2.0, now)
+    partial = policy.take_partial()
+    assert partial is not None and not partial.full_window
+    feed_seconds(policy, 0.9, now)  # 400 ms into the pause
+    window = policy.final_window()
+    final = policy.take_final()
+    assert final is not None and final.kind == "final" and final.full_window is full
+    assert window == (3000 if full else short_window_frames(len(final.audio)))
+
+
+def test_a_full_window_stream_speculates_only_once_the_pause_lasts_160_ms():
+    policy = make([(1.0, 2.0)], silence_ms=500, full_window_finals=True)
+    now = [0.0]
+    feed_seconds(policy, 2.1, now, chunk_s=0.02)
+    policy.take_partial()
+    assert (policy.due_early_final(), policy.due_final()) == (None, None)  # ~100 ms of pause
+    feed_seconds(policy, 0.1, now, chunk_s=0.02)
+    assert policy.due_early_final() is None and policy.due_final() is not None
+    assert policy.take_final().full_window
 
 
 def test_the_speculative_final_of_a_short_pause_is_early_work_until_the_pause_lasts_160_ms():

@@ -13,8 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from engines.asr.decoder import Transcript
 from engines.asr.framing import MAX_PAYLOAD_BYTES, encode_frame, read_frame
-from engines.asr.policy import StreamOptions, StreamPolicy
+from engines.asr.policy import DecodeJob, StreamOptions, StreamPolicy
 from engines.asr.server import SidecarServer
 from tests.engines.asr.scripted import ScriptedVad
 
@@ -69,11 +70,47 @@ def test_end_of_an_idle_stream_answers_ended_at_once():
     server, out = make_server()
     server._on_frame({"op": "open", "stream": "s1"}, b"", 0.0)
     assert isinstance(server.streams["s1"], StreamPolicy)
-    assert server.streams["s1"].options == StreamOptions()
+    assert server.streams["s1"].options == StreamOptions(full_window_finals=True)
     server._on_frame({"op": "end", "stream": "s1"}, b"", 0.0)
     out.seek(0)
     assert read_frame(out) == ({"ev": "ended", "stream": "s1", "utterances": 0, "audio_s": 0.0}, b"")
     assert server.streams == {}
+
+
+@pytest.mark.parametrize(("final_window", "eager", "full"), [
+    ("auto", False, True), ("auto", True, False), ("short", False, False), ("short", True, False),
+    ("full", False, True), ("full", True, True)])
+def test_the_final_window_setting_gives_each_stream_its_finals_window(final_window, eager, full):
+    server = SidecarServer(NoModel(), io.BytesIO(), "tiny.en", final_window=final_window)
+    server._on_frame({"op": "open", "stream": "s1", "eager": eager}, b"", 0.0)
+    assert server.streams["s1"].options == StreamOptions(eager=eager, full_window_finals=full)
+
+
+def test_an_unknown_final_window_is_refused_by_name():
+    with pytest.raises(ValueError, match="final_window must be one of auto, short, full, not 'wide'"):
+        SidecarServer(NoModel(), io.BytesIO(), "tiny.en", final_window="wide")
+
+
+class WindowRecorder(NoModel):
+    def __init__(self):
+        self.calls = []
+
+    def decode_batch(self, windows, beam_size):
+        self.calls.append([(w.full, len(w.audio)) for w in windows])
+        return [Transcript("x", "en") for _ in windows]
+
+
+def test_a_batch_decodes_each_job_on_the_window_the_job_names():
+    recorder = WindowRecorder()
+    server = SidecarServer(recorder, io.BytesIO(), "tiny.en")
+    audio = np.zeros(16000, dtype=np.float32)
+
+    def job(kind, full):
+        return DecodeJob("s", kind, 0, audio, 0, len(audio), "en", "", 5, False, 0, 0.0, full)
+
+    results = server._decode([job("final", True), job("final", False), job("partial", False), job("final", True)])
+    assert [r.text for r in results] == ["x"] * 4
+    assert sorted(recorder.calls) == [[(False, 16000), (False, 16000)], [(True, 16000), (True, 16000)]]
 
 
 @pytest.mark.slow

