@@ -119,7 +119,7 @@ def test_finals_carry_the_streams_encoder_window_and_partials_stay_short(full):
     assert window == (3000 if full else short_window_frames(len(final.audio)))
 
 
-def test_a_full_window_stream_speculates_only_once_the_pause_lasts_160_ms():
+def test_a_full_window_stream_speculates_once_the_pause_lasts_160_ms_on_audio_up_to_that_mark():
     policy = make([(1.0, 2.0)], silence_ms=500, full_window_finals=True)
     now = [0.0]
     feed_seconds(policy, 2.1, now, chunk_s=0.02)
@@ -127,7 +127,11 @@ def test_a_full_window_stream_speculates_only_once_the_pause_lasts_160_ms():
     assert (policy.due_early_final(), policy.due_final()) == (None, None)  # ~100 ms of pause
     feed_seconds(policy, 0.1, now, chunk_s=0.02)
     assert policy.due_early_final() is None and policy.due_final() is not None
-    assert policy.take_final().full_window
+    silence_since = policy.utterance.silence_since
+    job = policy.take_final()
+    assert job.full_window
+    # its audio runs as far past the pause's start as the speculation had: 160 ms
+    assert job.end_sample == silence_since + int(0.16 * RATE) == job.start_sample + len(job.audio)
 
 
 def test_the_speculative_final_of_a_short_pause_is_early_work_until_the_pause_lasts_160_ms():
