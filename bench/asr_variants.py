@@ -24,8 +24,8 @@ same audio. Named variants:
 - ``crop-at-dispatch``: a final decodes whatever audio had arrived when it was
   dispatched (and a final taken after the close the utterance plus 400 ms),
   instead of the utterance up to 32 ms after its silence began (``tail=-1``;
-  ``tail=MS`` sets another fixed tail for short-window finals, and holds the speculation until it has arrived). Here every decode runs at once, so
-  this is the crop of an idle server; under load the old crop grew with the wait.
+  ``tail=MS`` sets another fixed tail for short-window finals, and holds the
+  speculation until it has arrived). Here every decode runs at once, so this is the crop of an idle server; under load the old crop grew with the wait.
 
 A variant can also be written as its settings: ``hold=NEWEST/EARLIER`` (words
 held back at the end of the newest and the earlier agreeing hypotheses),

@@ -37,6 +37,7 @@ from .files import FileJob
 from .framing import FrameError, FrameRejected, encode_frame, pcm_from_bytes, read_frame
 from .policy import RATE, DecodeJob, StreamOptions, StreamPolicy
 from .scheduler import Scheduler
+from .utterance import FINAL_WINDOWS
 from .watch import BusyClock
 
 log = logging.getLogger("voxgate.asr")
@@ -44,7 +45,6 @@ log = logging.getLogger("voxgate.asr")
 INBOX_SIZE = 256
 LAG_REPORT_S = 1.0
 MAX_STREAMS = 10000
-FINAL_WINDOWS = ("auto", "short", "full")
 
 
 class SidecarServer:

@@ -16,6 +16,9 @@ import numpy as np
 from .agreement import Agreement
 from .decoder import Transcript
 
+# VOXGATE_ASR_FINAL_WINDOW: auto (30 s for streams without eager, short for eager ones), short, full
+FINAL_WINDOWS = ("auto", "short", "full")
+
 
 @dataclass(frozen=True)
 class StreamOptions:

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from engines.asr.agreement import keep_stable_words
-from engines.asr.decoder import Transcript, Word, short_window_frames
+from engines.asr.decoder import FULL_WINDOW_FRAMES, Transcript, Word, short_window_frames
 from engines.asr.policy import (
     FINAL_BEAM,
     FINAL_TAIL,
@@ -116,7 +116,7 @@ def test_finals_carry_the_streams_encoder_window_and_partials_stay_short(full):
     window = policy.final_window()
     final = policy.take_final()
     assert final is not None and final.kind == "final" and final.full_window is full
-    assert window == (3000 if full else short_window_frames(len(final.audio)))
+    assert window == (FULL_WINDOW_FRAMES if full else short_window_frames(len(final.audio)))
 
 
 def test_a_full_window_stream_speculates_once_the_pause_lasts_160_ms_on_audio_up_to_that_mark():
