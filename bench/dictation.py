@@ -1,6 +1,9 @@
 """Live dictation benchmark: accuracy, latency, CPU and capacity on this machine.
 
-    flock /tmp/voxgate-bench.lock python bench/dictation.py     # starts its own gateway (tiny.en), ~25 minutes
+    flock /tmp/voxgate-bench.lock python bench/dictation.py     # starts its own gateway (tiny.en), ~75 minutes
+
+(most of it the quick-paced set at 1 and 2 streams: ``--clips 0 --levels 8 --quick-renditions 1
+--accuracy-renditions 8`` measures the same goals in ~45 minutes).
 
 Speech is made at run time (64 clips, 743 words: Piper joe at three speeds,
 espeak-ng with three voices; clean and with white noise at 10 dB SNR; one or
@@ -27,7 +30,10 @@ through a real gateway socket in real time by the project's own client
   streaming against offline WER per mode, condition and pace, beside the final
   and eager latencies of the same streams (target: streaming WER on clean
   speech at most 1.05x offline); clips whose streaming and offline texts
-  differ in errors are printed with both texts;
+  differ in errors are printed with both texts; then the accuracy pooled over
+  more renditions (``--accuracy-renditions``, the extra ones at 8 streams
+  only), with a bootstrap interval of the ratio: one rendition holds ~25 word
+  errors, so a single word moves its ratio by 0.04;
 - concurrent real-time streams: N streams of the same four sentences started
   at the same instant (so their utterances end together: the worst case for
   finals), with the p95 of the ``lag_s`` the server reports in partials, the
@@ -208,13 +214,13 @@ def start_server(threads: int | None, extra_env: dict[str, str]) -> tuple[subpro
 
 
 async def run(url: str, server_pid: int | None, levels: list[int], max_clips: int, quick_levels: list[int],
-              conditions: list[str], renditions: int, modes: list[str]) -> str:
+              conditions: list[str], renditions: int, modes: list[str], accuracy_renditions: int = 0) -> str:
     clips = make_clips(max_clips) if max_clips else []
     lines: list[str] = []
     if clips:
         lines += await single_streams(url, server_pid, clips)
     if quick_levels and conditions:
-        lines += await quick_paced(url, quick_levels, conditions, renditions, modes)
+        lines += await quick_paced(url, quick_levels, conditions, renditions, modes, accuracy_renditions)
     if not levels:
         return "\n".join(lines)
     long_clip = concat_clips(make_clips(4))  # ~18 s, four sentences
@@ -281,25 +287,60 @@ class QuickRow:
 QUICK_MODES = {"dictation": False, "agent": True}  # mode -> the streams' ``eager``
 
 
+def ratio_interval(pairs: list[tuple[int, int]], draws: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """The 5th and 95th percentiles of streaming / offline errors over ``draws`` bootstrap
+    resamples of the clips (``pairs``: each clip's streaming and offline errors): how far
+    the ratio could move with another draw of the same kind of speech."""
+    data = np.array(pairs, dtype=float).reshape(-1, 2)
+    if not len(data):
+        return float("nan"), float("nan")
+    picks = np.random.default_rng(seed).integers(0, len(data), size=(draws, len(data)))
+    sums = data[picks].sum(axis=1)
+    ratios = sums[:, 0] / np.maximum(sums[:, 1], 1)
+    return float(np.percentile(ratios, 5)), float(np.percentile(ratios, 95))
+
+
 async def quick_paced(url: str, levels: list[int], conditions: list[str], renditions: int,
-                      modes: list[str]) -> list[str]:
+                      modes: list[str], accuracy_renditions: int = 0) -> list[str]:
     """The quick-paced clips streamed N at a time (each stream its own clip, started
     together), per mode (dictation: no eager; agent: eager=true), condition and pace:
     streaming against offline WER beside the end-of-speech latencies, and how many
-    clips' finals changed with the load."""
+    clips' finals changed with the load. Renditions past ``renditions`` (up to
+    ``accuracy_renditions``) are played at the highest level only: a final depends on
+    the audio alone, not on the load, and one rendition is ~25 word errors, too few to
+    tell 1.05x from 1.2x, so the pooled accuracy table takes every rendition."""
     rows: dict[tuple[str, str, str, int], QuickRow] = {}
     changed: dict[tuple[str, str, int], int] = {}  # (mode, condition, streams) -> clips changed from 1 stream's
     clip_count: dict[str, int] = {}
-    for rendition in range(renditions):
+    pooled: dict[tuple[str, str], list[tuple[int, int]]] = {}  # (mode, condition) -> per clip (stream, offline) errors
+    per_rendition: dict[tuple[str, str], list[str]] = {}
+    words: dict[str, int] = {}
+    top = max(levels)
+    for rendition in range(max(renditions, accuracy_renditions)):
+        rendition_levels = levels if rendition < renditions else [top]
         for condition, clips in quick_conditions(conditions, rendition).items():
             offline = [offline_text(url, c) for c in clips]
-            clip_count[condition] = clip_count.get(condition, 0) + len(clips)
-            for mode, n in ((m, n) for m in modes for n in levels):
+            words[condition] = words.get(condition, 0) + sum(len(c.text.split()) for c in clips)
+            if rendition < renditions:
+                clip_count[condition] = clip_count.get(condition, 0) + len(clips)
+            for mode, n in ((m, n) for m in modes for n in rendition_levels):
                 results: list[StreamResult] = []
                 for start in range(0, len(clips), n):
                     results += await asyncio.gather(*(stream_clip(url, c, QUICK_MODES[mode])
                                                       for c in clips[start:start + n]))
                 texts = [" ".join(r.finals) for r in results]
+                if n == top:
+                    pairs = [(word_errors(c.text, t)[0], word_errors(c.text, o)[0])
+                             for c, t, o in zip(clips, texts, offline, strict=True)]
+                    pooled.setdefault((mode, condition), []).extend(pairs)
+                    per_rendition.setdefault((mode, condition), []).append(
+                        f"{sum(p[0] for p in pairs)}/{sum(p[1] for p in pairs)}")
+                if rendition >= renditions:
+                    for clip, text, off, (s_e, o_e) in zip(clips, texts, offline, pairs, strict=True):
+                        if s_e != o_e:
+                            print(f"  rendition {rendition + 1}, {mode}, {n} streams, {clip.name}: stream {s_e} "
+                                  f"offline {o_e}\n      streamed {text}\n      offline  {off}", file=sys.stderr)
+                    continue
                 if n == levels[0]:
                     first_texts = texts
                 changed[mode, condition, n] = changed.get((mode, condition, n), 0) + sum(
@@ -343,6 +384,18 @@ async def quick_paced(url: str, levels: list[int], conditions: list[str], rendit
                        f"{mode} {condition} at {n} streams {changed[mode, condition, n]} of {clip_count[condition]}"
                        for mode, condition, n in changed if n != levels[0]) + ". Dictation streams have no "
                    "eager final: their eager columns repeat the final's.")]
+    count = max(renditions, accuracy_renditions)
+    lines += ["", (f"Accuracy over {count} rendition{'s' if count > 1 else ''} of the quick-paced set "
+                   f"({top} streams at once; 90% interval of the ratio by bootstrap over clips):"), "",
+              ("| mode | condition | clips | words | streaming errors | offline errors | streaming / offline "
+               "| 90% interval | per rendition (streaming/offline) |"),
+              "|---|---|---|---|---|---|---|---|---|"]
+    for (mode, condition), pairs in pooled.items():
+        s_err, o_err = sum(p[0] for p in pairs), sum(p[1] for p in pairs)
+        low, high = ratio_interval(pairs)
+        ratio = f"{s_err / o_err:.2f}x" if o_err else ("1.00x" if not s_err else "inf")
+        lines.append(f"| {mode} | {condition} | {len(pairs)} | {words[condition]} | {s_err} | {o_err} | {ratio} "
+                     f"| {low:.2f}-{high:.2f}x | {' '.join(per_rendition[mode, condition])} |")
     return [*lines, ""]
 
 
@@ -430,7 +483,11 @@ def main() -> int:
     parser.add_argument("--quick-modes", default="dictation,agent",
                         help="dictation (streams without eager) and/or agent (eager=true)")
     parser.add_argument("--quick-renditions", type=int, default=2,
-                        help="fresh syntheses of the quick-paced set, pooled (each ~14 minutes for both conditions)")
+                        help="fresh syntheses of the quick-paced set played at every quick level, pooled "
+                             "(each ~13 minutes a mode for both conditions)")
+    parser.add_argument("--accuracy-renditions", type=int, default=6,
+                        help="renditions in the pooled accuracy table: those past --quick-renditions are played "
+                             "at the highest quick level only (each ~1.5 minutes a mode for both conditions)")
     args = parser.parse_args()
     extra_env = dict(item.split("=", 1) for item in args.env)
     if any(not k.startswith("VOXGATE_") for k in extra_env):
@@ -454,7 +511,8 @@ def main() -> int:
         load_before = os.getloadavg()
         lanes, threads = split_cores(int(extra_env.get("VOXGATE_ASR_LANES", 0)),
                                      args.threads if args.threads is not None else 0, len(os.sched_getaffinity(0)))
-        table = asyncio.run(run(url, pid, levels, args.clips, quick_levels, conditions, args.quick_renditions, modes))
+        table = asyncio.run(run(url, pid, levels, args.clips, quick_levels, conditions, args.quick_renditions, modes,
+                                args.accuracy_renditions))
         print(table)
         print(f"\nCPU: {cpu_model()}, {os.cpu_count()} cores; load average (1/5/15 min) before "
               f"{'/'.join(f'{x:.2f}' for x in load_before)}, after {'/'.join(f'{x:.2f}' for x in os.getloadavg())}; "
