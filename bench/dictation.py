@@ -38,7 +38,10 @@ through a real gateway socket in real time by the project's own client
   at the same instant (so their utterances end together: the worst case for
   finals), with the p95 of the ``lag_s`` the server reports in partials, the
   final and eager latencies and the WER; the largest N with final p95 under
-  1.2 s and partial lag p95 under 1 s is what this machine sustains.
+  1.2 s and partial lag p95 under 1 s is what this machine sustains;
+- whole sentences as Piper writes them (untrimmed), 2 and 8 streams at once,
+  with the final timed from the end of the audio, as a client streaming files
+  would time it, beside the benchmark's own measure.
 """
 
 from __future__ import annotations
@@ -61,6 +64,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.dictation_clips import (  # noqa: E402
+    LEAD_S,
+    QUICK_PHRASES,
+    QUICK_RATES,
     RATE,
     Clip,
     clip_kind,
@@ -69,13 +75,14 @@ from bench.dictation_clips import (  # noqa: E402
     make_clips,
     make_quick_clips,
     passage_plan,
+    voiced_bounds,
 )
 from engines.asr.decoder import split_cores  # noqa: E402
 from engines.asr.files import BEAM as FILE_BEAM  # noqa: E402
 from engines.asr.policy import FINAL_BEAM  # noqa: E402
 from gateway.audio import write_wav  # noqa: E402
 from gateway.client.dictation import DictationClient  # noqa: E402
-from tests.support.speech import add_noise, word_errors  # noqa: E402
+from tests.support.speech import add_noise, piper_say, resample, word_errors  # noqa: E402
 
 FINAL_P95_BAR_S = 1.2
 LAG_P95_BAR_S = 1.0
@@ -214,13 +221,16 @@ def start_server(threads: int | None, extra_env: dict[str, str]) -> tuple[subpro
 
 
 async def run(url: str, server_pid: int | None, levels: list[int], max_clips: int, quick_levels: list[int],
-              conditions: list[str], renditions: int, modes: list[str], accuracy_renditions: int = 0) -> str:
+              conditions: list[str], renditions: int, modes: list[str], accuracy_renditions: int = 0,
+              sentence_levels: list[int] | None = None) -> str:
     clips = make_clips(max_clips) if max_clips else []
     lines: list[str] = []
     if clips:
         lines += await single_streams(url, server_pid, clips)
     if quick_levels and conditions:
         lines += await quick_paced(url, quick_levels, conditions, renditions, modes, accuracy_renditions)
+    if sentence_levels:
+        lines += await whole_sentences(url, sentence_levels, modes)
     if not levels:
         return "\n".join(lines)
     long_clip = concat_clips(make_clips(4))  # ~18 s, four sentences
@@ -399,6 +409,54 @@ async def quick_paced(url: str, levels: list[int], conditions: list[str], rendit
     return [*lines, ""]
 
 
+SENTENCE_TRAIL_S = 1.5
+
+
+def whole_sentence_clips(count: int = 10) -> list[tuple[Clip, float]]:
+    """Sentences of the quick-paced set said whole at both rates, as Piper writes them
+    (untrimmed), each followed by 1.5 s of silence; each with how long Piper's audio runs
+    past its last voiced sample. ``speech_ends_s`` is the end of Piper's audio."""
+    clips = []
+    for rate in QUICK_RATES:
+        for phrases in QUICK_PHRASES[:count]:
+            samples, piper_rate = piper_say(" ".join(phrases), length_scale=1 / rate)
+            speech = resample(samples, piper_rate)
+            trailing = len(speech) / RATE - voiced_bounds(speech)[1]
+            audio = np.concatenate([np.zeros(int(LEAD_S * RATE), np.float32), speech,
+                                    np.zeros(int(SENTENCE_TRAIL_S * RATE), np.float32)])
+            clips.append((Clip(f"sentence x{rate:.2f}", " ".join(phrases), audio, LEAD_S,
+                               [LEAD_S + len(speech) / RATE]), trailing))
+    return clips
+
+
+async def whole_sentences(url: str, levels: list[int], modes: list[str]) -> list[str]:
+    """Final latency timed from the end of the audio file, as a client streaming whole
+    Piper sentences would time it, beside the benchmark's own measure (from the last
+    voiced sample), per mode and stream count."""
+    clips = whole_sentence_clips()
+    offline = sum(word_errors(c.text, offline_text(url, c))[0] for c, _ in clips)
+    trailing = [t for _, t in clips]
+    lines = [(f"Whole sentences ({len(clips)}, Piper at rates {' and '.join(f'{r:g}' for r in QUICK_RATES)}, "
+              f"untrimmed: its audio runs {np.median(trailing):.2f} s past the last voiced sample at the median, "
+              f"{min(trailing):.2f}-{max(trailing):.2f} s), timed from the end of the audio:"), "",
+             ("| mode | streams | final p50 | final p95 | final p50 from the last voiced sample | eager p50 "
+              "| word errors | offline |"),
+             "|---|---|---|---|---|---|---|---|"]
+    for mode, n in ((m, n) for m in modes for n in levels):
+        final, voiced, eager, errors = [], [], [], 0
+        for start in range(0, len(clips), n):
+            part = clips[start:start + n]
+            results = await asyncio.gather(*(stream_clip(url, c, QUICK_MODES[mode]) for c, _ in part))
+            for (clip, trail), result in zip(part, results, strict=True):
+                final += result.final_latency_s
+                voiced += [x + trail for x in result.final_latency_s]
+                eager += result.eager_latency_s
+                errors += word_errors(clip.text, " ".join(result.finals))[0]
+        lines.append(f"| {mode} | {n} | {pct(final, 50):.2f} s | {pct(final, 95):.2f} s | {pct(voiced, 50):.2f} s "
+                     f"| {pct(eager, 50):.2f} s | {errors} | {offline} |")
+    return [*lines, ""]
+
+
 async def single_streams(url: str, server_pid: int | None, clips: list[Clip]) -> list[str]:
     print(f"{len(clips)} clips, {sum(len(c.audio) for c in clips) / RATE:.0f} s of audio", file=sys.stderr)
     pids = sidecar_pids(server_pid) if server_pid else []
@@ -488,6 +546,9 @@ def main() -> int:
     parser.add_argument("--accuracy-renditions", type=int, default=6,
                         help="renditions in the pooled accuracy table: those past --quick-renditions are played "
                              "at the highest quick level only (each ~1.5 minutes a mode for both conditions)")
+    parser.add_argument("--sentence-levels", default="2,8",
+                        help="stream counts for whole untrimmed sentences timed from the end of the audio "
+                             "('' skips them; ~3 minutes)")
     args = parser.parse_args()
     extra_env = dict(item.split("=", 1) for item in args.env)
     if any(not k.startswith("VOXGATE_") for k in extra_env):
@@ -512,7 +573,7 @@ def main() -> int:
         lanes, threads = split_cores(int(extra_env.get("VOXGATE_ASR_LANES", 0)),
                                      args.threads if args.threads is not None else 0, len(os.sched_getaffinity(0)))
         table = asyncio.run(run(url, pid, levels, args.clips, quick_levels, conditions, args.quick_renditions, modes,
-                                args.accuracy_renditions))
+                                args.accuracy_renditions, [int(x) for x in args.sentence_levels.split(",") if x]))
         print(table)
         print(f"\nCPU: {cpu_model()}, {os.cpu_count()} cores; load average (1/5/15 min) before "
               f"{'/'.join(f'{x:.2f}' for x in load_before)}, after {'/'.join(f'{x:.2f}' for x in os.getloadavg())}; "
