@@ -64,8 +64,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.dictation_clips import (  # noqa: E402
-    LEAD_S,
-    QUICK_PHRASES,
     QUICK_RATES,
     RATE,
     Clip,
@@ -75,14 +73,14 @@ from bench.dictation_clips import (  # noqa: E402
     make_clips,
     make_quick_clips,
     passage_plan,
-    voiced_bounds,
+    whole_sentence_clips,
 )
 from engines.asr.decoder import split_cores  # noqa: E402
 from engines.asr.files import BEAM as FILE_BEAM  # noqa: E402
 from engines.asr.policy import FINAL_BEAM  # noqa: E402
 from gateway.audio import write_wav  # noqa: E402
 from gateway.client.dictation import DictationClient  # noqa: E402
-from tests.support.speech import add_noise, piper_say, resample, word_errors  # noqa: E402
+from tests.support.speech import add_noise, word_errors  # noqa: E402
 
 FINAL_P95_BAR_S = 1.2
 LAG_P95_BAR_S = 1.0
@@ -297,6 +295,14 @@ class QuickRow:
 QUICK_MODES = {"dictation": False, "agent": True}  # mode -> the streams' ``eager``
 
 
+async def play_in_groups(url: str, clips: list[Clip], n: int, eager: bool) -> list[StreamResult]:
+    """Every clip streamed, ``n`` streams at a time (each its own clip, started together)."""
+    results: list[StreamResult] = []
+    for start in range(0, len(clips), n):
+        results += await asyncio.gather(*(stream_clip(url, c, eager) for c in clips[start:start + n]))
+    return results
+
+
 def ratio_interval(pairs: list[tuple[int, int]], draws: int = 2000, seed: int = 0) -> tuple[float, float]:
     """The 5th and 95th percentiles of streaming / offline errors over ``draws`` bootstrap
     resamples of the clips (``pairs``: each clip's streaming and offline errors): how far
@@ -306,8 +312,10 @@ def ratio_interval(pairs: list[tuple[int, int]], draws: int = 2000, seed: int = 
         return float("nan"), float("nan")
     picks = np.random.default_rng(seed).integers(0, len(data), size=(draws, len(data)))
     sums = data[picks].sum(axis=1)
-    ratios = sums[:, 0] / np.maximum(sums[:, 1], 1)
-    return float(np.percentile(ratios, 5)), float(np.percentile(ratios, 95))
+    # no errors on either side reads 1.00x, as the pooled ratio does; streaming errors against none, inf
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = np.where(sums[:, 1] > 0, sums[:, 0] / sums[:, 1], np.where(sums[:, 0] > 0, np.inf, 1.0))
+    return float(np.percentile(ratios, 5, method="nearest")), float(np.percentile(ratios, 95, method="nearest"))
 
 
 async def quick_paced(url: str, levels: list[int], conditions: list[str], renditions: int,
@@ -334,30 +342,25 @@ async def quick_paced(url: str, levels: list[int], conditions: list[str], rendit
             if rendition < renditions:
                 clip_count[condition] = clip_count.get(condition, 0) + len(clips)
             for mode, n in ((m, n) for m in modes for n in rendition_levels):
-                results: list[StreamResult] = []
-                for start in range(0, len(clips), n):
-                    results += await asyncio.gather(*(stream_clip(url, c, QUICK_MODES[mode])
-                                                      for c in clips[start:start + n]))
+                results = await play_in_groups(url, clips, n, QUICK_MODES[mode])
                 texts = [" ".join(r.finals) for r in results]
+                scores = [(*word_errors(c.text, t), word_errors(c.text, o)[0])  # (streaming, words, offline)
+                          for c, t, o in zip(clips, texts, offline, strict=True)]
+                for clip, text, off, (s_e, _, o_e) in zip(clips, texts, offline, scores, strict=True):
+                    if s_e != o_e:
+                        print(f"  rendition {rendition + 1}, {mode}, {n} streams, {clip.name}: stream {s_e} offline "
+                              f"{o_e}\n      streamed {text}\n      offline  {off}", file=sys.stderr)
                 if n == top:
-                    pairs = [(word_errors(c.text, t)[0], word_errors(c.text, o)[0])
-                             for c, t, o in zip(clips, texts, offline, strict=True)]
-                    pooled.setdefault((mode, condition), []).extend(pairs)
+                    pooled.setdefault((mode, condition), []).extend((s_e, o_e) for s_e, _, o_e in scores)
                     per_rendition.setdefault((mode, condition), []).append(
-                        f"{sum(p[0] for p in pairs)}/{sum(p[1] for p in pairs)}")
+                        f"{sum(x[0] for x in scores)}/{sum(x[2] for x in scores)}")
                 if rendition >= renditions:
-                    for clip, text, off, (s_e, o_e) in zip(clips, texts, offline, pairs, strict=True):
-                        if s_e != o_e:
-                            print(f"  rendition {rendition + 1}, {mode}, {n} streams, {clip.name}: stream {s_e} "
-                                  f"offline {o_e}\n      streamed {text}\n      offline  {off}", file=sys.stderr)
                     continue
                 if n == levels[0]:
                     first_texts = texts
                 changed[mode, condition, n] = changed.get((mode, condition, n), 0) + sum(
                     a != b for a, b in zip(first_texts, texts, strict=True))
-                for i, (clip, result) in enumerate(zip(clips, results, strict=True)):
-                    s_e, total = word_errors(clip.text, texts[i])
-                    o_e = word_errors(clip.text, offline[i])[0]
+                for clip, result, (s_e, total, o_e) in zip(clips, results, scores, strict=True):
                     for pace in (clip.name.split()[2], "all"):
                         row = rows.setdefault((mode, condition, pace, n), QuickRow())
                         row.clips += 1
@@ -369,9 +372,6 @@ async def quick_paced(url: str, levels: list[int], conditions: list[str], rendit
                         row.final += result.final_latency_s
                         row.final_from_end += result.final_from_end_s
                         row.eager += result.eager_latency_s
-                    if s_e != o_e:
-                        print(f"  rendition {rendition + 1}, {mode}, {n} streams, {clip.name}: stream {s_e} offline {o_e}"
-                              f"\n      streamed {texts[i]}\n      offline  {offline[i]}", file=sys.stderr)
                 row = rows[mode, condition, "all", n]
                 print(f"  quick {condition}, rendition {rendition + 1}, {mode}, {n} streams: {row.streaming_errors} "
                       f"streaming errors, {row.offline_errors} offline, so far", file=sys.stderr)
@@ -387,13 +387,14 @@ async def quick_paced(url: str, levels: list[int], conditions: list[str], rendit
                      f"| {o_err / r.words:.1%} ({o_err}) | {ratio} | {r.better} / {r.worse} "
                      f"| {pct(r.final, 50):.2f} s | {pct(r.final, 95):.2f} s | {pct(r.final_from_end, 50):.2f} s "
                      f"| {pct(r.eager, 50):.2f} s | {pct(r.eager, 95):.2f} s |")
+    changes = ", ".join(f"{mode} {condition} at {n} streams {changed[mode, condition, n]} of {clip_count[condition]}"
+                        for mode, condition, n in changed if n != levels[0])
     lines += ["", ("Latencies run from the moment the chunk holding an utterance's last voiced sample was sent; "
                    "`final p50 from end` from the moment the sample at the final's own `end` (where the "
-                   "server heard the speech stop) was sent. Clips whose finals differ from the same clip's "
-                   "finals at " + f"{levels[0]} stream{'s' if levels[0] > 1 else ''}: " + ", ".join(
-                       f"{mode} {condition} at {n} streams {changed[mode, condition, n]} of {clip_count[condition]}"
-                       for mode, condition, n in changed if n != levels[0]) + ". Dictation streams have no "
-                   "eager final: their eager columns repeat the final's.")]
+                   "server heard the speech stop) was sent. "
+                   + (f"Clips whose finals differ from the same clip's finals at {levels[0]} "
+                      f"stream{'s' if levels[0] > 1 else ''}: {changes}. " if changes else "")
+                   + "Dictation streams have no eager final: their eager columns repeat the final's.")]
     count = max(renditions, accuracy_renditions)
     lines += ["", (f"Accuracy over {count} rendition{'s' if count > 1 else ''} of the quick-paced set "
                    f"({top} streams at once; 90% interval of the ratio by bootstrap over clips):"), "",
@@ -407,26 +408,6 @@ async def quick_paced(url: str, levels: list[int], conditions: list[str], rendit
         lines.append(f"| {mode} | {condition} | {len(pairs)} | {words[condition]} | {s_err} | {o_err} | {ratio} "
                      f"| {low:.2f}-{high:.2f}x | {' '.join(per_rendition[mode, condition])} |")
     return [*lines, ""]
-
-
-SENTENCE_TRAIL_S = 1.5
-
-
-def whole_sentence_clips(count: int = 10) -> list[tuple[Clip, float]]:
-    """Sentences of the quick-paced set said whole at both rates, as Piper writes them
-    (untrimmed), each followed by 1.5 s of silence; each with how long Piper's audio runs
-    past its last voiced sample. ``speech_ends_s`` is the end of Piper's audio."""
-    clips = []
-    for rate in QUICK_RATES:
-        for phrases in QUICK_PHRASES[:count]:
-            samples, piper_rate = piper_say(" ".join(phrases), length_scale=1 / rate)
-            speech = resample(samples, piper_rate)
-            trailing = len(speech) / RATE - voiced_bounds(speech)[1]
-            audio = np.concatenate([np.zeros(int(LEAD_S * RATE), np.float32), speech,
-                                    np.zeros(int(SENTENCE_TRAIL_S * RATE), np.float32)])
-            clips.append((Clip(f"sentence x{rate:.2f}", " ".join(phrases), audio, LEAD_S,
-                               [LEAD_S + len(speech) / RATE]), trailing))
-    return clips
 
 
 async def whole_sentences(url: str, levels: list[int], modes: list[str]) -> list[str]:
@@ -444,14 +425,12 @@ async def whole_sentences(url: str, levels: list[int], modes: list[str]) -> list
              "|---|---|---|---|---|---|---|---|"]
     for mode, n in ((m, n) for m in modes for n in levels):
         final, voiced, eager, errors = [], [], [], 0
-        for start in range(0, len(clips), n):
-            part = clips[start:start + n]
-            results = await asyncio.gather(*(stream_clip(url, c, QUICK_MODES[mode]) for c, _ in part))
-            for (clip, trail), result in zip(part, results, strict=True):
-                final += result.final_latency_s
-                voiced += [x + trail for x in result.final_latency_s]
-                eager += result.eager_latency_s
-                errors += word_errors(clip.text, " ".join(result.finals))[0]
+        results = await play_in_groups(url, [c for c, _ in clips], n, QUICK_MODES[mode])
+        for (clip, trail), result in zip(clips, results, strict=True):
+            final += result.final_latency_s
+            voiced += [x + trail for x in result.final_latency_s]
+            eager += result.eager_latency_s
+            errors += word_errors(clip.text, " ".join(result.finals))[0]
         lines.append(f"| {mode} | {n} | {pct(final, 50):.2f} s | {pct(final, 95):.2f} s | {pct(voiced, 50):.2f} s "
                      f"| {pct(eager, 50):.2f} s | {errors} | {offline} |")
     return [*lines, ""]

@@ -201,3 +201,22 @@ def make_quick_clips(limit: int | None = None, snr: float | None = None, renditi
     pauses in another order and other noise."""
     plan = [(p, r) for r in QUICK_RATES for p in QUICK_PHRASES][:limit]
     return [make_quick_clip(p, r, seed + 1000 * rendition, snr) for seed, (p, r) in enumerate(plan)]
+
+
+SENTENCE_TRAIL_S = 1.5
+
+
+def whole_sentence_clips(count: int = 10) -> list[tuple[Clip, float]]:
+    """Sentences of the quick-paced set said whole at both rates, as Piper writes them
+    (untrimmed), each followed by 1.5 s of silence; each with how long Piper's audio runs
+    past its last voiced sample. ``speech_ends_s`` is the end of Piper's audio."""
+    clips = []
+    for rate in QUICK_RATES:
+        for phrases in QUICK_PHRASES[:count]:
+            speech, name = say("piper", " ".join(phrases), 1 / rate)
+            trailing = len(speech) / RATE - voiced_bounds(speech)[1]
+            audio = np.concatenate([np.zeros(int(LEAD_S * RATE), np.float32), speech,
+                                    np.zeros(int(SENTENCE_TRAIL_S * RATE), np.float32)])
+            clips.append((Clip(f"sentence {name}", " ".join(phrases), audio, LEAD_S,
+                               [LEAD_S + len(speech) / RATE]), trailing))
+    return clips

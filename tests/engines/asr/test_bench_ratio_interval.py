@@ -10,6 +10,8 @@ from bench.dictation import ratio_interval
 def test_clips_that_all_agree_give_a_point_interval():
     assert ratio_interval([(1, 1), (0, 0), (3, 3)]) == (1.0, 1.0)
     assert ratio_interval([(2, 1), (4, 2), (6, 3)]) == (2.0, 2.0)
+    assert ratio_interval([(0, 0), (0, 0)]) == (1.0, 1.0)  # no errors either side, as the pooled ratio reads it
+    assert ratio_interval([(1, 0)]) == (math.inf, math.inf)
 
 
 def test_the_interval_holds_the_pooled_ratio_and_widens_with_fewer_clips():
