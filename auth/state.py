@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 import time
 from collections.abc import Callable
 from typing import Any
 
-from .config import AuthConfig
+from .config import ALLOW_SHORT_KEY_ENV, MIN_API_KEY_CHARS, AuthConfig
 from .credentials import Credential, CredentialKind
 from .lockout import FailureLimiter, client_bucket
 from .pin_seal import PinSeal
@@ -30,6 +31,8 @@ from .store_memory import MemoryStore
 from .tokens import SESSION_PREFIX, SOURCE_KEY, SOURCE_PIN, SessionStore, TicketStore
 
 __all__ = ["SOURCE_KEY", "SOURCE_PIN", "AuthState", "owner_of"]
+
+log = logging.getLogger("voxgate.auth")
 
 # Principals that stand for the API key: one owner, whatever address they come from.
 KEY_KINDS = frozenset({PrincipalKind.API_KEY, PrincipalKind.SESSION})
@@ -65,6 +68,9 @@ class AuthState:
                               PinSeal.from_api_key(config.api_key))
         self._key_binding: str | None = None
         self._warned_at: dict[str, float] = {}
+        if config.key_is_short:
+            log.warning("auth: the API key has fewer than %d characters (allowed by %s); use a longer one",
+                        MIN_API_KEY_CHARS, ALLOW_SHORT_KEY_ENV)
 
     def warning_due(self, topic: str, every_s: float) -> bool:
         """True at most once per ``every_s`` per ``topic``: for warnings a client can trigger at will."""
