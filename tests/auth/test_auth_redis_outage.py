@@ -62,6 +62,11 @@ def redis_keys(redis: RedisServer, pattern: str) -> list[str]:
     return sorted(filter(None, redis.cli("--scan", "--pattern", pattern).splitlines()))
 
 
+def in_clear(pin: str, stored: list[str]) -> list[str]:
+    """The stored strings holding ``pin`` as a run of digits of its own."""
+    return [s for s in stored if re.search(rf"(?<![0-9]){pin}(?![0-9])", s)]
+
+
 def test_thirty_wrong_keys_while_redis_is_down_get_ten_401_then_429(tmp_path: Path) -> None:
     with running_redis(tmp_path / "redis") as redis, gateway(redis) as (_state, http):
         assert outcome(http, {"X-API-Key": KEY})[0] == 200  # Redis in use
@@ -104,23 +109,6 @@ def test_a_lockout_counted_in_redis_is_seen_by_another_replica_and_the_outage_co
         assert outcome(a, {"X-API-Key": KEY})[0] == 200
 
 
-def every_string_in(redis: RedisServer) -> list[str]:
-    """Every key under PREFIX, and every field, member, score and value stored there."""
-    found: list[str] = []
-    for key in redis_keys(redis, f"{PREFIX}*"):
-        found.append(key)
-        kind = redis.cli("TYPE", key)
-        if kind == "string":
-            found.append(redis.cli("GET", key))
-        elif kind == "hash":
-            found.extend(redis.cli("HGETALL", key).splitlines())
-        elif kind == "zset":
-            found.extend(redis.cli("ZRANGE", key, "0", "-1", "WITHSCORES").splitlines())
-        else:
-            raise AssertionError(f"{key} is a {kind}, which this scan does not read")
-    return found
-
-
 def test_the_pin_is_nowhere_in_redis_in_clear_and_every_replica_checks_it(tmp_path: Path) -> None:
     with running_redis(tmp_path / "redis") as redis, gateway(redis, LOOPBACK) as (_a, local), \
             gateway(redis) as (_b, b), gateway(redis) as (_c, c):
@@ -137,7 +125,6 @@ def test_the_pin_is_nowhere_in_redis_in_clear_and_every_replica_checks_it(tmp_pa
         r = c.get("/consume", headers={"X-Voxgate-Pin": wrong})
         assert (r.status_code, r.json()["detail"]) == (401, "PIN required")
 
-        stored = every_string_in(redis)
+        stored = redis.stored_strings(f"{PREFIX}*")
         assert any(s.startswith(f"{PREFIX}share") for s in stored)  # the scan did see the PIN's record
-        in_clear = [s for s in stored if re.search(rf"(?<![0-9]){pin}(?![0-9])", s)]
-        assert in_clear == []
+        assert in_clear(pin, stored) == []
