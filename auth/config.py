@@ -10,6 +10,22 @@ from .hosts import normalize_pattern
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 DEFAULT_TICKET_PATHS = ("/v1/tts", "/v1/dictation")
+# Shorter API keys refuse to start unless explicitly allowed: a key is the one
+# credential that opens everything from anywhere, and the lockout slows guessing
+# only per address.
+MIN_API_KEY_CHARS = 24
+ALLOW_SHORT_KEY_ENV = "VOXGATE_ALLOW_SHORT_API_KEY"
+
+
+def short_key_problem(api_key: str | None, where: str = "VOXGATE_API_KEY") -> str | None:
+    """What is wrong with ``api_key`` (read from ``where``), or None when it is long enough.
+    Names the settings and the minimum; never shows the key."""
+    if api_key is None or len(api_key) >= MIN_API_KEY_CHARS:
+        return None
+    return (f"the API key in {where} has {len(api_key)} characters; an API key needs at least "
+            f"{MIN_API_KEY_CHARS} (make one with: python3 -c 'import secrets; print(secrets.token_urlsafe(32))'). "
+            f"Set a longer VOXGATE_API_KEY or VOXGATE_API_KEY_FILE, or {ALLOW_SHORT_KEY_ENV}=1 to start "
+            "with this one anyway")
 
 
 @dataclass(frozen=True)
@@ -62,3 +78,7 @@ class AuthConfig:
     @property
     def has_key(self) -> bool:
         return self.api_key is not None
+
+    @property
+    def key_is_short(self) -> bool:
+        return self.api_key is not None and len(self.api_key) < MIN_API_KEY_CHARS

@@ -19,6 +19,8 @@ The auth store may be a network store (Redis, shared by replicas). When it is
 unreachable the decision fails closed for what needs it (a session, a ticket,
 a PIN, a client without a credential: 503 ``authentication store unavailable``)
 and goes on for what does not: loopback, the API key, the trusted network.
+Failed attempts are counted in the process meanwhile (auth/lockout.py), so the
+lockout holds through an outage with the same limits.
 """
 
 from __future__ import annotations
@@ -139,8 +141,9 @@ async def decide(scope: Scope, route_class: RouteClass, state: AuthState) -> Pri
 
 def without_store(route_class: RouteClass, credential: Credential | None, client: ClientAddress,
                    state: AuthState, ambient_ok: bool, exc: StoreUnavailable) -> Principal | Refusal:
-    """The decision while the store is unreachable: only what needs no store passes
-    (failures can be neither read nor counted meanwhile)."""
+    """The decision while the store is unreachable: only what needs no store passes.
+    A credential that can be judged without the store (the key, a wrong key) never
+    gets here: ``judge_credential`` judged and counted it."""
     if credential is not None and credential.from_cookie and not ambient_ok:
         return Refusal(403, ORIGIN_REJECTED)
     if credential is not None and credential.kind in (CredentialKind.BEARER, CredentialKind.API_KEY) \
@@ -151,8 +154,6 @@ def without_store(route_class: RouteClass, credential: Credential | None, client
         return principal
     if route_class is RouteClass.ADMIN and (credential is None or credential.kind.is_pin):
         return admin_refusal(state)  # no credential could help: no store is needed to say so
-    if credential is not None and credential.kind in (CredentialKind.API_KEY, CredentialKind.UNSUPPORTED):
-        return Refusal(401, KEY_REQUIRED)  # can only be the key, and is not: no store is needed to say so
     if credential is None and client.in_networks(state.config.trusted_networks):
         return Principal(PrincipalKind.TRUSTED_NETWORK, client.host) if ambient_ok else Refusal(403, ORIGIN_REJECTED)
     if credential is None and route_class is RouteClass.CONSUME_INBAND and state.config.has_key:
@@ -197,18 +198,20 @@ async def judge_credential(scope: Scope, credential: Credential, client: ClientA
     Raises ``StoreUnavailable`` when the store is needed and unreachable."""
     pin_was_active = False
     if credential.kind is CredentialKind.API_KEY and not state.key_matches(credential.value):
-        principal = None  # a wrong key needs no store to be judged; only counting it does
+        principal = None  # a wrong key needs no store to be judged
     else:
         pin_was_active = credential.kind is CredentialKind.PIN and await state.pin_active()  # a check may revoke it
-        principal = await state.verify(credential, client.host, path=scope.get("path", ""),
-                                       websocket=scope["type"] == "websocket")
+        try:
+            principal = await state.verify(credential, client.host, path=scope.get("path", ""),
+                                           websocket=scope["type"] == "websocket")
+        except StoreUnavailable:
+            if credential.kind is CredentialKind.BEARER and state.key_looks_like_session():
+                # 503 rather than 200 still tells this guess from the key: count it as a wrong key
+                await state.failures.record_failure(client.host)
+            raise
     if principal is not None:
         return principal
-    try:
-        await state.failures.record_failure(client.host)
-    except StoreUnavailable as exc:
-        if state.warning_due("store-uncounted", STORE_WARNING_EVERY_S):
-            log.warning("auth: failed attempts are not counted while %s", exc)
+    await state.failures.record_failure(client.host)  # in the process while the store is unreachable
     log.info("auth: invalid %s credential from %s for %s", credential.kind.value, client.host, scope.get("path", ""))
     if credential.kind is not CredentialKind.PIN:
         return Refusal(401, KEY_REQUIRED)

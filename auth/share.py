@@ -1,7 +1,9 @@
 """LAN sharing: a second listener on the LAN, guarded by a fresh 6-digit PIN.
 
 The PIN lives in the auth store (this process's memory, or Redis shared by
-replicas; never on disk). Every enable draws a new one (and a new generation
+replicas; never on disk), sealed (auth/pin_seal.py): the store holds a keyed
+hash to check it and a copy only the PIN key opens, never the PIN in clear.
+Every enable draws a new one (and a new generation
 number, which sessions minted from a PIN are bound to), so turning sharing off
 or on again kills every PIN credential in circulation. After
 ``failure_budget`` failed PIN attempts in total, from any number of clients
@@ -14,13 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
 import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from .store import AuthStore
+from .pin_seal import PinSeal
+from .store import AuthStore, SharedPin
 
 PIN_DIGITS = 6
 # Set in the scope by a share listener, so a route can tell it is running on it.
@@ -70,8 +72,9 @@ class LanShare:
     """The PIN (in the store) and this process's listener, enabled and disabled together."""
 
     def __init__(self, store: AuthStore, listener: ShareListener | None, failure_budget: int,
-                 on_new_generation: Callable[[], Awaitable[None]]) -> None:
+                 on_new_generation: Callable[[], Awaitable[None]], seal: PinSeal) -> None:
         self._store = store
+        self._seal = seal
         self._listener = listener
         self._budget = failure_budget
         self._on_new_generation = on_new_generation
@@ -89,8 +92,11 @@ class LanShare:
 
     async def current(self) -> ShareInfo | None:
         """The live PIN and where it was shared, or None."""
-        shared = await self._store.current_share()
-        return ShareInfo(shared.pin, shared.host, shared.port) if shared is not None else None
+        shared = await self._live()
+        if shared is None:
+            return None
+        pin = self._seal.open(shared.sealed)
+        return ShareInfo(pin, shared.host, shared.port) if pin is not None else None
 
     async def generation(self) -> int:
         return await self._store.share_generation()
@@ -105,9 +111,10 @@ class LanShare:
             except OSError as exc:
                 raise ShareUnavailable(f"LAN sharing could not start its listener: {exc.strerror or exc}") from None
             self._listening_host = host
-            shared = await self._store.open_share(new_pin(), host, port)
+            pin = new_pin()
+            shared = await self._store.open_share(self._seal.seal(pin), host, port)
             await self._on_new_generation()
-            return ShareInfo(shared.pin, shared.host, shared.port)
+            return ShareInfo(pin, shared.host, shared.port)
 
     async def disable(self, *, wait: bool = True) -> None:
         """Revoke the PIN at once and stop the listener. ``wait=False`` stops it in
@@ -125,16 +132,23 @@ class LanShare:
     async def check(self, presented: str) -> bool:
         """Constant-time PIN check. A failure spends the budget; the last one
         revokes the PIN and stops the listener in the background."""
-        shared = await self._store.current_share()
+        shared = await self._live()
         if shared is None:
             return False
-        if hmac.compare_digest(presented.encode("utf-8", "surrogatepass"), shared.pin.encode("ascii")):
+        if self._seal.matches(shared.sealed, presented):
             return True
         if await self._store.pin_failure(shared.generation) >= self._budget:
             if await self._store.close_share(if_generation=shared.generation):
                 await self._on_new_generation()
             self._stop_in_background()
         return False
+
+    async def _live(self) -> SharedPin | None:
+        """The live PIN's record, if this process's PIN key sealed it. One sealed with
+        another key (a replica with another API key) is no PIN here: it can be neither
+        checked nor shown, and failures must not spend its budget."""
+        shared = await self._store.current_share()
+        return shared if shared is not None and self._seal.owns(shared.sealed) else None
 
     async def aclose(self) -> None:
         """Stop this process's listener; with a shared store the PIN outlives one replica."""
@@ -160,7 +174,7 @@ class LanShare:
         # itself; stopping it inline would wait on that very request.
         async def stop() -> None:
             async with self._lock:
-                if await self._store.current_share() is None and self._listener is not None:
+                if await self._live() is None and self._listener is not None:
                     await self._listener.stop()
 
         task = asyncio.get_running_loop().create_task(stop(), name="lan-share-stop")

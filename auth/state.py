@@ -15,20 +15,24 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 import time
 from collections.abc import Callable
 from typing import Any
 
-from .config import AuthConfig
+from .config import ALLOW_SHORT_KEY_ENV, MIN_API_KEY_CHARS, AuthConfig
 from .credentials import Credential, CredentialKind
 from .lockout import FailureLimiter, client_bucket
+from .pin_seal import PinSeal
 from .principal import Principal, PrincipalKind
 from .share import LanShare, ShareInfo, ShareListener
 from .store import AuthStore
 from .store_memory import MemoryStore
-from .tokens import SOURCE_KEY, SOURCE_PIN, SessionStore, TicketStore
+from .tokens import SESSION_PREFIX, SOURCE_KEY, SOURCE_PIN, SessionStore, TicketStore
 
 __all__ = ["SOURCE_KEY", "SOURCE_PIN", "AuthState", "owner_of"]
+
+log = logging.getLogger("voxgate.auth")
 
 # Principals that stand for the API key: one owner, whatever address they come from.
 KEY_KINDS = frozenset({PrincipalKind.API_KEY, PrincipalKind.SESSION})
@@ -58,10 +62,15 @@ class AuthState:
                                      config.max_sessions_per_guest)
         self.tickets = TicketStore(self.store, config.ticket_ttl_s, config.max_tickets, config.max_tickets_per_guest)
         self.failures = FailureLimiter(self.store, config.lockout_failures, config.lockout_window_s,
-                                       config.lockout_block_failures)
-        self.share = LanShare(self.store, share_listener, config.pin_failure_budget, self._drop_pin_sessions)
+                                       config.lockout_block_failures,
+                                       fallback=MemoryStore(clock, config.max_tracked_clients))
+        self.share = LanShare(self.store, share_listener, config.pin_failure_budget, self._drop_pin_sessions,
+                              PinSeal.from_api_key(config.api_key))
         self._key_binding: str | None = None
         self._warned_at: dict[str, float] = {}
+        if config.key_is_short:
+            log.warning("auth: the API key has fewer than %d characters (allowed by %s); use a longer one",
+                        MIN_API_KEY_CHARS, ALLOW_SHORT_KEY_ENV)
 
     def warning_due(self, topic: str, every_s: float) -> bool:
         """True at most once per ``every_s`` per ``topic``: for warnings a client can trigger at will."""
@@ -88,6 +97,11 @@ class AuthState:
     async def pin_active(self) -> bool:
         return await self.share.current() is not None
 
+    def key_looks_like_session(self) -> bool:
+        """True when the API key itself starts like a session token, so a bearer
+        credential of that shape may be a wrong guess at the key."""
+        return self.config.api_key is not None and self.config.api_key.startswith(SESSION_PREFIX)
+
     def key_principal(self, client: str) -> Principal:
         return Principal(PrincipalKind.API_KEY, client, may_admin=self.config.server_mode)
 
@@ -97,6 +111,8 @@ class AuthState:
         if kind is CredentialKind.BEARER:
             if self.key_matches(value):
                 return self.key_principal(client)
+            if not value.startswith(SESSION_PREFIX):
+                return None  # no session token: a wrong key, judged without the store
             return await self._session_principal(value, client)
         if kind is CredentialKind.API_KEY:
             return self.key_principal(client) if self.key_matches(value) else None

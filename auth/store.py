@@ -18,7 +18,8 @@ the data and does the few steps that must be atomic across replicas:
 - ``pin_failure`` counts a failed PIN against the PIN it was made for, and
   ``close_share(if_generation=...)`` revokes only that PIN.
 
-Tokens are kept under a digest (the caller's), never the token itself. Every
+Tokens are kept under a digest (the caller's), never the token itself; the
+PIN as a sealed record (auth/pin_seal.py) whose key is not in the store. Every
 method may raise ``StoreUnavailable``: the network store is unreachable. The
 policy then fails closed for credentials that need the store and keeps
 serving those that do not (loopback, the API key).
@@ -56,9 +57,10 @@ class Window:
 
 @dataclass(frozen=True)
 class SharedPin:
-    """The live LAN-share PIN as every replica sees it, and where it was opened."""
+    """The live LAN-share PIN as every replica sees it, and where it was opened.
+    ``sealed`` is the record auth/pin_seal.py makes: never the PIN in clear."""
 
-    pin: str
+    sealed: str
     generation: int
     host: str
     port: int
@@ -112,8 +114,8 @@ class AuthStore(Protocol):
         """Bumped by every open and close: sessions minted from a PIN are bound to it."""
         ...
 
-    async def open_share(self, pin: str, host: str, port: int) -> SharedPin:
-        """Replace any PIN with ``pin`` under a new generation, its failure count at 0."""
+    async def open_share(self, sealed: str, host: str, port: int) -> SharedPin:
+        """Replace any PIN with the one ``sealed`` under a new generation, its failure count at 0."""
         ...
 
     async def close_share(self, if_generation: int | None = None) -> bool:

@@ -136,6 +136,10 @@ class MemoryStore:
         now = self.clock()
         return [[now - t for t in self._recent(key, window_s) or ()] for key in keys]
 
+    def forget_failures(self) -> None:
+        """Drop every failure window (a fallback's counts, once the shared store is back)."""
+        self._failures.clear()
+
     def _recent(self, key: str, window_s: float) -> deque[float] | None:
         times = self._failures.get(key)
         if times is None:
@@ -156,9 +160,9 @@ class MemoryStore:
     async def share_generation(self) -> int:
         return self._generation
 
-    async def open_share(self, pin: str, host: str, port: int) -> SharedPin:
+    async def open_share(self, sealed: str, host: str, port: int) -> SharedPin:
         self._generation += 1
-        self._share = SharedPin(pin, self._generation, host, port)
+        self._share = SharedPin(sealed, self._generation, host, port)
         self._pin_failures = 0
         return self._share
 

@@ -11,7 +11,8 @@ prefix a hash tag, e.g. ``{voxgate}:``, so the scripts' keys share a slot):
 ``tok:<table>:<digest>`` a token's JSON (its value and the counters and tags it
 is in), ``cap:<table>:<counter>`` and ``tag:<table>:<tag>`` sorted sets of token
 keys scored by expiry, ``fail:<key>`` a sorted set of failure times,
-``share`` the live PIN (hash), ``share:gen`` its generation, ``salt``.
+``share`` the live PIN (hash: the sealed record of auth/pin_seal.py, never the
+PIN itself; where it is shared; its failures), ``share:gen`` its generation, ``salt``.
 
 Unreachable Redis raises ``StoreUnavailable`` within ``timeout_s``; after a
 failure, calls fail at once for ``retry_after_s`` instead of each waiting
@@ -102,11 +103,11 @@ end
 return out
 """
 
-# KEYS: share, share:gen   ARGV: pin, host, port
+# KEYS: share, share:gen   ARGV: sealed PIN, host, port
 _OPEN_SHARE = """
 local g = redis.call('INCR', KEYS[2])
 redis.call('DEL', KEYS[1])
-redis.call('HSET', KEYS[1], 'pin', ARGV[1], 'host', ARGV[2], 'port', ARGV[3], 'generation', g, 'failures', 0)
+redis.call('HSET', KEYS[1], 'sealed', ARGV[1], 'host', ARGV[2], 'port', ARGV[3], 'generation', g, 'failures', 0)
 return g
 """
 
@@ -225,17 +226,17 @@ class RedisStore:
 
     async def current_share(self) -> SharedPin | None:
         fields: dict[str, str] = await self._call(lambda: self._client.hgetall(self._key("share")))
-        if not fields.get("pin"):
+        if not fields.get("sealed"):
             return None
-        return SharedPin(fields["pin"], int(fields["generation"]), fields["host"], int(fields["port"]))
+        return SharedPin(fields["sealed"], int(fields["generation"]), fields["host"], int(fields["port"]))
 
     async def share_generation(self) -> int:
         return int(await self._call(lambda: self._client.get(self._key("share", "gen"))) or 0)
 
-    async def open_share(self, pin: str, host: str, port: int) -> SharedPin:
+    async def open_share(self, sealed: str, host: str, port: int) -> SharedPin:
         generation = await self._call(lambda: self._open_share(
-            keys=[self._key("share"), self._key("share", "gen")], args=[pin, host, port]))
-        return SharedPin(pin, int(generation), host, port)
+            keys=[self._key("share"), self._key("share", "gen")], args=[sealed, host, port]))
+        return SharedPin(sealed, int(generation), host, port)
 
     async def close_share(self, if_generation: int | None = None) -> bool:
         closed = await self._call(lambda: self._close_share(

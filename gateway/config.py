@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from auth import AuthConfig
-from auth.config import IPNetwork
+from auth.config import IPNetwork, short_key_problem
 from gateway.config_parsers import (
     _bool,
     _choice,
@@ -70,6 +70,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("server_mode", _bool, "0", "Server mode: remote admin with the API key (the container default)."),
     Option("api_key", _opt_str, "", "API key for consume (and admin in server mode). Prefer VOXGATE_API_KEY_FILE.", secret=True),
     Option("api_key_file", _opt_path, "", "File holding the API key (first line); wins over VOXGATE_API_KEY."),
+    Option("allow_short_api_key", _bool, "0", "Start even with an API key shorter than 24 characters (a warning is logged); without it such a key refuses to start."),
     Option("allow_anonymous", _bool, "0", "Allow consume without any credential on a non-loopback bind (deliberately open)."),
     Option("trusted_networks", _networks, "", "Comma-separated CIDRs whose clients may consume without a credential."),
     Option("allowed_origins", _origins, "", "Extra browser origins allowed for cookie credentials and WebSockets."),
@@ -135,6 +136,7 @@ class Settings:
     server_mode: bool = False
     api_key: str | None = field(default=None, repr=False)
     api_key_file: Path | None = None
+    allow_short_api_key: bool = False
     allow_anonymous: bool = False
     trusted_networks: tuple[IPNetwork, ...] = ()
     allowed_origins: tuple[str, ...] = ()
@@ -196,22 +198,21 @@ class Settings:
             if value is None:
                 continue
             values[name] = parse_option(name, value) if isinstance(value, str) else value
-        settings = cls(**values)
-        return settings.with_key_file()
+        if values["api_key_file"] is not None:  # the file wins, and is what the key-length rule judges
+            values["api_key"] = _read_key_file(values["api_key_file"])
+        return cls(**values)
+
+    def __post_init__(self) -> None:
+        where = f"VOXGATE_API_KEY_FILE={str(self.api_key_file)!r}" if self.api_key_file else "VOXGATE_API_KEY"
+        problem = short_key_problem(self.api_key, where)
+        if problem is not None and not self.allow_short_api_key:
+            raise ConfigError(problem)
 
     def with_key_file(self) -> Settings:
         """Read ``api_key_file`` (if set) into ``api_key``; the file wins."""
         if self.api_key_file is None:
             return self
-        try:
-            text = self.api_key_file.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ConfigError(f"VOXGATE_API_KEY_FILE={str(self.api_key_file)!r} cannot be read: "
-                              f"{exc.strerror}") from None
-        key = text.strip().splitlines()[0].strip() if text.strip() else ""
-        if not key:
-            raise ConfigError(f"VOXGATE_API_KEY_FILE={str(self.api_key_file)!r} is empty")
-        return replace(self, api_key=key)
+        return replace(self, api_key=_read_key_file(self.api_key_file))
 
     def replace(self, **changes: Any) -> Settings:
         return replace(self, **changes)
@@ -253,6 +254,18 @@ class Settings:
                 value = str(value)
             out[f.name] = value
         return out
+
+
+def _read_key_file(path: Path) -> str:
+    """The first line of the API key file, stripped."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"VOXGATE_API_KEY_FILE={str(path)!r} cannot be read: {exc.strerror}") from None
+    key = text.strip().splitlines()[0].strip() if text.strip() else ""
+    if not key:
+        raise ConfigError(f"VOXGATE_API_KEY_FILE={str(path)!r} is empty")
+    return key
 
 
 # Environment variables a child process never inherits: every VOXGATE_* (a child is

@@ -149,12 +149,13 @@ async def test_sessions_are_capped_per_guest_and_for_all_guests(store):
 
 async def test_the_pin_record_and_its_failures_follow_the_generation(store):
     assert await store.current_share() is None
-    first = await store.open_share("123456", "192.168.1.20", 8001)
-    assert first == SharedPin("123456", first.generation, "192.168.1.20", 8001)
+    # the store keeps the record LanShare hands it (a sealed PIN, auth/pin_seal.py) as it is
+    first = await store.open_share("v1.sealed-record-one", "192.168.1.20", 8001)
+    assert first == SharedPin("v1.sealed-record-one", first.generation, "192.168.1.20", 8001)
     assert await store.current_share() == first
     assert await store.share_generation() == first.generation
     assert [await store.pin_failure(first.generation) for _ in range(3)] == [1, 2, 3]
-    second = await store.open_share("654321", "192.168.1.20", 8001)
+    second = await store.open_share("v1.sealed-record-two", "192.168.1.20", 8001)
     assert second.generation == first.generation + 1
     assert await store.pin_failure(first.generation) == 0  # a failure against a dead PIN counts nowhere
     assert await store.pin_failure(second.generation) == 1

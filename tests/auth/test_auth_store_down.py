@@ -130,3 +130,72 @@ def test_an_inband_socket_may_still_bring_the_key_while_the_store_is_down() -> N
         assert plain == unreachable
 
     asyncio.run(run())
+
+
+def locked_app(api_key: str = KEY):
+    """A server-mode app over a switchable store and a fake clock; one remote client."""
+    from tests.auth.auth_harness import FakeClock
+
+    clock = FakeClock()
+    store = SwitchableStore(clock)
+    state = AuthState(with_test_host(AuthConfig(server_mode=True, api_key=api_key)), clock=clock, store=store)
+    return store, clock, state, TestClient(build_test_app(state), client=REMOTE)
+
+
+TOO_MANY = {"detail": "Too many authentication attempts", "code": "too_many_attempts"}
+KEY_REQUIRED = {"detail": "API key required", "code": "api_key_required"}
+
+
+def test_failures_lock_out_during_the_outage_with_the_same_limits_and_exact_retry_after() -> None:
+    store, clock, _state, client = locked_app()
+    with client as remote:
+        store.down = True
+        for n in range(10):  # every form of a wrong key is judged without the store, and counted
+            headers = ({"X-API-Key": "wrong-key"}, {"Authorization": "Bearer wrong-key"},
+                       {"Authorization": "Basic d3Jvbmc="})[n % 3]
+            r = remote.get("/consume", headers=headers)
+            assert (r.status_code, r.json()) == (401, KEY_REQUIRED), headers
+        r = remote.get("/consume", headers=BEARER)
+        assert (r.status_code, r.json(), r.headers["retry-after"]) == (429, TOO_MANY, "60")
+        clock.advance(45)
+        assert remote.get("/consume", headers=BEARER).headers["retry-after"] == "15"
+        clock.advance(15)
+        assert remote.get("/consume", headers=BEARER).json()["principal"] == "api_key"
+
+
+def test_a_session_token_that_cannot_be_checked_is_not_counted() -> None:
+    store, _clock, _state, client = locked_app()
+    with client as remote:
+        store.down = True
+        for _ in range(15):  # a live session's holder retrying through the outage is not locked out
+            r = remote.get("/consume", headers={"Authorization": "Bearer vgs_maybe-a-live-session"})
+            assert (r.status_code, r.json()) == (503, DOWN)
+        assert remote.get("/consume", headers=BEARER).json()["principal"] == "api_key"
+
+
+def test_a_key_shaped_like_a_session_token_is_still_guarded() -> None:
+    # 503 for a wrong guess and 200 for the key would tell them apart: such guesses count
+    key = "vgs_" + KEY
+    store, _clock, _state, client = locked_app(key)
+    with client as remote:
+        store.down = True
+        assert [remote.get("/consume", headers={"Authorization": "Bearer vgs_guess"}).status_code
+                for _ in range(10)] == [503] * 10
+        r = remote.get("/consume", headers={"Authorization": f"Bearer {key}"})
+        assert (r.status_code, r.json()) == (429, TOO_MANY)
+
+
+def test_when_the_store_is_back_its_counters_decide_and_the_outage_counts_are_dropped() -> None:
+    store, _clock, state, client = locked_app()
+    with client as remote:
+        for _ in range(4):  # counted in the store
+            remote.get("/consume", headers={"X-API-Key": "wrong-key"})
+        store.down = True
+        assert [remote.get("/consume", headers={"X-API-Key": "wrong-key"}).status_code for _ in range(11)] == \
+            [401] * 10 + [429]  # the process counts from zero
+        store.down = False
+        assert remote.get("/consume", headers=BEARER).json()["principal"] == "api_key"
+        assert state.failures.counting_locally is False
+        # the store's own 4 are still there: 6 more lock the client out
+        assert [remote.get("/consume", headers={"X-API-Key": "wrong-key"}).status_code for _ in range(7)] == \
+            [401] * 6 + [429]

@@ -116,7 +116,7 @@ def test_loopback_bind_is_always_safe(host: str) -> None:
 
 
 @pytest.mark.parametrize("config", [
-    AuthConfig(api_key="k"),
+    AuthConfig(api_key="vgk-bind-test-Lp3qW8zR5tN2"),
     AuthConfig(trusted_networks=(ipaddress.ip_network("192.168.1.0/24"),)),
     AuthConfig(allow_anonymous=True),
 ])
@@ -140,7 +140,7 @@ def test_config_rejects_an_empty_key_and_a_bad_origin() -> None:
 
 
 def test_key_is_not_in_the_config_repr() -> None:
-    assert "s3cret" not in repr(AuthConfig(api_key="s3cret"))
+    assert "s3cret" not in repr(AuthConfig(api_key="s3cret-in-the-config-Hk4mV9"))
 
 
 def test_access_log_filter_masks_query_secrets(caplog: pytest.LogCaptureFixture) -> None:

@@ -10,6 +10,7 @@ request is judged as a remote client's."""
 from __future__ import annotations
 
 import json
+import re
 import signal
 import time
 from collections.abc import Iterator
@@ -195,6 +196,24 @@ def test_the_pin_and_its_global_budget_are_shared(cluster):
         httpx.request("DELETE", cluster.a.url + "/v1/admin/share", headers=KEY_HEADERS)
 
 
+def test_redis_never_holds_the_pin_in_clear(tmp_path):
+    with ExitStack() as stack:
+        cluster = start_cluster(stack, tmp_path, "none")
+        r = httpx.post(cluster.a.url + "/v1/admin/share", headers=KEY_HEADERS)
+        assert r.status_code == 201, r.text
+        pin = r.json()["pin"]
+        # replica b checks it, shows it, mints a session from it
+        assert httpx.get(cluster.b.url + "/v1/engines", headers=remote("198.51.100.30", **{"X-Voxgate-Pin": pin})
+                         ).status_code == 200
+        assert httpx.get(cluster.b.url + "/v1/admin/share", headers=KEY_HEADERS).json()["pin"] == pin
+        r = httpx.post(cluster.lb.url + "/v1/auth/session", json={"pin": pin, "transport": "bearer"},
+                       headers=remote("198.51.100.30"))
+        assert r.status_code == 201, r.text
+        stored = cluster.redis.stored_strings()
+        assert any(s.startswith("voxgate:share") for s in stored)
+        assert [s for s in stored if re.search(rf"(?<![0-9]){pin}(?![0-9])", s)] == []
+
+
 def hold_sockets(stack: ExitStack, lb: str, ip: str, count: int) -> list[str]:
     """Open ``count`` dictation sockets through the balancer and keep them open (until
     ``stack`` closes); the first event of each."""
@@ -243,6 +262,14 @@ def test_redis_killed_fails_closed_for_what_needs_it(tmp_path):
                                           ("POST", "/v1/auth/ticket", KEY_HEADERS)):
                 r = httpx.request(method, url + path, headers=remote(ip, **headers), json={"path": "/v1/tts"})
                 assert (r.status_code, r.json(), r.headers["retry-after"]) == (503, STORE_DOWN, "1"), (url, path)
+        # guessing keys is locked out all the same: each replica counts in its own memory meanwhile
+        guesser, wrong = "198.51.100.18", [{"X-API-Key": f"guess-{n:02d}-not-the-key-at-all"} for n in range(30)]
+        answers = [httpx.get(cluster.a.url + "/v1/engines", headers=remote(guesser, **w)) for w in wrong]
+        assert [(r.status_code, r.json()["detail"]) for r in answers] == \
+            [(401, "API key required")] * 10 + [(429, "Too many authentication attempts")] * 20
+        assert all(1 <= int(r.headers["retry-after"]) <= 60 for r in answers[10:])
+        assert httpx.get(cluster.a.url + "/v1/engines", headers=remote(guesser, **KEY_HEADERS)).status_code == 429
+        assert httpx.get(cluster.b.url + "/v1/engines", headers=remote(guesser, **wrong[0])).status_code == 401
         # a ticket: the socket closes 1013 (retry) with the detail; the key's socket passes auth
         # (and is refused by the route: this cluster runs no ASR)
         assert open_socket(cluster.lb.url, f"/v1/dictation?ticket={ticket}", ip) == (

@@ -90,7 +90,7 @@ def test_serve_with_a_bad_setting_names_it(tmp_path):
 
 @pytest.mark.slow
 def test_key_from_a_file_is_used_and_never_logged(tmp_path, free_port):
-    key = "vg-test-key-5d1c0a77e3"
+    key = "vg-test-key-5d1c0a77e3-Rw8nT2"
     key_file = tmp_path / "key"
     key_file.write_text(key + "\n")
     proc = start(["--host", "127.0.0.1", "--port", str(free_port), "--engines", "none",
@@ -103,4 +103,39 @@ def test_key_from_a_file_is_used_and_never_logged(tmp_path, free_port):
     finally:
         err = stop(proc)
     assert "API key (from file)" in err
+    assert key not in err
+
+
+SHORT_KEY_ERROR = (
+    "voxgate: configuration error: the API key in {where} has 12 characters; an API key needs at least 24 "
+    "(make one with: python3 -c 'import secrets; print(secrets.token_urlsafe(32))'). Set a longer "
+    "VOXGATE_API_KEY or VOXGATE_API_KEY_FILE, or VOXGATE_ALLOW_SHORT_API_KEY=1 to start with this one anyway")
+
+
+@pytest.mark.slow
+def test_serve_refuses_a_short_key_from_the_env_or_a_file(tmp_path, free_port):
+    key = "short-Kx7q2m"
+    key_file = tmp_path / "key"
+    key_file.write_text(key + "\n")
+    for args, env, where in (([], {"VOXGATE_API_KEY": key}, "VOXGATE_API_KEY"),
+                             (["--api-key-file", str(key_file)], {}, f"VOXGATE_API_KEY_FILE={str(key_file)!r}")):
+        proc = start(["--port", str(free_port), "--engines", "none", *args], serve_env(tmp_path, **env))
+        _, err = proc.communicate(timeout=START_TIMEOUT_S)
+        assert (proc.returncode, err.strip()) == (2, SHORT_KEY_ERROR.format(where=where))
+        assert key not in err
+
+
+@pytest.mark.slow
+def test_serve_starts_with_a_short_key_when_allowed_and_warns(tmp_path, free_port):
+    key = "short-Kx7q2m"
+    proc = start(["--port", str(free_port), "--engines", "none"],
+                 serve_env(tmp_path, VOXGATE_API_KEY=key, VOXGATE_ALLOW_SHORT_API_KEY="1", VOXGATE_SERVER_MODE="1"))
+    try:
+        wait_healthy(f"http://127.0.0.1:{free_port}", proc)
+        r = httpx.get(f"http://127.0.0.1:{free_port}/v1/engines", headers={"Authorization": f"Bearer {key}"})
+        assert r.status_code == 200
+    finally:
+        err = stop(proc)
+    assert ("WARNING voxgate.auth: auth: the API key has fewer than 24 characters "
+            "(allowed by VOXGATE_ALLOW_SHORT_API_KEY); use a longer one") in err
     assert key not in err

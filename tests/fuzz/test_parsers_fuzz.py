@@ -136,7 +136,7 @@ HEADER_NAMES = st.sampled_from(["authorization", "x-api-key", "x-voxgate-pin", "
        st.sampled_from(["127.0.0.1", "198.51.100.9", "::1", "2001:db8::1", "testclient"]))
 def test_the_auth_decision(headers: list[tuple[str, str]], query: bytes, kind: str, route: RouteClass,
                            peer: str) -> None:
-    state = AuthState(AuthConfig(server_mode=True, api_key="vgk-fuzz-key-0123456789",
+    state = AuthState(AuthConfig(server_mode=True, api_key="vgk-fuzz-key-0123456789-Xq7",
                                  forwarded_allow_ips=(ipaddress.ip_network("127.0.0.1/32"),)))
     scope = {"type": kind, "method": "POST", "path": "/v1/tts", "query_string": query, "client": (peer, 1),
              "headers": [(name.encode(), value.encode("utf-8", "surrogateescape")) for name, value in headers]}

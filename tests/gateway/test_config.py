@@ -67,9 +67,9 @@ def test_cli_overrides_win_over_env_and_go_through_the_same_parser():
 
 def test_api_key_file_wins_and_its_value_never_shows(tmp_path):
     key_file = tmp_path / "key"
-    key_file.write_text("s3cret-from-file\n")
-    s = Settings.from_env({"VOXGATE_API_KEY": "from-env", "VOXGATE_API_KEY_FILE": str(key_file)})
-    assert s.api_key == "s3cret-from-file"
+    key_file.write_text("s3cret-from-file-Qm7vT2xL9p\n")
+    s = Settings.from_env({"VOXGATE_API_KEY": "from-env-Zr4kW8nB3s6hJ1yD", "VOXGATE_API_KEY_FILE": str(key_file)})
+    assert s.api_key == "s3cret-from-file-Qm7vT2xL9p"
     assert "s3cret" not in repr(s) and "s3cret" not in str(s.describe())
     assert s.describe()["api_key"] == "(set)"
 

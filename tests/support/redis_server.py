@@ -31,6 +31,23 @@ class RedisServer:
                               timeout=10, check=True)
         return done.stdout.strip()
 
+    def stored_strings(self, pattern: str = "*") -> list[str]:
+        """Every key matching ``pattern``, and every value, field, member and score stored
+        under them (strings, hashes, sorted sets)."""
+        found: list[str] = []
+        for key in sorted(filter(None, self.cli("--scan", "--pattern", pattern).splitlines())):
+            found.append(key)
+            kind = self.cli("TYPE", key)
+            if kind == "string":
+                found.append(self.cli("GET", key))
+            elif kind == "hash":
+                found.extend(self.cli("HGETALL", key).splitlines())
+            elif kind == "zset":
+                found.extend(self.cli("ZRANGE", key, "0", "-1", "WITHSCORES").splitlines())
+            else:
+                raise AssertionError(f"{key} is a {kind}, which stored_strings does not read")
+        return found
+
     def kill(self) -> None:
         self.proc.kill()
         self.proc.wait(timeout=10)

@@ -11,7 +11,7 @@ from gateway.config import Settings, child_environment
 
 
 async def test_the_sidecar_does_not_inherit_the_api_key(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("VOXGATE_API_KEY", "vgk-secret-in-env")
+    monkeypatch.setenv("VOXGATE_API_KEY", "vgk-secret-in-env-Jd5wQ9xM2r")
     monkeypatch.setenv("HF_TOKEN", "hf-secret-in-env")
     monkeypatch.setenv("VOXGATE_PORT", "8123")
     monkeypatch.setenv("LANG", "C.UTF-8")
