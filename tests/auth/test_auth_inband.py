@@ -126,9 +126,9 @@ def test_failed_in_band_attempts_count_towards_the_lockout(real_harness) -> None
         assert answer(ws, PATHS[1], {"text": " ", "xi_api_key": KEY}) == [("close", 1008, TOO_MANY)]
 
 
-def test_a_pending_socket_that_sends_nothing_is_closed_with_the_detail(real_harness, monkeypatch) -> None:
-    monkeypatch.setattr(sockets, "AUTH_WAIT_S", 0.2)
-    h, _pin = start(real_harness, "server+key+pin")
+def test_a_pending_socket_that_sends_nothing_is_closed_with_the_detail(real_harness) -> None:
+    h = real_harness(MODES["server+key+pin"].config, tts={"pocket": FakeTtsEngine()}, auth_wait_s=0.5)
+    h.enable_pin()
     with h.remote.websocket_connect(PATHS[0]) as ws:
         message = ws.receive()
         assert (message["type"], message["code"], message["reason"]) == ("websocket.close", 1008, PIN_REQUIRED)
@@ -150,6 +150,35 @@ def test_a_later_context_with_a_wrong_key_closes_the_socket(real_harness) -> Non
         ws.send_json({"text": " ", "context_id": "b", "xi_api_key": _bad(h, "not-the-key-7")})
         message = ws.receive()
         assert (message["type"], message["code"], message["reason"]) == ("websocket.close", 1008, KEY_REQUIRED)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_first_message_over_the_pre_auth_cap_closes_1009_unparsed(real_harness, path, monkeypatch) -> None:
+    parsed: list[int] = []
+    real = sockets.credential_of
+    monkeypatch.setattr(sockets, "credential_of", lambda raw: parsed.append(len(raw)) or real(raw))
+    h, _ = start(real_harness, "server+key")
+    big = json.dumps({"text": " " * 16_000, "xi_api_key": KEY, "voice_settings": {"x": [[]] * 200}})
+    with h.remote.websocket_connect(path) as ws:
+        ws.send_text(big)
+        message = ws.receive()
+    assert (message["code"], message["reason"]) == (
+        1009, f"first message of {len(big)} bytes; the limit before authentication is 16384")
+    assert parsed == []  # refused before its credential was looked for
+
+
+def test_pending_sockets_are_capped_per_address_and_count_no_more_once_settled(real_harness) -> None:
+    h = real_harness(MODES["server+key"].config, tts={"pocket": FakeTtsEngine()}, pending_sockets_per_client=2)
+    with h.remote.websocket_connect(PATHS[0]) as first, h.remote.websocket_connect(PATHS[0]) as second:
+        with h.remote.websocket_connect(PATHS[0]) as third:
+            message = third.receive()
+            assert (message["code"], message["reason"]) == (
+                1013, "too many unauthenticated sockets from this address (limit 2); retry later")
+        assert answer(first, PATHS[0], {"text": " ", "xi_api_key": KEY}) == [{"isFinal": True}, ("close", 1000, "")]
+        with h.remote.websocket_connect(PATHS[0]) as fourth:  # the first one settled: room for one more
+            assert answer(fourth, PATHS[0], {"text": " ", "xi_api_key": KEY}) == [
+                {"isFinal": True}, ("close", 1000, "")]
+        assert answer(second, PATHS[0], {"text": " ", "xi_api_key": KEY}) == [{"isFinal": True}, ("close", 1000, "")]
 
 
 # ---- units: the credential forms, the pending decision, settle
