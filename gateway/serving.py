@@ -138,7 +138,8 @@ class AdmittingWebSocketProtocol(WebSocketsSansIOProtocol):
             self.scope["extensions"][WS_MAX_SIZE_EXTENSION] = self.set_max_message_size
 
     def set_max_message_size(self, max_bytes: int) -> None:
-        """From the next frame on, messages up to ``max_bytes`` (never above ``ws_max_size``)."""
+        """Messages up to ``max_bytes`` (never above ``ws_max_size``), from the next frame
+        whose first byte arrives after this call (websockets sizes a frame when it starts)."""
         self.conn.max_message_size = min(max_bytes, self.config.ws_max_size)
 
 
