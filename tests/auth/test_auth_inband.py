@@ -18,6 +18,7 @@ import json
 
 import pytest
 
+from gateway.admission import PendingSockets
 from gateway.fronts.elevenlabs import sockets
 from tests.auth.auth_harness import KEY
 from tests.auth.auth_table import KEY_REQUIRED, MODES, PIN_REQUIRED, ROWS, TOO_MANY, Expect, present, row_id
@@ -179,6 +180,27 @@ def test_pending_sockets_are_capped_per_address_and_count_no_more_once_settled(r
             assert answer(fourth, PATHS[0], {"text": " ", "xi_api_key": KEY}) == [
                 {"isFinal": True}, ("close", 1000, "")]
         assert answer(second, PATHS[0], {"text": " ", "xi_api_key": KEY}) == [{"isFinal": True}, ("close", 1000, "")]
+
+
+def test_a_pending_socket_that_leaves_or_is_refused_counts_no_more(real_harness) -> None:
+    h = real_harness(MODES["server+key"].config, tts={"pocket": FakeTtsEngine()}, pending_sockets_per_client=1)
+    with h.remote.websocket_connect(PATHS[0]):
+        pass  # left without a word
+    with h.remote.websocket_connect(PATHS[0]) as ws:
+        assert answer(ws, PATHS[0], {"text": " ", "xi_api_key": _bad(h, "not-the-key-8")}) == [
+            ("close", 1008, KEY_REQUIRED)]
+    with h.remote.websocket_connect(PATHS[1]) as ws:
+        assert answer(ws, PATHS[1], {"text": " ", "xi_api_key": KEY}) == [
+            {"isFinal": True, "contextId": "a"}, ("close", 1000, "")]
+
+
+def test_pending_sockets_are_capped_in_all_whatever_the_address() -> None:
+    pending = PendingSockets(limit=2, per_client_limit=2)
+    assert [pending.admit("198.51.100.1"), pending.admit("198.51.100.2")] == [None, None]
+    assert pending.admit("198.51.100.3") == "too many unauthenticated sockets on this server (limit 2); retry later"
+    pending.release("198.51.100.1")
+    assert pending.admit("198.51.100.3") is None
+    assert (pending.total, pending.by_client) == (2, {"198.51.100.2": 1, "198.51.100.3": 1})
 
 
 # ---- units: the credential forms, the pending decision, settle
