@@ -24,6 +24,7 @@ from auth import AuthMiddleware, AuthState, ShareListener, auth_routes
 from auth.access import make_classifier
 from auth.store import AuthStore
 from engines.base import AsrService, TtsEngine
+from gateway.admission import AdmissionMiddleware, PendingSockets
 from gateway.config import Settings, child_environment
 from gateway.dictation.routes import dictation_routes
 from gateway.drain import Drainer
@@ -191,6 +192,9 @@ def create_app(
                                *elevenlabs_routes(), *static_routes()]
     app = Starlette(routes=routes, lifespan=lifespan,
                     exception_handlers={GatewayError: _gateway_error_response})
+    # added first, so it runs inside the auth middleware, which has judged the client by then
+    app.add_middleware(AdmissionMiddleware, pending=PendingSockets(settings.pending_sockets,
+                                                                   settings.pending_sockets_per_client))
     app.add_middleware(AuthMiddleware, classify=make_classifier(routes))
     return app
 

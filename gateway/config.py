@@ -109,8 +109,11 @@ OPTIONS: tuple[Option, ...] = (
     Option("wyoming_zeroconf", _bool, "0", "Announce the Wyoming listener over mDNS (needs the zeroconf package)."),
     # resource limits and the Host allow-list (docs/deployment.md, docs/auth.md)
     Option("allowed_hosts", _hosts, "", "Host names the gateway answers to besides loopback names, the bind address and the LAN-share address: name, .domain (with subdomains), or * for any."),
-    Option("limit_concurrency", _int_range(8, 100000), "256", "Open connections (HTTP and WebSocket) past which new HTTP requests get 503; keep it under the process's open-file limit."),
+    Option("limit_concurrency", _int_range(8, 100000), "256", "Open connections (HTTP and WebSocket) past which new HTTP requests and WebSocket upgrades get 503; keep it under the process's open-file limit."),
     Option("header_timeout_s", _float_range(1, 300), "10", "Close a connection whose request headers are not complete within this time."),
+    Option("pending_sockets", _int_range(1, 100000), "64", "WebSockets waiting for an in-band credential (ElevenLabs' first message) at once; one more is closed 1013."),
+    Option("pending_sockets_per_client", _int_range(1, 100000), "8", "Such waiting WebSockets from one client address (after trusted proxies); one more is closed 1013."),
+    Option("auth_wait_s", _float_range(0.5, 60), "5", "Time a WebSocket has to send the first message that carries its credential; then it is closed 1008."),
     Option("max_transcriptions", _int_range(1, 64), "2", "Concurrent file transcriptions; more get 503 + Retry-After (live dictation streams are counted apart)."),
     Option("dictation_max_ahead_s", _float_range(1, 3600), "30", "Audio a dictation stream may send ahead of real time; past it the gateway reads that socket only as fast as real time."),
     # replicas: the drain before a stop and the shared auth state (docs/deployment.md)
@@ -169,6 +172,9 @@ class Settings:
     allowed_hosts: tuple[str, ...] = ()
     limit_concurrency: int = 256
     header_timeout_s: float = 10.0
+    pending_sockets: int = 64
+    pending_sockets_per_client: int = 8
+    auth_wait_s: float = 5.0
     max_transcriptions: int = 2
     dictation_max_ahead_s: float = 30.0
     drain_s: float = 30.0

@@ -12,6 +12,15 @@ a callable that drops the connection at once. A streaming response whose client
 stopped reading cannot finish (finishing waits for that client), and a closed
 transport would still hold the socket until its unsent buffer drains, which a
 client that never reads never lets happen; aborting frees it.
+
+uvicorn checks ``limit_concurrency`` only for plain HTTP requests: an upgrade
+returns before the check, so WebSockets could be opened past it. The WebSocket
+protocol here (websockets' sans-I/O one, as uvicorn picks by default) answers an
+upgrade 503 by the same count, and reads every socket's messages with a small
+cap (``PRE_AUTH_MAX_MESSAGE_BYTES``) until the app lifts it through the
+``voxgate.ws_max_size`` extension once the client is known (gateway/admission.py):
+a frame announcing more is refused 1009 from its header, before its payload is
+buffered.
 """
 
 from __future__ import annotations
@@ -23,11 +32,17 @@ from typing import Any
 
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+from websockets.http11 import Request
 
 from gateway.config import Settings
 from gateway.streaming import ABORT_EXTENSION
 
 WS_MAX_SIZE = 16 * 1024 * 1024
+# What a socket may send before the app knows who it is: a first message is some text and a key.
+PRE_AUTH_MAX_MESSAGE_BYTES = 16 * 1024
+WS_MAX_SIZE_EXTENSION = "voxgate.ws_max_size"
+OVER_CONCURRENCY = "Exceeded concurrency limit.\n"
 
 Scope = MutableMapping[str, Any]
 ASGIApp = Callable[[Scope, Any, Any], Awaitable[None]]
@@ -100,6 +115,34 @@ def guarded_protocol(header_timeout_s: float, base: type[Any] | None = None) -> 
     return GuardedHttpProtocol
 
 
+class AdmittingWebSocketProtocol(WebSocketsSansIOProtocol):
+    """uvicorn's WebSocket protocol with the upgrade counted against
+    ``limit_concurrency`` and a message cap the app lifts (the module docstring)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.conn.max_message_size = min(PRE_AUTH_MAX_MESSAGE_BYTES, self.config.ws_max_size)
+
+    def handle_connect(self, event: Request) -> None:
+        limit = self.config.limit_concurrency
+        # as uvicorn counts for HTTP: the open connections (this one included) and the running app tasks
+        if limit is not None and (len(self.connections) >= limit or len(self.tasks) >= limit):
+            self.logger.warning("Exceeded concurrency limit: WebSocket upgrade refused.")
+            self.handshake_initiated = self.handshake_complete = self.close_sent = True
+            self.conn.send_response(self.conn.reject(503, OVER_CONCURRENCY))
+            self.transport.write(b"".join(self.conn.data_to_send()))
+            self.transport.close()
+            return
+        super().handle_connect(event)
+        if hasattr(self, "scope"):  # the app task starts on the next loop turn: its scope can still gain this
+            self.scope["extensions"][WS_MAX_SIZE_EXTENSION] = self.set_max_message_size
+
+    def set_max_message_size(self, max_bytes: int) -> None:
+        """Messages up to ``max_bytes`` (never above ``ws_max_size``), from the next frame
+        whose first byte arrives after this call (websockets sizes a frame when it starts)."""
+        self.conn.max_message_size = min(max_bytes, self.config.ws_max_size)
+
+
 def uvicorn_config(app: Any, settings: Settings, **overrides: Any) -> uvicorn.Config:
     """The uvicorn configuration of a gateway listener, from ``settings``."""
     options: dict[str, Any] = {
@@ -107,7 +150,7 @@ def uvicorn_config(app: Any, settings: Settings, **overrides: Any) -> uvicorn.Co
         "ws_max_size": WS_MAX_SIZE, "proxy_headers": False, "server_header": False,
         "access_log": settings.log_level == "debug",
         "limit_concurrency": settings.limit_concurrency,
-        "http": guarded_protocol(settings.header_timeout_s),
+        "http": guarded_protocol(settings.header_timeout_s), "ws": AdmittingWebSocketProtocol,
     }
     options.update(overrides)
     return uvicorn.Config(app, **options)

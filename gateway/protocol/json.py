@@ -4,6 +4,13 @@ Every JSON the gateway accepts from a client is an object. Parsing failures
 become the caller's error class (``BadMessage`` on a socket, where the session
 goes on; ``BadRequest`` for an HTTP body) with a message that says what is
 wrong, including JSON nested too deep for the parser.
+
+What a message costs to parse grows with its size and with the values it
+holds, which a client chooses. So every socket measures a message before
+parsing it (``utf8_size``) against a small cap, ``MAX_EVENT_BYTES``, for JSON
+that is not audio; only a front's audio append may be larger, and such a
+message must first show it is one flat object (``structure_count``), so
+parsing it builds a handful of values, never millions.
 """
 
 from __future__ import annotations
@@ -15,6 +22,21 @@ from starlette.requests import Request
 
 from auth import body
 from gateway.errors import BadMessage, BadRequest, GatewayError, TooLarge
+
+MAX_EVENT_BYTES = 64 * 1024  # a JSON socket message that carries no audio
+STRUCTURAL_CHARACTERS = "{[:,"
+
+
+def utf8_size(text: str) -> int:
+    """The bytes ``text`` takes on the wire (UTF-8), without encoding an ASCII text."""
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+def structure_count(text: str) -> int:
+    """How many of JSON's structural characters ``text`` holds, strings included: a
+    bound on the objects, arrays and members a parser would build, counted in C
+    without parsing anything."""
+    return sum(text.count(c) for c in STRUCTURAL_CHARACTERS)
 
 
 def parse_message(raw: str | bytes) -> dict[str, Any]:

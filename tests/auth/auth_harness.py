@@ -8,6 +8,7 @@ import dataclasses
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 from starlette.applications import Starlette
@@ -178,11 +179,11 @@ def real_harness(leak_guard: list[str]):
 
     stack = contextlib.ExitStack()
 
-    def make(config: AuthConfig, tts: dict | None = None) -> Harness:
+    def make(config: AuthConfig, tts: dict | None = None, **settings_kw: Any) -> Harness:
         settings = Settings(engines=(), server_mode=config.server_mode, api_key=config.api_key,
                             trusted_networks=config.trusted_networks, allowed_origins=config.allowed_origins,
                             forwarded_allow_ips=config.forwarded_allow_ips, allow_anonymous=config.allow_anonymous,
-                            allowed_hosts=(*config.allowed_hosts, TEST_HOST))
+                            allowed_hosts=(*config.allowed_hosts, TEST_HOST), **settings_kw)
         listener = FakeListener()
         app = create_app(settings, tts_engines=tts, share_listener=listener)
         local = stack.enter_context(TestClient(app, client=LOOPBACK))

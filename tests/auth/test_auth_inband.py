@@ -18,6 +18,7 @@ import json
 
 import pytest
 
+from gateway.admission import PendingSockets
 from gateway.fronts.elevenlabs import sockets
 from tests.auth.auth_harness import KEY
 from tests.auth.auth_table import KEY_REQUIRED, MODES, PIN_REQUIRED, ROWS, TOO_MANY, Expect, present, row_id
@@ -126,9 +127,9 @@ def test_failed_in_band_attempts_count_towards_the_lockout(real_harness) -> None
         assert answer(ws, PATHS[1], {"text": " ", "xi_api_key": KEY}) == [("close", 1008, TOO_MANY)]
 
 
-def test_a_pending_socket_that_sends_nothing_is_closed_with_the_detail(real_harness, monkeypatch) -> None:
-    monkeypatch.setattr(sockets, "AUTH_WAIT_S", 0.2)
-    h, _pin = start(real_harness, "server+key+pin")
+def test_a_pending_socket_that_sends_nothing_is_closed_with_the_detail(real_harness) -> None:
+    h = real_harness(MODES["server+key+pin"].config, tts={"pocket": FakeTtsEngine()}, auth_wait_s=0.5)
+    h.enable_pin()
     with h.remote.websocket_connect(PATHS[0]) as ws:
         message = ws.receive()
         assert (message["type"], message["code"], message["reason"]) == ("websocket.close", 1008, PIN_REQUIRED)
@@ -150,6 +151,56 @@ def test_a_later_context_with_a_wrong_key_closes_the_socket(real_harness) -> Non
         ws.send_json({"text": " ", "context_id": "b", "xi_api_key": _bad(h, "not-the-key-7")})
         message = ws.receive()
         assert (message["type"], message["code"], message["reason"]) == ("websocket.close", 1008, KEY_REQUIRED)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_first_message_over_the_pre_auth_cap_closes_1009_unparsed(real_harness, path, monkeypatch) -> None:
+    parsed: list[int] = []
+    real = sockets.credential_of
+    monkeypatch.setattr(sockets, "credential_of", lambda raw: parsed.append(len(raw)) or real(raw))
+    h, _ = start(real_harness, "server+key")
+    big = json.dumps({"text": " " * 16_000, "xi_api_key": KEY, "voice_settings": {"x": [[]] * 200}})
+    with h.remote.websocket_connect(path) as ws:
+        ws.send_text(big)
+        message = ws.receive()
+    assert (message["code"], message["reason"]) == (
+        1009, f"first message of {len(big)} bytes; the limit before authentication is 16384")
+    assert parsed == []  # refused before its credential was looked for
+
+
+def test_pending_sockets_are_capped_per_address_and_count_no_more_once_settled(real_harness) -> None:
+    h = real_harness(MODES["server+key"].config, tts={"pocket": FakeTtsEngine()}, pending_sockets_per_client=2)
+    with h.remote.websocket_connect(PATHS[0]) as first, h.remote.websocket_connect(PATHS[0]) as second:
+        with h.remote.websocket_connect(PATHS[0]) as third:
+            message = third.receive()
+            assert (message["code"], message["reason"]) == (
+                1013, "too many unauthenticated sockets from this address (limit 2); retry later")
+        assert answer(first, PATHS[0], {"text": " ", "xi_api_key": KEY}) == [{"isFinal": True}, ("close", 1000, "")]
+        with h.remote.websocket_connect(PATHS[0]) as fourth:  # the first one settled: room for one more
+            assert answer(fourth, PATHS[0], {"text": " ", "xi_api_key": KEY}) == [
+                {"isFinal": True}, ("close", 1000, "")]
+        assert answer(second, PATHS[0], {"text": " ", "xi_api_key": KEY}) == [{"isFinal": True}, ("close", 1000, "")]
+
+
+def test_a_pending_socket_that_leaves_or_is_refused_counts_no_more(real_harness) -> None:
+    h = real_harness(MODES["server+key"].config, tts={"pocket": FakeTtsEngine()}, pending_sockets_per_client=1)
+    with h.remote.websocket_connect(PATHS[0]):
+        pass  # left without a word
+    with h.remote.websocket_connect(PATHS[0]) as ws:
+        assert answer(ws, PATHS[0], {"text": " ", "xi_api_key": _bad(h, "not-the-key-8")}) == [
+            ("close", 1008, KEY_REQUIRED)]
+    with h.remote.websocket_connect(PATHS[1]) as ws:
+        assert answer(ws, PATHS[1], {"text": " ", "xi_api_key": KEY}) == [
+            {"isFinal": True, "contextId": "a"}, ("close", 1000, "")]
+
+
+def test_pending_sockets_are_capped_in_all_whatever_the_address() -> None:
+    pending = PendingSockets(limit=2, per_client_limit=2)
+    assert [pending.admit("198.51.100.1"), pending.admit("198.51.100.2")] == [None, None]
+    assert pending.admit("198.51.100.3") == "too many unauthenticated sockets on this server (limit 2); retry later"
+    pending.release("198.51.100.1")
+    assert pending.admit("198.51.100.3") is None
+    assert (pending.total, pending.by_client) == (2, {"198.51.100.2": 1, "198.51.100.3": 1})
 
 
 # ---- units: the credential forms, the pending decision, settle

@@ -1,7 +1,8 @@
 """The gateway's uvicorn configuration on a real socket: connections that never
-finish their request head are dropped, the connection cap answers 503, and a
-streaming POST /v1/tts whose client stopped reading is abandoned after
-``idle_timeout_s``, freeing its TTS slot and its socket."""
+finish their request head are dropped, the connection cap answers 503 (WebSocket
+upgrades included), a known client's socket may send more than the pre-auth cap
+from its first message, and a streaming POST /v1/tts whose client stopped reading
+is abandoned after ``idle_timeout_s``, freeing its TTS slot and its socket."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ import time
 
 import httpx
 import pytest
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from gateway.config import Settings
 from gateway.serving import uvicorn_config
@@ -93,6 +96,38 @@ async def test_past_the_connection_cap_requests_get_503_until_idle_sockets_are_d
             sock.close()
     assert (refused.status_code, refused.text) == (503, "Service Unavailable")
     assert served.status_code == 200
+
+
+async def test_past_the_connection_cap_websocket_upgrades_get_503(tmp_path) -> None:
+    settings = _settings(limit_concurrency=8)
+    app = tts_app(tmp_path, FakeTtsEngine())
+    async with running_config(uvicorn_config(app, settings)) as url:
+        held, refused = [], []
+        for _ in range(10):
+            try:
+                held.append(await connect(url.replace("http", "ws") + "/v1/tts", open_timeout=DEADLINE_S))
+            except InvalidStatus as exc:
+                refused.append((exc.response.status_code, exc.response.body))
+        for ws in held:
+            await ws.close()
+        after = await connect(url.replace("http", "ws") + "/v1/tts", open_timeout=DEADLINE_S)
+        await after.close()
+    # as uvicorn counts HTTP requests: the new connection included, the 8th finds the limit reached
+    assert (len(held), refused) == (7, [(503, b"Exceeded concurrency limit.\n")] * 3)
+
+
+async def test_a_known_clients_first_message_may_exceed_the_pre_auth_cap(tmp_path) -> None:
+    settings = _settings()
+    app = tts_app(tmp_path, FakeTtsEngine())
+    async with running_config(uvicorn_config(app, settings)) as url:
+        async with connect(url.replace("http", "ws") + "/v1/tts", open_timeout=DEADLINE_S,
+                           compression=None) as ws:
+            await ws.send(json.dumps({"type": "text", "text": "x" * 40_000}))
+            with pytest.raises(ConnectionClosed):
+                while True:
+                    await asyncio.wait_for(ws.recv(), DEADLINE_S)
+    # read whole and judged by the socket's own limit, not refused from its header at 16 KiB
+    assert (ws.close_code, ws.close_reason) == (1009, "message of 40028 bytes; the limit is 12096")
 
 
 async def test_a_streaming_tts_post_whose_client_reads_nothing_is_abandoned(tmp_path) -> None:

@@ -1,9 +1,12 @@
 """``WS /v1/text-to-speech/{voice_id}/stream-input`` and ``.../multi-stream-input``.
 
 A client that presented no credential at the handshake, where one is needed,
-is let in pending (auth/inband.py): its first message is read here, within
-``AUTH_WAIT_S``, and its ``xi_api_key`` (or ``authorization``) judged before the
-socket answers anything else; a refusal closes 1008 with AUTH.md's detail.
+is let in pending (auth/inband.py, gateway/admission.py): its first message is
+read here, within ``auth_wait_s``, and its ``xi_api_key`` (or ``authorization``)
+judged before the socket answers anything else; a refusal closes 1008 with
+AUTH.md's detail. That message is measured before it is parsed: past
+``PRE_AUTH_MAX_MESSAGE_BYTES`` it closes 1009 naming the limit (the server
+refuses such a frame from its header already; this check holds under any server).
 
 Then the query is checked, the engine must be ready and the output format's
 codec present before the socket serves anything; a refusal is an ElevenLabs
@@ -23,27 +26,34 @@ from starlette.websockets import WebSocket
 from auth import AuthState
 from auth.inband import is_pending, settle
 from auth.policy import Refusal
+from gateway.admission import settled
 from gateway.codecs.pyav import load_av
-from gateway.errors import CLOSE_POLICY, CLOSE_TIMEOUT_S, GatewayError, OverCapacity, close_socket
+from gateway.errors import CLOSE_POLICY, CLOSE_TIMEOUT_S, CLOSE_TOO_BIG, GatewayError, OverCapacity, close_socket
 from gateway.fronts.elevenlabs.connection import Connection
 from gateway.fronts.elevenlabs.messages import credential_of, error_message
 from gateway.fronts.elevenlabs.params import engine_id_for, parse_socket_params, voice_for
+from gateway.protocol.json import utf8_size
 from gateway.registry import client_label
+from gateway.serving import PRE_AUTH_MAX_MESSAGE_BYTES
 from gateway.tts.selection import check_ready, pick_engine
 
-AUTH_WAIT_S = 10.0  # a pending socket's first message must come within this
 
-
-async def settle_first(websocket: WebSocket, auth: AuthState) -> str | None:
+async def settle_first(websocket: WebSocket, auth: AuthState, wait_s: float) -> str | None:
     """The first message of a pending socket, once its credential is accepted;
     None after closing the socket (refused, or the client left)."""
     try:
-        message = await asyncio.wait_for(websocket.receive(), AUTH_WAIT_S)
+        message = await asyncio.wait_for(websocket.receive(), wait_s)
     except asyncio.TimeoutError:
         message = {"type": "websocket.receive"}
     if message["type"] == "websocket.disconnect":
         return None
     text = message.get("text")
+    if text is not None:
+        size = utf8_size(text)
+        if size > PRE_AUTH_MAX_MESSAGE_BYTES:
+            await close_socket(websocket, CLOSE_TOO_BIG, f"first message of {size} bytes; the limit before "
+                               f"authentication is {PRE_AUTH_MAX_MESSAGE_BYTES}")
+            return None
     decision = await settle(websocket.scope, auth, credential_of(text) if text is not None else None)
     if isinstance(decision, Refusal):
         await close_socket(websocket, decision.close_code, decision.detail)
@@ -51,6 +61,7 @@ async def settle_first(websocket: WebSocket, auth: AuthState) -> str | None:
     if text is None:
         await close_socket(websocket, CLOSE_POLICY, "")
         return None
+    settled(websocket.scope)
     return str(text)
 
 
@@ -66,7 +77,7 @@ async def _serve(websocket: WebSocket, *, multi: bool) -> None:
     await websocket.accept()
     first = None
     if is_pending(websocket.scope):
-        first = await settle_first(websocket, state.auth)
+        first = await settle_first(websocket, state.auth, state.settings.auth_wait_s)
         if first is None:
             return
     try:

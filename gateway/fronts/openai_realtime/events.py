@@ -7,21 +7,32 @@ Shapes follow the official ``openai`` package's types
 ``...CommittedEvent`` / ``...ClearedEvent``,
 ``ConversationItemInputAudioTranscriptionDeltaEvent`` / ``...CompletedEvent``,
 ``RealtimeErrorEvent``. Every server event carries a unique ``event_id``.
+
+A client event is measured before it is parsed (``read_client_event``): at most
+``MAX_EVENT_BYTES`` (64 KiB), except an ``input_audio_buffer.append``, which may
+take ``MAX_APPEND_BYTES`` (a whole audio message in base64) when it is one flat
+object; anything else past 64 KiB is ``TooLarge`` without being parsed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import secrets
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.errors import BadMessage
-from gateway.protocol.json import parse_message
+from gateway.errors import BadMessage, TooLarge
+from gateway.protocol.dictation import MAX_AUDIO_MESSAGE_BYTES
+from gateway.protocol.json import MAX_EVENT_BYTES, parse_message, structure_count, utf8_size
 
-CLIENT_TYPES = ("session.update", "input_audio_buffer.append", "input_audio_buffer.commit",
-                "input_audio_buffer.clear")
+APPEND = "input_audio_buffer.append"
+CLIENT_TYPES = ("session.update", APPEND, "input_audio_buffer.commit", "input_audio_buffer.clear")
 MAX_EVENT_ID_CHARS = 128
+# An append carries at most MAX_AUDIO_MESSAGE_BYTES of audio: 4/3 of it in base64, plus the JSON around it.
+MAX_APPEND_BYTES = MAX_AUDIO_MESSAGE_BYTES * 4 // 3 + 4096
+# An append is one flat object ("type", "event_id", "audio"); base64 has none of JSON's structural characters.
+MAX_APPEND_STRUCTURE = 16
 
 
 class ClientEventError(BadMessage):
@@ -54,6 +65,25 @@ def parse_client_event(raw: str) -> ClientEvent:
         raise ClientEventError(f"event type {kind[:60]!r} is not supported by this transcription server; "
                          f"use one of: {', '.join(CLIENT_TYPES)}", event_id)
     return ClientEvent(kind, data, event_id)
+
+
+def read_client_event(text: str) -> ClientEvent:
+    """``parse_client_event`` of a message measured first (the module docstring):
+    ``TooLarge`` naming the limit, before any parsing, past it."""
+    size = utf8_size(text)
+    if size <= MAX_EVENT_BYTES:
+        return parse_client_event(text)
+    if size > MAX_APPEND_BYTES:
+        raise TooLarge(f"event of {size} bytes; the limit is {MAX_APPEND_BYTES} "
+                       f"({MAX_AUDIO_MESSAGE_BYTES} bytes of audio an append)")
+    event = None
+    if structure_count(text) <= MAX_APPEND_STRUCTURE:  # a few values to build: cheap to parse
+        with contextlib.suppress(BadMessage):
+            event = parse_client_event(text)
+    if event is None or event.type != APPEND:
+        raise TooLarge(f"event of {size} bytes; the limit is {MAX_EVENT_BYTES} for any event but a flat "
+                       f"{APPEND} (up to {MAX_APPEND_BYTES})")
+    return event
 
 
 class Events:

@@ -35,15 +35,13 @@ from starlette.websockets import WebSocket
 
 from gateway.errors import CLOSE_GOING_AWAY, CLOSE_TOO_BIG, BadMessage, GatewayError, TooLarge, close_socket
 from gateway.fronts.openai_realtime.config import TranscriptionConfig, UpdateError, apply_update
-from gateway.fronts.openai_realtime.events import ClientEvent, ClientEventError, Events, parse_client_event
+from gateway.fronts.openai_realtime.events import ClientEvent, ClientEventError, Events, read_client_event
 from gateway.fronts.openai_realtime.items import ItemTracker
-from gateway.protocol.dictation import MAX_AUDIO_MESSAGE_BYTES, ClientMessage, Finalize
+from gateway.protocol.dictation import ClientMessage, Finalize
 from gateway.tasks import cancel_and_wait
 
 log = logging.getLogger("voxgate.fronts.openai")
 
-# An append carries at most MAX_AUDIO_MESSAGE_BYTES of audio: 4/3 of it in base64, plus the JSON around it.
-MAX_EVENT_BYTES = MAX_AUDIO_MESSAGE_BYTES * 4 // 3 + 4096
 MIN_COMMIT_MS = 100  # OpenAI refuses to commit less audio than this
 SERVER_ERROR_CODES = frozenset({"internal_error", "asr_failed", "engine_unavailable", "asr_unavailable",
                                 "over_capacity", "draining"})
@@ -118,13 +116,9 @@ class RealtimeTransport:
             if text is None:
                 raise BadMessage("binary frames are not accepted; send input_audio_buffer.append events with "
                                  "base64 audio")
-            size = len(text.encode("utf-8", "surrogatepass"))
-            if size > MAX_EVENT_BYTES:
-                raise TooLarge(f"event of {size} bytes; the limit is {MAX_EVENT_BYTES} "
-                               f"({MAX_AUDIO_MESSAGE_BYTES} bytes of audio an append)")
             event: ClientEvent | None = None
             try:
-                event = parse_client_event(text)
+                event = read_client_event(text)  # TooLarge, raised before parsing, ends the session 1009
                 result = await self._handle(event)
             except BadMessage as exc:
                 # answered here, with the client's event_id, as OpenAI answers an event it cannot take
@@ -263,7 +257,10 @@ class RealtimeTransport:
                 return
             event_id = None
             try:
-                event = parse_client_event(message.get("text") or "")
+                event = read_client_event(message.get("text") or "")
+            except TooLarge as exc:  # the session closes 1001 soon: this is answered, the drain goes on
+                await self._send(self.events.error(exc.code, exc.message))
+                continue
             except BadMessage as exc:
                 event_id = exc.event_id if isinstance(exc, ClientEventError) else None
                 await self._send(self.events.error(exc.code, exc.message, event_id=event_id))
