@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-
 from starlette.requests import HTTPConnection
 
 from auth.principal import SCOPE_KEY, Principal, PrincipalKind

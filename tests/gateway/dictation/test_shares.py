@@ -12,7 +12,8 @@ from typing import Any
 
 from gateway.registry import SessionRegistry
 from tests.gateway.dictation.fakes import FakeSidecar
-from tests.gateway.fronts.openai_realtime.talk import URL as REALTIME, opened
+from tests.gateway.fronts.openai_realtime.talk import URL as REALTIME
+from tests.gateway.fronts.openai_realtime.talk import opened
 from tests.gateway.helpers import dictation_client, wait_for
 from tests.support.sockets import close_code, receive
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from starlette.testclient import TestClient
 
 from gateway.registry import SessionRegistry
