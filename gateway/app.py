@@ -148,9 +148,7 @@ def create_app(
 
             listener = UvicornShareListener(settings)
         auth_state = AuthState(settings.auth_config(), share_listener=listener, store=build_auth_store(settings))
-        sessions = SessionRegistry(limits={"tts": settings.max_tts_sessions,
-                                           "dictation": settings.max_dictation_streams,
-                                           "transcription": settings.max_transcriptions})
+        sessions = SessionRegistry.for_settings(settings)
         startup = Startup()
         state: dict[str, Any] = {
             "settings": app_settings,

@@ -116,6 +116,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("auth_wait_s", _float_range(0.5, 60), "5", "Time a WebSocket has to send the first message that carries its credential; then it is closed 1008."),
     Option("max_transcriptions", _int_range(1, 64), "2", "Concurrent file transcriptions; more get 503 + Retry-After (live dictation streams are counted apart)."),
     Option("dictation_max_ahead_s", _float_range(1, 3600), "30", "Audio a dictation stream may send ahead of real time; past it the gateway reads that socket only as fast as real time."),
+    Option("max_tts_sessions_per_client", _int_range(0, 10000), "0", "TTS sessions (sockets, HTTP streams, ElevenLabs contexts, Wyoming syntheses) one client address may hold at once; past it new ones close 1013 (HTTP: 503). 0: a quarter of VOXGATE_MAX_TTS_SESSIONS, at least 1."),
+    Option("max_dictation_streams_per_client", _int_range(0, 10000), "0", "Dictation streams (/v1/dictation, Deepgram, OpenAI Realtime, Wyoming) one client address may hold at once; past it new ones close 1013. 0: a quarter of VOXGATE_MAX_DICTATION_STREAMS, at least 1."),
     # replicas: the drain before a stop and the shared auth state (docs/deployment.md)
     Option("drain_s", _float_range(0, 3600), "30", "On SIGTERM, how long open sessions may take to finish their work (ready answers 503 meanwhile) before they close 1001."),
     Option("redis_url", _opt_str, "", "Redis for auth state shared by replicas (sessions, tickets, lockout, PIN), e.g. redis://host:6379/0; unset: in memory.", secret=True),
@@ -177,6 +179,8 @@ class Settings:
     auth_wait_s: float = 5.0
     max_transcriptions: int = 2
     dictation_max_ahead_s: float = 30.0
+    max_tts_sessions_per_client: int = 0
+    max_dictation_streams_per_client: int = 0
     drain_s: float = 30.0
     redis_url: str | None = field(default=None, repr=False)
     redis_prefix: str = "voxgate:"

@@ -32,7 +32,7 @@ from gateway.dictation.transport import NativeDictationTransport
 from gateway.errors import BadRequest, GatewayError, OverCapacity, TooLarge, refuse_socket
 from gateway.protocol.dictation import parse_dictation_params
 from gateway.protocol.json import bounded_request
-from gateway.registry import client_label
+from gateway.registry import client_label, client_share
 
 MAX_UPLOAD_BYTES = 25 * 1024 * 1024  # OpenAI's own limit
 # Decoded length cap: the audio goes to the sidecar as one float32 frame at 16 kHz,
@@ -55,7 +55,8 @@ async def dictation_socket(websocket: WebSocket) -> None:
         await refuse_socket(websocket, exc)
         return
     try:
-        entry = state.sessions.claim("dictation", client_label(websocket), session.describe, drain=session.drain)
+        entry = state.sessions.claim("dictation", client_label(websocket), session.describe, drain=session.drain,
+                                     share=client_share(websocket))
     except OverCapacity as exc:
         await refuse_socket(websocket, exc)
         return

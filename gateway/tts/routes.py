@@ -27,7 +27,7 @@ from gateway.codecs.pyav import load_av
 from gateway.errors import GatewayError, OverCapacity, refuse_socket
 from gateway.protocol.json import read_json_object
 from gateway.protocol.tts import Ready, SpeechRequest, SynthesisRequest, TextLimits, parse_tts_params
-from gateway.registry import client_label
+from gateway.registry import client_label, client_share
 from gateway.streaming import StallGuardedResponse
 from gateway.tts.frames import AudioBytes, open_audio
 from gateway.tts.selection import check_ready, pick_engine, resolve_voice
@@ -75,7 +75,8 @@ async def tts_socket(websocket: WebSocket) -> None:
                          sample_rate=rate, encoding=params.encoding,
                          config=SessionConfig(limits=TEXT_LIMITS, idle_timeout_s=settings.idle_timeout_s))
     try:
-        entry = state.sessions.claim("tts", client_label(websocket), session.describe, drain=session.drain)
+        entry = state.sessions.claim("tts", client_label(websocket), session.describe, drain=session.drain,
+                                     share=client_share(websocket))
     except OverCapacity as exc:
         await refuse_socket(websocket, exc)
         return
@@ -99,11 +100,12 @@ def speech_response(request: Request, engine: TtsEngine, text: str, voice: str |
     audio: AudioBytes | None = None
     entry = sessions.claim("tts", client_label(request), lambda: {
         "engine": engine.info().id, "voice": voice, "route": request.url.path, "sample_rate": rate,
-        "format": fmt.value, "audio_s_sent": round((audio.samples if audio else 0) / rate, 3)})
+        "format": fmt.value, "audio_s_sent": round((audio.samples if audio else 0) / rate, 3)},
+        share=client_share(request))
 
     try:
         audio = open_audio(engine, text, voice, rate, fmt, seed, options)
-    except GatewayError:
+    except BaseException:
         sessions.remove(entry.id)
         raise
     stream = audio

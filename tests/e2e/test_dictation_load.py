@@ -33,7 +33,9 @@ SENSITIVE = ((0, 1.0), (13, 1.0), (18, 1.0), (19, 1.0), (3, 1.25), (12, 1.25))
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    with running_gateway(tmp_path_factory.mktemp("data"), "asr") as gw:
+    # every clip of a run at once, from this one client address
+    with running_gateway(tmp_path_factory.mktemp("data"), "asr",
+                         env={"VOXGATE_MAX_DICTATION_STREAMS_PER_CLIENT": "8"}) as gw:
         yield gw.url
 
 

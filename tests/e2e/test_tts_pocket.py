@@ -34,7 +34,8 @@ async def gateway(model_dir, tmp_path):
     from engines.pocket.engine import PocketEngine
 
     engine = PocketEngine(model_dir=model_dir, voices_dir=tmp_path / "voices", quantize="none", threads=1)
-    app = create_app(Settings(engines=(), data_dir=tmp_path), tts_engines={"pocket": engine},
+    settings = Settings(engines=(), data_dir=tmp_path, max_tts_sessions_per_client=8)  # eight sockets from here
+    app = create_app(settings, tts_engines={"pocket": engine},
                      share_listener=FakeListener())
     async with running_server(app) as url:
         async with httpx.AsyncClient(base_url=url, timeout=30) as http:

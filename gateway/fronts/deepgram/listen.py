@@ -41,7 +41,7 @@ from gateway.protocol.dictation import (
     Finalize,
     Keepalive,
 )
-from gateway.registry import client_label
+from gateway.registry import client_label, client_share
 
 IDLE_TIMEOUT_S = 10.0  # Deepgram closes a stream with no audio and no KeepAlive for 10 s (NET-0001)
 NET_0001 = "NET-0001: no audio data or text message was received within the timeout window"
@@ -167,9 +167,12 @@ async def listen_socket(websocket: WebSocket) -> None:
         return
     model_name = state.asr.model_name if state.asr is not None else "none"
     transport = ListenTransport(websocket, params, request_id, model_name)
-    session = DictationSession(transport, params.dictation, settings, state.asr, idle_timeout_s=IDLE_TIMEOUT_S)
+    # Deepgram's own idle close, unless the gateway's idle timeout (the ceiling of every vendor timeout) is shorter
+    idle_timeout_s = min(IDLE_TIMEOUT_S, settings.idle_timeout_s)
+    session = DictationSession(transport, params.dictation, settings, state.asr, idle_timeout_s=idle_timeout_s)
     try:
-        entry = state.sessions.claim("dictation", client_label(websocket), session.describe, drain=session.drain)
+        entry = state.sessions.claim("dictation", client_label(websocket), session.describe, drain=session.drain,
+                                     share=client_share(websocket))
     except OverCapacity as exc:
         await refuse(websocket, exc, dg.listen_error)
         return

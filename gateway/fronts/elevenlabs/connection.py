@@ -5,7 +5,8 @@ route when its in-band credential had to be settled first, sockets.py), judges
 any credential a later message carries (auth/inband.py), and hands each
 message to the context it names, opening the context (a ``TtsSession``, registered with
 the session registry like every TTS session, so contexts count against the
-same limit) on its first message. ``stream-input`` has one context, ended by
+same limits: the global one and the client's share) on its first message.
+``stream-input`` has one context, ended by
 ``{"text": ""}``; the socket closes 1000 after its ``isFinal``.
 ``multi-stream-input`` runs up to five; ``{"text": "", "context_id"}`` keeps one
 alive, ``close_context`` ends one (context.py), ``close_socket`` ends all and
@@ -14,7 +15,8 @@ then the socket.
 Idle rules: a context's session closes it after ``inactivity_timeout`` with no
 message and nothing to say (its ``isFinal`` is sent); a socket with no context
 closes 4408 after the same time (counted from its last message, or from the end
-of its last context, whichever came later).
+of its last context, whichever came later). ``inactivity_timeout`` is at most the
+gateway's idle timeout (params.py); the first socket that asks for more is logged.
 
 The drain before a stop (``drain``; the route holds the socket in the session
 registry, each context is a TTS session there): every context's session
@@ -55,7 +57,7 @@ from gateway.fronts.elevenlabs.messages import ClientMessage as ElevenLabsMessag
 from gateway.fronts.elevenlabs.messages import error_message, final_message, parse_client_message
 from gateway.fronts.elevenlabs.params import SocketParams
 from gateway.protocol.tts import ClientMessage, End, Flush, Keepalive, TextFragment, TextLimits
-from gateway.registry import DRAINING_MESSAGE, SessionRegistry, client_label
+from gateway.registry import DRAINING_MESSAGE, SessionRegistry, client_label, client_share
 from gateway.tts.session import TtsSession
 from gateway.tts.states import GOING_AWAY_REASON, SessionConfig
 
@@ -65,6 +67,7 @@ TEXT_LIMITS = TextLimits()
 MAX_CONTEXTS = 5  # ElevenLabs' own limit per multi-context socket
 DEFAULT_CONTEXT = "default"  # multi-stream-input messages that name no context
 IDLE_TICK_S = 0.5  # how often a quiet socket checks its idle rules
+CAPPED_TOPIC = "elevenlabs-inactivity-capped"  # logged once per process (AuthState.warning_due)
 
 
 class Connection:
@@ -75,7 +78,7 @@ class Connection:
         self.sessions = sessions
         self.engine = engine
         self.voice = voice
-        self.params = params
+        self.params = self._within_idle_ceiling(params, websocket.state.settings.idle_timeout_s)
         self.multi = multi
         self.sender = Sender(websocket)
         self.contexts: dict[str | None, Context] = {}
@@ -85,6 +88,13 @@ class Connection:
         self._draining = False
         self._done = asyncio.Event()
         self._quiet_since = time.monotonic()  # the last message, or the end of the last context
+
+    def _within_idle_ceiling(self, params: SocketParams, ceiling_s: float) -> SocketParams:
+        capped = params.capped(ceiling_s)
+        if capped.inactivity_capped and self.auth.warning_due(CAPPED_TOPIC, every_s=float("inf")):
+            log.info("ElevenLabs sockets ask for inactivity_timeout=%d s; it is capped at VOXGATE_IDLE_TIMEOUT_S=%g s "
+                     "(logged once)", params.requested_inactivity_s, ceiling_s)
+        return capped
 
     # ---- lifecycle
 
@@ -101,6 +111,8 @@ class Connection:
             for task in tasks:
                 if task.done() and not task.cancelled() and task.exception() is not None:
                     log.error("ElevenLabs socket task failed", exc_info=task.exception())
+            for context in list(self.contexts.values()):  # a task cancelled before it ran has not released its slot
+                self.sessions.remove(context.entry.id)
             if self._close is not None:
                 await close_socket(self.websocket, *self._close)
 
@@ -122,7 +134,7 @@ class Connection:
         """The close a socket with no context is due after ``inactivity_timeout``
         without a message. Contexts keep their own time."""
         if not self.contexts and time.monotonic() - self._quiet_since >= self.params.inactivity_timeout_s:
-            return CLOSE_IDLE, f"no text received for {self.params.inactivity_timeout_s} s (inactivity_timeout)"
+            return CLOSE_IDLE, self.params.idle_reason()
         return None
 
     async def _read_loop(self) -> None:
@@ -226,7 +238,7 @@ class Connection:
     async def _put(self, context: Context, messages: list[ClientMessage]) -> None:
         for message in messages:
             try:
-                await context.put(message, float(self.params.inactivity_timeout_s))
+                await context.put(message, self.params.inactivity_timeout_s)
             except asyncio.TimeoutError:
                 self._finish(CLOSE_IDLE, "a context is not taking messages")
                 return
@@ -249,9 +261,10 @@ class Connection:
         transport = ContextTransport(self.sender, key, audio)
         session = TtsSession(transport=transport, engine=self.engine, voice=self.voice, sample_rate=audio.sample_rate,
                              encoding=audio.format, config=SessionConfig(
-                                 limits=TEXT_LIMITS, idle_timeout_s=float(self.params.inactivity_timeout_s)))
+                                 limits=TEXT_LIMITS, idle_timeout_s=self.params.inactivity_timeout_s))
         try:
-            entry = self.sessions.claim("tts", client_label(self.websocket), session.describe, drain=session.drain)
+            entry = self.sessions.claim("tts", client_label(self.websocket), session.describe, drain=session.drain,
+                                        share=client_share(self.websocket))
         except OverCapacity as exc:
             await self._refuse_context(key, exc)
             return None

@@ -7,13 +7,18 @@ Parameters ElevenLabs defines that change nothing here (``enable_logging``,
 ``optimize_streaming_latency``) are accepted and ignored; a value that would
 change what the client receives and cannot be honoured is refused, naming the
 parameter.
+
+``inactivity_timeout`` (1 to 180 s, as ElevenLabs takes it) is held to the
+gateway's own idle timeout (``VOXGATE_IDLE_TIMEOUT_S``), the ceiling of every
+vendor timeout: a larger value is applied as that ceiling (``capped``), not
+refused, because LiveKit's ElevenLabs plugin sends 180 on every socket.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from engines.base import TtsEngine
 from gateway.codecs.formats import MPEG_RATES, OutputFormat
@@ -77,9 +82,25 @@ def _bool(query: Mapping[str, str], name: str, default: bool) -> bool:
 class SocketParams:
     model_id: str
     audio: AudioFormat
-    inactivity_timeout_s: int
+    inactivity_timeout_s: float  # the one in force: the client's, or the gateway's ceiling (``capped``)
     sync_alignment: bool
     auto_mode: bool
+    requested_inactivity_s: int = DEFAULT_INACTIVITY_S  # what the client asked for
+
+    @property
+    def inactivity_capped(self) -> bool:
+        return self.inactivity_timeout_s < self.requested_inactivity_s
+
+    def capped(self, ceiling_s: float) -> SocketParams:
+        """These parameters with ``inactivity_timeout`` at most ``ceiling_s``."""
+        return replace(self, inactivity_timeout_s=min(float(self.requested_inactivity_s), ceiling_s))
+
+    def idle_reason(self) -> str:
+        """The close reason of a socket (and the idle close of a context) after ``inactivity_timeout``."""
+        if self.inactivity_capped:
+            return (f"no text received for {self.inactivity_timeout_s:g} s (inactivity_timeout "
+                    f"{self.requested_inactivity_s} is capped at the server's idle timeout)")
+        return f"no text received for {self.inactivity_timeout_s:g} s (inactivity_timeout)"
 
 
 def parse_socket_params(query: Mapping[str, str]) -> SocketParams:
@@ -96,8 +117,8 @@ def parse_socket_params(query: Mapping[str, str]) -> SocketParams:
     for name in ("enable_logging", "enable_ssml_parsing"):
         _bool(query, name, False)
     return SocketParams(model_id=(query.get("model_id") or "")[:128], audio=parse_output_format(
-        query.get("output_format")), inactivity_timeout_s=timeout, sync_alignment=_bool(query, "sync_alignment", False),
-        auto_mode=_bool(query, "auto_mode", False))
+        query.get("output_format")), inactivity_timeout_s=float(timeout), requested_inactivity_s=timeout,
+        sync_alignment=_bool(query, "sync_alignment", False), auto_mode=_bool(query, "auto_mode", False))
 
 
 def voice_for(engine: TtsEngine, voice_id: str) -> str | None:

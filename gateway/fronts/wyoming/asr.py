@@ -14,6 +14,15 @@ Endpointing: a ``transcribe`` with ``vad_sensitivity`` asks the server to
 find the end of the voice command. The stream then ends an utterance after
 that much silence, and the first final that holds words is the answer, sent
 at once, before ``audio-stop``; audio after it is ignored.
+
+Pacing: like a /v1/dictation socket, a connection may send audio at most
+``VOXGATE_DICTATION_MAX_AHEAD_S`` ahead of real time (the connection's
+``Pacer``, gateway/dictation/pacing.py); past that ``audio`` waits before it
+returns, so the connection reads no further event and TCP pushes back on the
+client. The wait ends early when ``until`` is done (the drain began).
+
+The stream counts against the dictation limits, the global one and the
+client address's share (gateway/registry.py).
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ from typing import Any
 
 from engines.base import AsrService, AsrStreamHandle, EngineState
 from gateway.dictation.faults import disabled_error, unavailable_error
+from gateway.dictation.pacing import Pacer
 from gateway.errors import BadRequest, GatewayError
 from gateway.fronts.wyoming import messages as msg
 from gateway.fronts.wyoming.link import Link, PcmIn
@@ -44,11 +54,14 @@ ASR_START_WAIT_S = 30.0
 class Transcription:
     """From ``audio-start`` to the answer; ``close()`` drops it at any point."""
 
-    def __init__(self, link: Link, asr: AsrService | None, request: Transcribe, sessions: SessionRegistry) -> None:
+    def __init__(self, link: Link, asr: AsrService | None, request: Transcribe, sessions: SessionRegistry, *,
+                 pacer: Pacer, until: asyncio.Future[Any]) -> None:
         self.link = link
         self.asr = asr
         self.request = request
         self.sessions = sessions
+        self.pacer = pacer  # the connection's: its streams share one real-time allowance
+        self.until = until
         self.stream: AsrStreamHandle | None = None
         self.answered = False
         self._pcm = PcmIn(ASR_RATE)
@@ -65,7 +78,8 @@ class Transcription:
     async def open(self) -> None:
         """Open the ASR stream; raises ``GatewayError`` when that cannot be done now."""
         asr = await self._usable_asr()
-        self._entry = entry = self.sessions.claim("dictation", f"wyoming:{self.link.client}", self.describe)
+        self._entry = entry = self.sessions.claim("dictation", f"wyoming:{self.link.client}", self.describe,
+                                                  share=self.link.share)
         silence_ms = self.request.endpoint_silence_ms or DEFAULT_SILENCE_MS
         try:
             self.stream = await asr.open_stream({"language": self.request.language, "interim": True,
@@ -121,6 +135,7 @@ class Transcription:
         samples = self._pcm.feed(fmt, data)
         if len(samples):
             await self.stream.send_audio(samples)
+            await self.pacer.hold(len(samples) / ASR_RATE, self.until)  # ahead of real time: read no more for now
 
     async def stop(self) -> None:
         """``audio-stop``: finish the stream and answer (unless endpointing already did)."""

@@ -30,6 +30,7 @@ from typing import Any
 
 from engines.base import AsrService, TtsEngine
 from gateway.config import Settings
+from gateway.dictation.pacing import Pacer
 from gateway.errors import BadMessage, GatewayError
 from gateway.fronts.wyoming import messages as msg
 from gateway.fronts.wyoming.asr import Transcription
@@ -62,11 +63,15 @@ class Connection:
         self.transcription: Transcription | None = None
         self._refused = False  # the current audio was refused: drop it until audio-stop
         self._drain_begun = asyncio.Event()
+        self.pacer = Pacer(settings.dictation_max_ahead_s)  # audio read at most this far ahead of real time
+        self._pacing_off: asyncio.Future[None] = asyncio.get_running_loop().create_future()  # done: the drain began
 
     def drain(self, now: bool) -> None:
         """Finish the work under way, then close (see the module docstring);
         ``now``: synthesis stops at the next frame."""
         self._drain_begun.set()
+        if not self._pacing_off.done():
+            self._pacing_off.set_result(None)
         if now:
             self.speaker.halt()
 
@@ -184,7 +189,8 @@ class Connection:
             await self.transcription.close()
             self.transcription = None
         self._refused = False
-        transcription = Transcription(self.link, self.asr, self.request or Transcribe(), self.sessions)
+        transcription = Transcription(self.link, self.asr, self.request or Transcribe(), self.sessions,
+                                      pacer=self.pacer, until=self._pacing_off)
         try:
             await transcription.open()
         except GatewayError:

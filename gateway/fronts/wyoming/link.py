@@ -11,6 +11,7 @@ import numpy as np
 
 from gateway.fronts.wyoming.messages import AudioFormat
 from gateway.fronts.wyoming.wire import Event, encode_event
+from gateway.registry import address_share
 from gateway.resampling import LowDelayResampler
 
 
@@ -29,6 +30,12 @@ class Link:
 
     def __post_init__(self) -> None:
         self._lock = asyncio.Lock()
+
+    @property
+    def share(self) -> str:
+        """The client share (gateway/registry.py) this connection's sessions count against: its address."""
+        peer = self.writer.get_extra_info("peername") or ("?", 0)
+        return address_share(str(peer[0]))
 
     async def send(self, event: Event) -> None:
         async with self._lock:

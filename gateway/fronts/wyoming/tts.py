@@ -239,7 +239,7 @@ class Speaker:
         try:
             # queued before the drain began (the connection refuses every event after): it is spoken
             entry = self.sessions.claim("tts", f"wyoming:{self.link.client}", lambda: {"front": "wyoming"},
-                                        taken_before_drain=True)
+                                        share=self.link.share, taken_before_drain=True)
         except OverCapacity as full:
             await self.link.send(msg.error(full.message, full.code))
             return

@@ -129,7 +129,7 @@ async def test_slow_reader_is_bounded_does_not_slow_others_and_is_closed_4408(tm
 
 async def test_eight_concurrent_sockets_get_correct_complete_audio(tmp_path):
     engine = FakeTtsEngine(frame_delay_s=0.002)
-    async with running_server(tts_app(tmp_path, engine)) as url:
+    async with running_server(tts_app(tmp_path, engine, max_tts_sessions_per_client=8)) as url:
         async def one(i: int) -> tuple[int, bytes, bytes]:
             text = f"Socket number {i} says a sentence of its own."
             async with await TtsClient.connect(url) as tts:

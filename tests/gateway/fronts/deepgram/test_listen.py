@@ -11,7 +11,7 @@ import pytest
 from gateway.codecs import g711
 from gateway.fronts.deepgram.messages import model_uuid
 from tests.gateway.dictation.fakes import FakeSidecar
-from tests.gateway.helpers import dictation_client
+from tests.gateway.helpers import dictation_client, wait_for
 from tests.support.sockets import close_code, receive
 
 MODEL = {"name": "tiny.en", "version": "voxgate", "arch": "whisper"}
@@ -218,3 +218,13 @@ def test_the_token_subprotocol_is_echoed(tmp_path):
         assert ws.accepted_subprotocol == "token"
         ws.send_json({"type": "CloseStream"})
         assert receive(ws)["type"] == "Metadata"
+
+
+@pytest.mark.parametrize(("gateway_idle_s", "listen_idle_s"), [(30.0, 10.0), (4.0, 4.0)])
+def test_deepgrams_idle_close_is_held_to_the_gateways_idle_timeout(tmp_path, gateway_idle_s, listen_idle_s):
+    with dictation_client(tmp_path, idle_timeout_s=gateway_idle_s) as client, \
+            client.websocket_connect("/v1/listen"):
+        registry = client.app_state["sessions"]
+        wait_for(lambda: len(registry) == 1, "the stream is registered")
+        (entry,) = registry._entries.values()
+        assert entry.describe.__self__.idle_timeout_s == listen_idle_s  # the session's own idle rule

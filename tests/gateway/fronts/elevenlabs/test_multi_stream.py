@@ -153,7 +153,8 @@ def test_an_idle_context_ends_with_its_is_final_and_the_socket_stays(tmp_path):
 
 
 def test_at_most_five_contexts_on_one_socket(tmp_path):
-    with tts_client(tmp_path, max_tts_sessions=10) as client, client.websocket_connect(URL) as ws:
+    with tts_client(tmp_path, max_tts_sessions=10, max_tts_sessions_per_client=10) as client, \
+            client.websocket_connect(URL) as ws:
         for n in range(5):
             ws.send_json({"text": " ", "context_id": f"c{n}"})
         ws.send_json({"text": " ", "context_id": "c5"})
@@ -165,7 +166,8 @@ def test_at_most_five_contexts_on_one_socket(tmp_path):
 
 
 def test_every_context_counts_against_the_session_limit(tmp_path):
-    with tts_client(tmp_path, max_tts_sessions=2) as client, client.websocket_connect(URL) as ws:
+    with tts_client(tmp_path, max_tts_sessions=2, max_tts_sessions_per_client=2) as client, \
+            client.websocket_connect(URL) as ws:
         ws.send_json({"text": " ", "context_id": "a"})
         ws.send_json({"text": " ", "context_id": "b"})
         ws.send_json({"text": " ", "context_id": "c"})

@@ -28,8 +28,7 @@ async def wyoming_server(tmp_path: Any, *, tts: Mapping[str, TtsEngine] | None =
     """Start a WyomingServer on a free loopback port over ``tts`` and ``asr``."""
     overrides.setdefault("tts_engine", "pocket")
     settings = Settings(data_dir=tmp_path, wyoming_uri="tcp://127.0.0.1:0", **overrides)
-    sessions = SessionRegistry(limits={"tts": settings.max_tts_sessions,
-                                       "dictation": settings.max_dictation_streams})
+    sessions = SessionRegistry.for_settings(settings)
     if asr is not None:
         await asr.start()
     state = {"settings": settings, "tts": dict(tts or {}), "asr": asr, "sessions": sessions}

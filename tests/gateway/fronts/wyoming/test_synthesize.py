@@ -145,6 +145,17 @@ async def test_synthesis_counts_against_the_tts_session_limit(tmp_path):
         assert event.data == {"text": "too many TTS sessions (limit 1); try again later", "code": "over_capacity"}
 
 
+async def test_synthesis_counts_against_the_client_addresss_share(tmp_path):
+    engine = FakeTtsEngine()
+    async with wyoming_server(tmp_path, tts={"pocket": engine}, max_tts_sessions_per_client=1) as server:
+        server.state["sessions"].claim("tts", "127.0.0.1:5000", dict, share="127.0.0.1")  # a socket of this machine
+        async with connect(server) as client:
+            await client.write_event(Synthesize(text=TEXT).event())
+            event = await read(client)
+        assert event.data == {"text": "too many TTS sessions from one client (limit 1 per client); end one of "
+                                      "yours or try again later", "code": "over_capacity"}
+
+
 async def test_leaving_cancels_the_synthesis_at_the_next_frame(tmp_path):
     engine = FakeTtsEngine(frame_delay_s=0.02)
     text = "A long text. " * 40

@@ -227,3 +227,32 @@ async def test_a_transcription_whose_audio_stops_coming_is_closed_when_idle(tmp_
             await asyncio.sleep(0.01)
         assert sessions_of(server) == []
         assert fake.ops(stream.id) == ["open", "close"]
+
+
+async def test_one_client_address_holds_its_share_of_dictation_streams(tmp_path):
+    fake = FakeSidecar()
+    async with wyoming_server(tmp_path, asr=fake, max_dictation_streams=8) as server:  # 2 per client
+        server.state["sessions"].claim("dictation", "elsewhere", dict, share="198.51.100.2")  # another client's
+        async with connect(server) as first, connect(server) as second, connect(server) as third:
+            for client in (first, second):
+                await client.write_event(AudioStart(rate=RATE, width=2, channels=1).event())
+            await until_streams(server, 3)
+            await third.write_event(AudioStart(rate=RATE, width=2, channels=1).event())
+            event = await read(third)
+            assert (event.type, event.data) == ("error", {
+                "text": "too many dictation streams from one client (limit 2 per client); end one of yours or try "
+                        "again later", "code": "over_capacity"})
+            await first.write_event(AudioStop().event())
+            await read_until(first, "transcript-stop")
+            await until_streams(server, 2)
+            await third.write_event(AudioStart(rate=RATE, width=2, channels=1).event())  # room again
+            await until_streams(server, 3)
+        await until_streams(server, 1)  # the connections are gone, and their streams with them
+
+
+async def until_streams(server, count: int) -> None:
+    for _ in range(500):
+        if len(sessions_of(server)) == count:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"never {count} streams: {sessions_of(server)}")
