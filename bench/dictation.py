@@ -201,7 +201,8 @@ def start_server(threads: int | None, extra_env: dict[str, str]) -> tuple[subpro
         port = s.getsockname()[1]
     env = {k: v for k, v in os.environ.items() if not k.startswith("VOXGATE_")}
     env.update({"PYTHONPATH": str(ROOT), "VOXGATE_DATA_DIR": tempfile.mkdtemp(prefix="voxgate-bench-"),
-                "VOXGATE_MAX_DICTATION_STREAMS": "64", **extra_env})
+                "VOXGATE_MAX_DICTATION_STREAMS": "64",
+                "VOXGATE_MAX_DICTATION_STREAMS_PER_CLIENT": "64", **extra_env})
     if threads is not None:
         env["VOXGATE_ASR_THREADS"] = str(threads)
     proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "serve", "--port", str(port), "--engines", "asr",

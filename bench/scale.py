@@ -351,7 +351,8 @@ def main() -> None:
         redis = stack.enter_context(running_redis(work / "redis"))
         common = {"VOXGATE_SERVER_MODE": "1", "VOXGATE_API_KEY": KEY, "VOXGATE_FORWARDED_ALLOW_IPS": "127.0.0.1/32",
                   "VOXGATE_ASR_THREADS": "1", "VOXGATE_PIPER_THREADS": "1", "VOXGATE_MAX_DICTATION_STREAMS": "32",
-                  "VOXGATE_MAX_TTS_SESSIONS": "32", "VOXGATE_LOG_LEVEL": "warning"}
+                  "VOXGATE_MAX_TTS_SESSIONS": "32", "VOXGATE_MAX_DICTATION_STREAMS_PER_CLIENT": "32",
+                  "VOXGATE_MAX_TTS_SESSIONS_PER_CLIENT": "32", "VOXGATE_LOG_LEVEL": "warning"}
         shared = {**common, "VOXGATE_REDIS_URL": redis.url}
         processes = {
             "M": stack.enter_context(running_gateway(work / "m", "asr,piper", env=common)),

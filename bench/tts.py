@@ -209,7 +209,7 @@ async def bench_voxgate(model_dir: Path, work: Path, levels: list[int], rounds: 
     quantize = "int8" if precision == "int8" else "none"
     env = {**os.environ, "VOXGATE_POCKET_DIR": str(model_dir), "VOXGATE_POCKET_QUANTIZE": quantize,
            "VOXGATE_ENGINES": "pocket", "VOXGATE_DATA_DIR": str(work / "voxgate-data"),
-           "VOXGATE_MAX_TTS_SESSIONS": "64", "VOXGATE_LOG_LEVEL": "warning", "PYTHONPATH": str(ROOT)}
+           "VOXGATE_MAX_TTS_SESSIONS": "64", "VOXGATE_MAX_TTS_SESSIONS_PER_CLIENT": "64", "VOXGATE_LOG_LEVEL": "warning", "PYTHONPATH": str(ROOT)}
     log_path = work / "voxgate.log"
     proc = start([sys.executable, "-c", "from gateway.cli.main import main; raise SystemExit(main())", "serve",
                   "--port", str(port)], env, log_path)
