@@ -47,7 +47,7 @@ def test_a_packet_spanning_pages_is_joined():
     writer = OggWriter(7)
     big = bytes(range(256)) * 300  # 76800 bytes: needs 302 lacing values, more than one page
     lacing_first = b"\xff" * 255
-    first = writer.page([], 0)  # an empty page is legal
+    first = writer.page([], 0, bos=True)  # an empty page is legal; it begins the stream read
     header = struct.pack("<4sBBqIIIB", b"OggS", 0, 0, -1, 7, 1, 0, 255)
     body = bytearray(header + lacing_first + big[:255 * 255])
     struct.pack_into("<I", body, 22, crc32(bytes(body)))
@@ -106,7 +106,7 @@ def test_version_other_than_zero_is_refused():
 
 def test_an_endless_packet_is_cut_at_the_limit():
     writer = OggWriter(1)
-    page = writer.page([], 0)
+    page = writer.page([], 0, bos=True)
     endless = b""
     chunk = b"z" * (255 * 255)
     for seq in range(1, 6):
