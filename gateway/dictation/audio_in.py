@@ -21,6 +21,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from gateway.audio import AudioFormatError
 from gateway.codecs.decoders import concat, stream_decoder
 from gateway.codecs.formats import InputEncoding
 from gateway.resampling import LowDelayResampler
@@ -59,7 +60,19 @@ class AudioPath:
         """The next piece, decoded on a worker thread; None when the message is done."""
         return await asyncio.to_thread(next, steps, None)
 
-    def flush(self, tail: np.ndarray) -> np.ndarray:
-        """The end of the stream: ``tail`` (what ``decoder.finish`` gave), then the
-        resampler's look-ahead."""
-        return np.concatenate([self.resampler.feed(tail), self.resampler.flush()])
+    async def end(self) -> tuple[np.ndarray, AudioFormatError | None]:
+        """The end of the stream, on a worker thread: what the decoder still holds,
+        then the resampler's look-ahead; and the decoder's error if the stream
+        ended inside a packet (that part is dropped, the rest still counts)."""
+        return await asyncio.to_thread(self._end)
+
+    def _end(self) -> tuple[np.ndarray, AudioFormatError | None]:
+        try:
+            tail, error = self.decoder.finish(), None
+        except AudioFormatError as exc:
+            tail, error = np.zeros(0, dtype=np.float32), exc
+        return np.concatenate([self.resampler.feed(tail), self.resampler.flush()]), error
+
+    async def flush(self) -> np.ndarray:
+        """What the resampler holds back for its look-ahead (the drain stops reading)."""
+        return await asyncio.to_thread(self.resampler.flush)

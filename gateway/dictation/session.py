@@ -32,7 +32,6 @@ import logging
 import secrets
 from typing import Any
 
-import numpy as np
 from starlette.websockets import WebSocketDisconnect
 
 from engines.base import AsrService, AsrStreamHandle, EngineState
@@ -235,7 +234,7 @@ class DictationSession:
                     return False  # the sender closed the socket (broken client or sidecar error)
                 if stop in done:
                     self.phase = Phase.DRAINING
-                    await stream.send_audio(self._audio.resampler.flush())
+                    await stream.send_audio(await self._audio.flush())
                     await stream.finalize(self._drain_mark)
                     return True
                 await self._close(CLOSE_IDLE, f"no audio or message for {idle_s:.0f} s")
@@ -301,12 +300,10 @@ class DictationSession:
         if isinstance(message, Finalize):
             await stream.finalize(message.id)
         elif isinstance(message, End):
-            try:
-                tail = self._audio.decoder.finish()
-            except AudioFormatError as exc:  # a stream cut inside a packet: the rest still ends normally
-                await self._send(BadAudio(f"{exc}; the end of the stream was dropped").to_event())
-                tail = np.zeros(0, dtype=np.float32)
-            await stream.send_audio(self._audio.flush(tail))
+            audio, error = await self._audio.end()
+            if error is not None:  # a stream cut inside a packet: the rest still ends normally
+                await self._send(BadAudio(f"{error}; the end of the stream was dropped").to_event())
+            await stream.send_audio(audio)
             await stream.end()
         self.phase = next_phase
 
