@@ -48,6 +48,7 @@ class OggOpusDecoder:
         self._others: list[str] = []
         self._budget = MessageBudget(OPUS_DECODE_RATE)
         self._silent = SilentBytes("Ogg")
+        self._received = 0
 
     def feed(self, data: bytes) -> np.ndarray:
         return concat(list(self.decode(data)))
@@ -55,14 +56,14 @@ class OggOpusDecoder:
     def decode(self, data: bytes) -> Iterator[np.ndarray]:
         """The samples of each packet ``data`` completes, one array a packet."""
         self._budget.start(len(data), self._reader.pending_bytes)
-        self._silent.add(len(data))
+        self._received += len(data)
         for packet in self._reader.feed(data):
             samples = self._packet(packet)
             if len(samples):
                 self._budget.spend(len(samples))
-                self._silent.heard()
+                self._silent.heard(self._reader.consumed_bytes)
                 yield samples
-        self._silent.check()
+        self._silent.check(self._received)
 
     def _packet(self, packet: OggPacket) -> np.ndarray:
         if packet.bos:
@@ -108,6 +109,7 @@ class WebmOpusDecoder:
         self._opus: OpusDecoder | None = None
         self._budget = MessageBudget(OPUS_DECODE_RATE)
         self._silent = SilentBytes("WebM")
+        self._received = 0
 
     def feed(self, data: bytes) -> np.ndarray:
         return concat(list(self.decode(data)))
@@ -115,7 +117,7 @@ class WebmOpusDecoder:
     def decode(self, data: bytes) -> Iterator[np.ndarray]:
         """The samples of each frame ``data`` completes, one array a frame."""
         self._budget.start(len(data), self._reader.buffered_bytes)
-        self._silent.add(len(data))
+        self._received += len(data)
         for item in self._reader.feed(data):
             if isinstance(item, AudioTrack):
                 self._opus = self._open(item)
@@ -123,9 +125,9 @@ class WebmOpusDecoder:
                 samples = self._opus.decode(item)
                 if len(samples):
                     self._budget.spend(len(samples))
-                    self._silent.heard()
+                    self._silent.heard(self._reader.consumed_bytes)
                     yield samples
-        self._silent.check()
+        self._silent.check(self._received)
     @staticmethod
     def _open(track: AudioTrack) -> OpusDecoder:
         if track.codec != "A_OPUS":

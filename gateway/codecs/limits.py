@@ -31,14 +31,15 @@ class MessageBudget:
 
     def __init__(self, sample_rate: int) -> None:
         self.sample_rate = sample_rate
-        self._bytes = 0
+        self._what = ""
         self._allowed = 0
         self._spent = 0
 
     def start(self, message_bytes: int, carried_bytes: int) -> None:
         """A new message of ``message_bytes``, completing ``carried_bytes`` held from before."""
-        self._bytes = message_bytes + carried_bytes
-        seconds = MESSAGE_FLOOR_S + self._bytes * 8 / MIN_BITS_PER_S
+        self._what = f"a message of {message_bytes} bytes" + (
+            f" (with {carried_bytes} held from the messages before it)" if carried_bytes else "")
+        seconds = MESSAGE_FLOOR_S + (message_bytes + carried_bytes) * 8 / MIN_BITS_PER_S
         self._allowed = int(seconds * self.sample_rate)
         self._spent = 0
 
@@ -46,25 +47,25 @@ class MessageBudget:
         self._spent += samples
         if self._spent > self._allowed:
             raise DecodeLimitExceeded(
-                f"a message of {self._bytes} bytes decodes to more than {self._allowed / self.sample_rate:.1f} s "
+                f"{self._what} decodes to more than {self._allowed / self.sample_rate:.1f} s "
                 f"of audio; the limit is {MESSAGE_FLOOR_S:g} s plus {MIN_BITS_PER_S // 1000} kbit/s of its bytes "
                 f"(1 s per {MIN_BITS_PER_S // 8} bytes)")
 
 
 class SilentBytes:
-    """Bytes a container stream sent since it last decoded audio."""
+    """Bytes a container stream sent since it last decoded audio, from positions
+    in the stream: where the page or block that gave audio ended, and how far
+    the stream has come."""
 
     def __init__(self, container: str) -> None:
         self.container = container
-        self._count = 0
+        self._heard_at = 0
 
-    def add(self, count: int) -> None:
-        self._count += count
+    def heard(self, position: int) -> None:
+        self._heard_at = position
 
-    def heard(self) -> None:
-        self._count = 0
-
-    def check(self) -> None:
-        if self._count > MAX_BYTES_WITHOUT_AUDIO:
-            raise AudioFormatError(f"the {self.container} stream sent {self._count} bytes without any audio; "
+    def check(self, position: int) -> None:
+        silent = position - self._heard_at
+        if silent > MAX_BYTES_WITHOUT_AUDIO:
+            raise AudioFormatError(f"the {self.container} stream sent {silent} bytes without any audio; "
                                    f"the limit is {MAX_BYTES_WITHOUT_AUDIO} bytes (2 MiB) without audio")

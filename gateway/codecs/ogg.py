@@ -95,6 +95,11 @@ class OggReader:
     def pending_bytes(self) -> int:
         return len(self._buffer) + len(self._partial)
 
+    @property
+    def consumed_bytes(self) -> int:
+        """How far into the stream the reader has read: the end of its last whole page."""
+        return self._offset
+
     def select(self, serial: int) -> None:
         """Read ``serial``'s packets from the next page on; a stream selected
         before counts as ended (a chained stream need not end with EOS)."""
