@@ -141,8 +141,9 @@ class OggReader:
         if crc32(bytes(check)) != crc:
             raise AudioFormatError(f"Ogg page at byte {self._offset} fails its checksum (corrupt stream)")
         del self._buffer[:size]
+        packets = self._page_packets(page, flags, granule, serial, lacing)
         self._offset += size
-        return self._page_packets(page, flags, granule, serial, lacing)
+        return packets
 
     def _page_packets(self, page: bytes, flags: int, granule: int, serial: int, lacing: bytes) -> list[OggPacket]:
         if flags & FLAG_BOS:
