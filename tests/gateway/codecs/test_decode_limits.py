@@ -34,11 +34,11 @@ EMPTY_RUN = (f"{MAX_EMPTY_PACKETS_IN_A_ROW + 1} Opus packets in a row carry no a
 @pytest.mark.parametrize(("bomb", "outcome", "bound"), [
     ("ogg-empty-frames", EMPTY_RUN, 8 * MIB),
     ("webm-empty-frames", EMPTY_RUN, 8 * MIB),
-    ("ogg-tiny-frames", "a message of 5203 bytes decodes to more than 14.9 s of audio; the limit is 1 s plus "
-                        "3 kbit/s of its bytes (1 s per 375 bytes)", 16 * MIB),
+    ("ogg-tiny-frames", ("a message of 5203 bytes decodes to more than 14.9 s of audio; the limit is 1 s plus "
+                        "3 kbit/s of its bytes (1 s per 375 bytes)"), 16 * MIB),
     ("mulaw-1mib", "ok", 64 * MIB),
-    ("ogg-endless-pages", "the Ogg stream sent 3134831 bytes without any audio; the limit is 2097152 bytes (2 MiB) "
-                          "without audio", 6 * MIB),
+    ("ogg-endless-pages", ("the Ogg stream sent 3134831 bytes without any audio; the limit is 2097152 bytes (2 MiB) "
+                          "without audio"), 6 * MIB),
 ])
 def test_a_bomb_is_refused_or_decoded_within_a_small_memory_bound(bomb: str, outcome: str, bound: int) -> None:
     result = run_victim(bomb)

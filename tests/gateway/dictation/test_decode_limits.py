@@ -7,7 +7,6 @@ with the pacer holding between steps."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -155,11 +154,11 @@ class FakeClock:
 
 
 @pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch, threads: list[bool]) -> Iterator[FakeClock]:
+def clock(monkeypatch: pytest.MonkeyPatch, threads: list[bool]) -> FakeClock:
     fake = FakeClock(threads)
     monkeypatch.setattr(pacing, "monotonic", fake.monotonic)
     monkeypatch.setattr(pacing, "pause", fake.pause)
-    yield fake
+    return fake
 
 
 def test_a_megabyte_of_mulaw_is_decoded_off_the_loop_a_step_at_a_time_as_the_pacer_allows(tmp_path, clock):
