@@ -1,7 +1,8 @@
 """Streaming decoders for live audio: bytes as they arrive on a socket ->
 mono float32 samples at ``sample_rate``, released as soon as they can be.
 
-- PCM and G.711 decode every whole sample of a message, ``BLOCK_SAMPLES`` at a time;
+- PCM and G.711 decode every whole sample of a message, handed on ``BLOCK_SAMPLES``
+  at a time;
 - ``opus``: each message is one Opus packet, decoded at once (120 ms at most);
 - ``webm`` / ``ogg``: a container byte stream cut anywhere; each packet is
   decoded the moment the block or page that carries it is complete, so the
@@ -62,15 +63,16 @@ class PcmStreamDecoder:
     def __init__(self, encoding: Encoding, sample_rate: int) -> None:
         self.sample_rate = sample_rate
         self._pcm = PcmDecoder(encoding)
-        self._block_bytes = BLOCK_SAMPLES * encoding.sample_bytes
 
     def decode(self, data: bytes) -> Iterator[np.ndarray]:
-        view = memoryview(data)
-        for start in range(0, len(data), self._block_bytes):
-            yield self._pcm.feed(bytes(view[start:start + self._block_bytes]))
+        # decoded whole first (a float32 copy at most twice the message), so a NaN
+        # anywhere refuses the whole message before any of it is handed on
+        samples = self._pcm.feed(data)
+        for start in range(0, len(samples), BLOCK_SAMPLES):
+            yield samples[start:start + BLOCK_SAMPLES]
 
     def feed(self, data: bytes) -> np.ndarray:
-        return concat(list(self.decode(data)))
+        return self._pcm.feed(data)
 
     def finish(self) -> np.ndarray:
         return _EMPTY  # an odd trailing byte is half a sample: nothing to hear

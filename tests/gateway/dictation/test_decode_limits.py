@@ -176,3 +176,18 @@ def test_a_megabyte_of_mulaw_is_decoded_off_the_loop_a_step_at_a_time_as_the_pac
     assert [decoded for _, decoded in clock.pauses] == list(range(1, blocks + 1))
     assert sum(delay for delay, _ in clock.pauses) == pytest.approx(131.072 - 2.0, abs=0.01)
     assert len(fake.audio_sent(fake.frames[0][0]["stream"])) == 2 * len(message)
+
+
+def test_an_f32_message_with_a_nan_past_its_first_block_is_dropped_whole(tmp_path):
+    fake = FakeSidecar()
+    samples = np.full(3 * decoders.BLOCK_SAMPLES, 0.25, dtype="<f4")
+    samples[-1] = np.nan
+    with dictation_client(tmp_path, fake) as client, \
+            client.websocket_connect("/v1/dictation?encoding=pcm_f32le") as ws:
+        receive(ws)
+        ws.send_bytes(samples.tobytes())
+        ws.send_bytes(np.full(1600, 0.5, dtype="<f4").tobytes())
+        ws.send_json({"type": "end"})
+        assert receive(ws) == bad_audio("pcm_f32le audio contains NaN or infinite samples; the message was dropped")
+        assert receive(ws) == {"type": "closed", "utterances": 0, "audio_s": 0.1}
+    assert len(fake.audio_sent(fake.frames[0][0]["stream"])) == 1600
