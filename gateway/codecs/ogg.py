@@ -23,7 +23,6 @@ FLAG_BOS = 0x02
 FLAG_EOS = 0x04
 MAX_SEGMENTS = 255
 MAX_PACKET_BYTES = 256 * 1024  # far above any Opus packet or header; a bigger one is not audio
-MAX_PAGE_BYTES = HEADER.size + MAX_SEGMENTS * 256  # a header, 255 lacing values of at most 255 bytes each
 MAX_LOGICAL_STREAMS = 8  # begun and not ended at once: audio, perhaps video, a skeleton, a chained link
 
 
@@ -77,12 +76,12 @@ class OggReader:
     gateway does not resynchronise a live stream, it reports it.
 
     Only the selected logical stream (the first to begin, or the one given to
-    ``select``) is read into packets; of any
-    other stream the reader gives the first packet of its beginning-of-stream
-    page (its identification header) and, for each data page, one ``skipped``
-    marker. It holds at most the bytes not yet making a whole page plus one
-    packet of the selected stream in progress, and at most
-    ``MAX_LOGICAL_STREAMS`` streams begun and not yet ended."""
+    ``select``) is read into packets; of any other stream the reader gives the
+    first packet of its beginning-of-stream page (its identification header)
+    and, for each data page, one ``skipped`` marker. Between calls it holds at
+    most the bytes not yet making a whole page plus one packet of the selected
+    stream in progress, and it accepts at most ``MAX_LOGICAL_STREAMS`` streams
+    begun and not yet ended."""
 
     def __init__(self) -> None:
         self._buffer = bytearray()

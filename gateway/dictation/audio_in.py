@@ -10,8 +10,8 @@ the session hands the piece to the recognizer and lets the pacer hold it, so a
 stream ahead of real time stops being decoded, not only read.
 
 Thread-safety: the decoder and resampler are one session's and not
-thread-safe; the session runs one step at a time and touches them on the loop
-(the end's flush) only between steps.
+thread-safe; the session awaits each step (and ``end`` and ``flush``, which run
+on a worker thread too) before it starts the next, so two never run at once.
 """
 
 from __future__ import annotations
