@@ -11,7 +11,8 @@ The resampler is polyphase: output sample ``k`` sits at input position
 ``k * M / L`` (rates reduced to ``L/M``); its taps are the phase ``(k * M) % L`` of one
 Kaiser-windowed sinc, tabulated once. Outputs are emitted as soon as the input
 they look ahead to has arrived, so any chunking of the input gives the same
-output as one call on all of it.
+output as one call on all of it. They are computed ``BLOCK`` at a time, so a
+large input costs its own size in memory, not a row of taps per output sample.
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ import numpy as np
 ZERO_CROSSINGS = 16  # each side of the sinc: the filter's length, so its delay and its stopband
 CUTOFF = 0.92  # of the lower rate's Nyquist: the transition band lies below it, so little aliases
 KAISER_BETA = 8.0  # about 80 dB of window sidelobe rejection
+# Outputs computed together: each needs a row of 2 * half taps (70 for 8 kHz input), so
+# a block costs about BLOCK * 70 * 8 bytes (2.3 MiB) whatever the size of the input.
+BLOCK = 4096
 
 
 class LowDelayResampler:
@@ -66,24 +70,32 @@ class LowDelayResampler:
         return self._emit(available=self._received + self._half, limit=total)
 
     def _emit(self, available: int, limit: int | None = None) -> np.ndarray:
-        up, down, half = self._up, self._down, self._half
         # output k needs input up to floor(k * M / L) + half (exclusive end: + 1)
-        end = ((available - half) * up + down - 1) // down
+        end = ((available - self._half) * self._up + self._down - 1) // self._down
         if limit is not None:
             end = min(end, limit)
         if end <= self._emitted:
             return np.zeros(0, dtype=np.float32)
-        ks = np.arange(self._emitted, end, dtype=np.int64)
-        positions = ks * down
-        first = positions // up - half + 1 - self._base
-        windows = self._buffer[first[:, None] + np.arange(2 * half)]
-        out: np.ndarray = np.einsum("ij,ij->i", windows, self._table[positions % up]).astype(np.float32)
+        out = np.empty(end - self._emitted, dtype=np.float32)
+        start = self._emitted
+        for first in range(start, end, BLOCK):  # a window row per output: gather a block at a time
+            last = min(first + BLOCK, end)
+            out[first - start:last - start] = self._block(first, last)
         self._emitted = end
-        keep_from = (end * down) // up - half + 1 - self._base  # the next output's first input
+        keep_from = (end * self._down) // self._up - self._half + 1 - self._base  # the next output's first input
         if keep_from > 0:
             self._buffer = self._buffer[keep_from:]
             self._base += keep_from
         return out
+
+    def _block(self, first: int, last: int) -> np.ndarray:
+        """Outputs ``first`` to ``last`` (exclusive): ``2 * half`` taps each."""
+        up, down, half = self._up, self._down, self._half
+        positions = np.arange(first, last, dtype=np.int64) * down
+        starts = positions // up - half + 1 - self._base
+        windows = self._buffer[starts[:, None] + np.arange(2 * half)]
+        block: np.ndarray = np.einsum("ij,ij->i", windows, self._table[positions % up])
+        return block
 
 
 def _phase_table(up: int, half: int, cutoff: float) -> np.ndarray:

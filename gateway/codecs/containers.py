@@ -8,11 +8,14 @@ complete (see ogg.py and webm.py).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 
 from gateway.audio import AudioFormatError
 from gateway.codecs.formats import OPUS_DECODE_RATE
-from gateway.codecs.ogg import OggReader
+from gateway.codecs.limits import MessageBudget, SilentBytes
+from gateway.codecs.ogg import OggPacket, OggReader
 from gateway.codecs.opus import OpusDecoder, OpusHead
 from gateway.codecs.webm import AudioTrack, WebmReader
 
@@ -22,7 +25,7 @@ _OGG_CODECS = ((b"\x01vorbis", "Vorbis"), (b"\x80theora", "Theora"), (b"\x7fFLAC
                (b"OpusHead", "Opus"), (b"fishead\0", "Skeleton"))
 
 
-def _concat(parts: list[np.ndarray]) -> np.ndarray:
+def concat(parts: list[np.ndarray]) -> np.ndarray:
     if not parts:
         return _EMPTY
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
@@ -30,8 +33,9 @@ def _concat(parts: list[np.ndarray]) -> np.ndarray:
 
 class OggOpusDecoder:
     """An Ogg byte stream -> mono float32 at 48 kHz. The first Opus logical
-    stream is decoded, other streams (video, skeleton) are ignored; a new Opus
-    stream after the current one's data (a chained file) is followed."""
+    stream is decoded, other streams (video, skeleton) are skipped unread; a new
+    Opus stream after the current one's data (a chained file) is followed.
+    Bounded as gateway/codecs/limits.py says."""
 
     sample_rate = OPUS_DECODE_RATE
 
@@ -42,25 +46,40 @@ class OggOpusDecoder:
         self._headers_left = 0  # OpusTags still to skip
         self._has_data = False
         self._others: list[str] = []
+        self._budget = MessageBudget(OPUS_DECODE_RATE)
+        self._silent = SilentBytes("Ogg")
+        self._received = 0
 
     def feed(self, data: bytes) -> np.ndarray:
-        out: list[np.ndarray] = []
+        return concat(list(self.decode(data)))
+
+    def decode(self, data: bytes) -> Iterator[np.ndarray]:
+        """The samples of each packet ``data`` completes, one array a packet."""
+        self._budget.start(len(data), self._reader.pending_bytes)
+        self._received += len(data)
         for packet in self._reader.feed(data):
-            if packet.bos:
-                self._begin(packet.serial, packet.data)
-                continue
-            if self._serial is None:
-                found = ", ".join(self._others) or "no identification header"
-                raise AudioFormatError(f"the Ogg stream has no Opus audio (found: {found})")
-            if packet.serial != self._serial:
-                continue
-            if self._headers_left:
-                self._headers_left -= 1
-                continue
-            assert self._opus is not None
-            self._has_data = True
-            out.append(self._opus.decode(packet.data))
-        return _concat(out)
+            samples = self._packet(packet)
+            if len(samples):
+                self._budget.spend(len(samples))
+                self._silent.heard(self._reader.consumed_bytes)
+                yield samples
+        self._silent.check(self._received)
+
+    def _packet(self, packet: OggPacket) -> np.ndarray:
+        if packet.bos:
+            self._begin(packet.serial, packet.data)
+            return _EMPTY
+        if self._serial is None:
+            found = ", ".join(self._others) or "no identification header"
+            raise AudioFormatError(f"the Ogg stream has no Opus audio (found: {found})")
+        if packet.skipped:
+            return _EMPTY
+        if self._headers_left:
+            self._headers_left -= 1
+            return _EMPTY
+        assert self._opus is not None
+        self._has_data = True
+        return self._opus.decode(packet.data)
 
     def _begin(self, serial: int, header: bytes) -> None:
         if not header.startswith(b"OpusHead"):
@@ -70,6 +89,7 @@ class OggOpusDecoder:
             return  # a second Opus stream multiplexed with the first: keep the first
         self._opus = OpusDecoder(OpusHead.parse(header), header)
         self._serial, self._headers_left, self._has_data = serial, 1, False
+        self._reader.select(serial)
 
     def finish(self) -> np.ndarray:
         if self._reader.pending_bytes:
@@ -80,23 +100,34 @@ class OggOpusDecoder:
 
 class WebmOpusDecoder:
     """A WebM byte stream -> mono float32 at 48 kHz, from its first audio track,
-    which must be Opus."""
+    which must be Opus. Bounded as gateway/codecs/limits.py says."""
 
     sample_rate = OPUS_DECODE_RATE
 
     def __init__(self) -> None:
         self._reader = WebmReader()
         self._opus: OpusDecoder | None = None
+        self._budget = MessageBudget(OPUS_DECODE_RATE)
+        self._silent = SilentBytes("WebM")
+        self._received = 0
 
     def feed(self, data: bytes) -> np.ndarray:
-        out: list[np.ndarray] = []
+        return concat(list(self.decode(data)))
+
+    def decode(self, data: bytes) -> Iterator[np.ndarray]:
+        """The samples of each frame ``data`` completes, one array a frame."""
+        self._budget.start(len(data), self._reader.buffered_bytes)
+        self._received += len(data)
         for item in self._reader.feed(data):
             if isinstance(item, AudioTrack):
                 self._opus = self._open(item)
             elif self._opus is not None:
-                out.append(self._opus.decode(item))
-        return _concat(out)
-
+                samples = self._opus.decode(item)
+                if len(samples):
+                    self._budget.spend(len(samples))
+                    self._silent.heard(self._reader.consumed_bytes)
+                    yield samples
+        self._silent.check(self._received)
     @staticmethod
     def _open(track: AudioTrack) -> OpusDecoder:
         if track.codec != "A_OPUS":

@@ -2,13 +2,15 @@
 
 Pages are written whole, one per call, so every byte string the writer returns
 can be sent as it is and a reader can start on it. The reader takes bytes in
-any chunking and returns complete packets as soon as the page that ends them is
-complete; it holds at most one page plus one packet in progress.
+any chunking and returns complete packets of the stream it is told to read as
+soon as the page that ends them is complete; it holds at most one page plus one
+packet of that stream in progress, and checks each page's CRC in C (zlib).
 """
 
 from __future__ import annotations
 
 import struct
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -21,28 +23,20 @@ FLAG_BOS = 0x02
 FLAG_EOS = 0x04
 MAX_SEGMENTS = 255
 MAX_PACKET_BYTES = 256 * 1024  # far above any Opus packet or header; a bigger one is not audio
+MAX_LOGICAL_STREAMS = 8  # begun and not ended at once: audio, perhaps video, a skeleton, a chained link
 
 
-def _crc_table() -> tuple[int, ...]:
-    table = []
-    for byte in range(256):
-        crc = byte << 24
-        for _ in range(8):
-            crc = ((crc << 1) ^ 0x04C11DB7) if crc & 0x80000000 else crc << 1
-        table.append(crc & 0xFFFFFFFF)
-    return tuple(table)
-
-
-_CRC = _crc_table()
+# Ogg's CRC is CRC-32 with polynomial 0x04C11DB7, not reflected, initial value 0 and
+# no final inversion. zlib's CRC-32 is the same polynomial reflected: fed the bytes
+# bit-reversed, with its initial and final inversions undone, it gives the Ogg CRC
+# bit-reversed, computed in C.
+_REVERSED_BITS = bytes(int(f"{byte:08b}"[::-1], 2) for byte in range(256))
 
 
 def crc32(data: bytes) -> int:
     """Ogg's CRC: polynomial 0x04C11DB7, not reflected, initial value 0."""
-    crc = 0
-    table = _CRC
-    for byte in data:
-        crc = ((crc << 8) & 0xFFFFFFFF) ^ table[(crc >> 24) ^ byte]
-    return crc
+    reflected = zlib.crc32(data.translate(_REVERSED_BITS), 0xFFFFFFFF) ^ 0xFFFFFFFF
+    return int(f"{reflected:032b}"[::-1], 2)
 
 
 class OggWriter:
@@ -73,21 +67,45 @@ class OggPacket:
     data: bytes
     bos: bool  # the first packet of its logical stream
     granule: int  # the granule position of the page that ends it (-1: none)
+    skipped: bool = False  # stands for a data page of a stream not selected; ``data`` is empty
 
 
 class OggReader:
     """Turns an Ogg byte stream, cut anywhere, into packets. Raises
     ``AudioFormatError`` at the first byte that breaks the framing: the
-    gateway does not resynchronise a live stream, it reports it."""
+    gateway does not resynchronise a live stream, it reports it.
+
+    Only the selected logical stream (the first to begin, or the one given to
+    ``select``) is read into packets; of any other stream the reader gives the
+    first packet of its beginning-of-stream page (its identification header)
+    and, for each data page, one ``skipped`` marker. Between calls it holds at
+    most the bytes not yet making a whole page plus one packet of the selected
+    stream in progress, and it accepts at most ``MAX_LOGICAL_STREAMS`` streams
+    begun and not yet ended."""
 
     def __init__(self) -> None:
         self._buffer = bytearray()
-        self._partial: dict[int, bytearray] = {}  # serial -> packet continued on the next page
+        self._selected: int | None = None
+        self._partial = bytearray()  # the selected stream's packet continued on its next page
+        self._open: set[int] = set()  # serials of streams begun (BOS) and not ended (EOS)
         self._offset = 0  # bytes consumed so far, for messages
 
     @property
     def pending_bytes(self) -> int:
-        return len(self._buffer) + sum(len(p) for p in self._partial.values())
+        return len(self._buffer) + len(self._partial)
+
+    @property
+    def consumed_bytes(self) -> int:
+        """How far into the stream the reader has read: the end of its last whole page."""
+        return self._offset
+
+    def select(self, serial: int) -> None:
+        """Read ``serial``'s packets from the next page on; a stream selected
+        before counts as ended (a chained stream need not end with EOS)."""
+        if self._selected is not None and self._selected != serial:
+            self._open.discard(self._selected)
+        self._selected = serial
+        self._partial = bytearray()
 
     def feed(self, data: bytes) -> Iterator[OggPacket]:
         self._buffer += data
@@ -122,16 +140,40 @@ class OggReader:
         if crc32(bytes(check)) != crc:
             raise AudioFormatError(f"Ogg page at byte {self._offset} fails its checksum (corrupt stream)")
         del self._buffer[:size]
+        packets = self._page_packets(page, flags, granule, serial, lacing)
         self._offset += size
-        return self._packets(page, flags, granule, serial, lacing)
+        return packets
+
+    def _page_packets(self, page: bytes, flags: int, granule: int, serial: int, lacing: bytes) -> list[OggPacket]:
+        if flags & FLAG_BOS:
+            self._begin(serial)
+        if flags & FLAG_EOS:
+            self._open.discard(serial)
+        if serial == self._selected:
+            return self._packets(page, flags, granule, serial, lacing)
+        if flags & FLAG_BOS:  # its identification header: what the stream is; the rest is not kept
+            start = HEADER.size + len(lacing)
+            length = next((i for i, value in enumerate(lacing) if value < 255), len(lacing) - 1) + 1
+            return [OggPacket(serial, page[start:start + sum(lacing[:length])], True, granule)]
+        return [OggPacket(serial, b"", False, granule, skipped=True)]
+
+    def _begin(self, serial: int) -> None:
+        self._open.add(serial)
+        if len(self._open) > MAX_LOGICAL_STREAMS:
+            raise AudioFormatError(f"Ogg page at byte {self._offset} begins a logical stream while "
+                                   f"{MAX_LOGICAL_STREAMS} are open; at most {MAX_LOGICAL_STREAMS} are accepted")
+        if self._selected is None:
+            self._selected = serial
+        elif serial == self._selected:
+            self._partial = bytearray()  # a new stream reusing the serial
 
     def _packets(self, page: bytes, flags: int, granule: int, serial: int, lacing: bytes) -> list[OggPacket]:
         out: list[OggPacket] = []
         pos = HEADER.size + len(lacing)
-        partial = self._partial.pop(serial, None)
-        if partial is not None and not flags & FLAG_CONTINUED:
-            partial = None  # the previous page's last packet was cut short: a lost page; start afresh
-        current = partial if partial is not None else bytearray()
+        current = self._partial
+        if current and not flags & FLAG_CONTINUED:
+            current = bytearray()  # the previous page's last packet was cut short: a lost page; start afresh
+        self._partial = bytearray()
         bos = bool(flags & FLAG_BOS)
         ends = [i for i, value in enumerate(lacing) if value < 255]
         for i, value in enumerate(lacing):
@@ -143,6 +185,5 @@ class OggReader:
                 out.append(OggPacket(serial, bytes(current), bos, granule if i == ends[-1] else -1))
                 bos = False
                 current = bytearray()
-        if current:
-            self._partial[serial] = current
+        self._partial = current
         return out

@@ -184,6 +184,16 @@ class WebmReader:
         return len(self._buffer) + self._skip
 
     @property
+    def consumed_bytes(self) -> int:
+        """How far into the stream the reader has read: the end of its last whole element."""
+        return self._offset
+
+    @property
+    def buffered_bytes(self) -> int:
+        """Bytes held for an element read whole (at most ``MAX_ELEMENT_BYTES`` and its header)."""
+        return len(self._buffer)
+
+    @property
     def in_element(self) -> bool:
         """Part of an element read whole is buffered (a skipped one's tail does not count)."""
         return bool(self._buffer)

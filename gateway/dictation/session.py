@@ -2,9 +2,10 @@
 talks to its client only through a ``DictationTransport``
 (gateway/dictation/transport.py), so /v1/dictation and every front share it.
 
-The receiving side (the task that runs ``DictationSession.run``) validates and
-decodes client messages, resamples audio to 16 kHz and hands it to its ASR
-stream; a sender task relays the stream's events to the client. Both end
+The receiving side (the task that runs ``DictationSession.run``) validates
+client messages, has their audio decoded and resampled to 16 kHz off the loop a
+step at a time (gateway/dictation/audio_in.py) and hands each step to its ASR
+stream, paced; a sender task relays the stream's events to the client. Both end
 together: on ``end`` (after ``closed``, close 1000), on disconnect, on an idle
 client (4408), on a message too big (1009), on a container stream (webm,
 ogg) that cannot be read on (4400) or a broken client (1011). Sends
@@ -31,13 +32,12 @@ import logging
 import secrets
 from typing import Any
 
-import numpy as np
 from starlette.websockets import WebSocketDisconnect
 
 from engines.base import AsrService, AsrStreamHandle, EngineState
 from gateway.audio import AudioFormatError
-from gateway.codecs.decoders import stream_decoder
 from gateway.config import Settings
+from gateway.dictation.audio_in import ASR_RATE, AudioPath
 from gateway.dictation.faults import disabled_error, unavailable_error
 from gateway.dictation.pacing import Pacer
 from gateway.dictation.transport import DictationTransport
@@ -65,13 +65,11 @@ from gateway.protocol.dictation import (
     Ready,
     SpeechStarted,
 )
-from gateway.resampling import LowDelayResampler
 
 log = logging.getLogger("voxgate.dictation")
 
 ASR_START_WAIT_S = 30.0  # a socket opened while the sidecar loads waits this long for it
 END_WAIT_S = 120.0  # after ``end``: the last finals may queue behind other streams' decodes
-ASR_RATE = 16000
 AUDIO = "audio"  # the transition name of a binary message
 GOING_AWAY_REASON = "server stopping; every final is sent; retry on a new connection"
 
@@ -115,9 +113,7 @@ class DictationSession:
         self.phase = Phase.STREAMING
         self.stream: AsrStreamHandle | None = None
         # raises CodecUnavailable (a GatewayError) when FFmpeg is missing: the route refuses the socket
-        self._decoder = stream_decoder(params.encoding, params.sample_rate)
-        # low delay: the resampler's look-ahead is on the path of every final
-        self._resampler = LowDelayResampler(self._decoder.sample_rate, ASR_RATE)
+        self._audio = AudioPath(params.encoding, params.sample_rate)
         self._pacer = Pacer(settings.dictation_max_ahead_s)
         self._sender: asyncio.Task[None] | None = None
         self._send_lock = asyncio.Lock()
@@ -157,7 +153,7 @@ class DictationSession:
         self._sender = sender
         try:
             # a container carries its own rate: ready tells the one its audio decodes at
-            rate = self._decoder.sample_rate if self.params.encoding.is_container else self.params.sample_rate
+            rate = self._audio.decoder.sample_rate if self.params.encoding.is_container else self.params.sample_rate
             await self._send(Ready(session=session_id, sample_rate=rate,
                                    encoding=self.params.encoding.value, language=self.params.language,
                                    model=asr.model_name).to_dict())
@@ -238,7 +234,7 @@ class DictationSession:
                     return False  # the sender closed the socket (broken client or sidecar error)
                 if stop in done:
                     self.phase = Phase.DRAINING
-                    await stream.send_audio(self._resampler.flush())
+                    await stream.send_audio(await self._audio.flush())
                     await stream.finalize(self._drain_mark)
                     return True
                 await self._close(CLOSE_IDLE, f"no audio or message for {idle_s:.0f} s")
@@ -261,20 +257,27 @@ class DictationSession:
         return True
 
     async def _on_audio(self, stream: AsrStreamHandle, data: bytes) -> bool:
-        """False when the session must end (the close is decided)."""
+        """Decode ``data`` off the loop a step at a time, each step handed to the
+        recognizer and paced before the next is decoded. False when the session
+        must end (the close is decided)."""
         self.phase = transition(self.phase, AUDIO)
-        try:
-            samples = self._decoder.feed(data)
-        except AudioFormatError as exc:
-            return await self._bad_audio(exc)
-        except GatewayError as exc:  # FFmpeg turned out to be missing at the stream's header
-            await self._refuse(exc)
-            return False
-        audio = self._resampler.feed(samples)
-        await stream.send_audio(audio)
-        if self._sender is not None:  # past the pace limit, stop reading the socket for a while
-            await self._pacer.hold(len(audio) / ASR_RATE, self._sender)
-        return True
+        steps = self._audio.steps(data)
+        while True:
+            try:
+                audio = await self._audio.next_step(steps)
+            except AudioFormatError as exc:
+                return await self._bad_audio(exc)
+            except GatewayError as exc:  # FFmpeg turned out to be missing at the stream's header
+                await self._refuse(exc)
+                return False
+            if audio is None:
+                return True
+            await stream.send_audio(audio)
+            sender = self._sender
+            if sender is not None:  # past the pace limit, stop decoding and reading for a while
+                await self._pacer.hold(len(audio) / ASR_RATE, sender)
+                if sender.done():
+                    return False  # the sender closed the socket meanwhile
 
     async def _bad_audio(self, exc: AudioFormatError) -> bool:
         """Raw audio (PCM, G.711, one Opus packet a message): that message is
@@ -297,12 +300,10 @@ class DictationSession:
         if isinstance(message, Finalize):
             await stream.finalize(message.id)
         elif isinstance(message, End):
-            try:
-                tail = self._decoder.finish()
-            except AudioFormatError as exc:  # a stream cut inside a packet: the rest still ends normally
-                await self._send(BadAudio(f"{exc}; the end of the stream was dropped").to_event())
-                tail = np.zeros(0, dtype=np.float32)
-            await stream.send_audio(np.concatenate([self._resampler.feed(tail), self._resampler.flush()]))
+            audio, error = await self._audio.end()
+            if error is not None:  # a stream cut inside a packet: the rest still ends normally
+                await self._send(BadAudio(f"{error}; the end of the stream was dropped").to_event())
+            await stream.send_audio(audio)
             await stream.end()
         self.phase = next_phase
 

@@ -5,13 +5,16 @@ back only its look-ahead."""
 from __future__ import annotations
 
 import math
+import tracemalloc
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gateway.resampling import LowDelayResampler
+from gateway.codecs.g711 import mulaw_decode
+from gateway.resampling import BLOCK, LowDelayResampler
+from tests.support.stream_bombs import address_space_cap, mulaw_message
 
 RATES = [8000, 11025, 22050, 24000, 32000, 44100, 48000]
 
@@ -75,3 +78,29 @@ def test_the_same_rate_passes_through_untouched() -> None:
     resampler = LowDelayResampler(16000, 16000)
     assert np.array_equal(resampler.feed(samples), samples)
     assert len(resampler.flush()) == 0
+
+
+@pytest.mark.parametrize("rate", [8000, 44100, 48000])
+def test_a_large_feed_gives_the_samples_of_small_feeds(rate: int) -> None:
+    samples = np.random.default_rng(rate).standard_normal(rate * 3 + 17).astype(np.float32) * 0.3
+    small = LowDelayResampler(rate, 16000)
+    parts = [small.feed(samples[at:at + 160]) for at in range(0, len(samples), 160)]
+    large = LowDelayResampler(rate, 16000)
+    assert len(large.feed(samples)) > 8 * BLOCK  # many blocks in one call
+    assert np.array_equal(np.concatenate([*parts, small.flush()]), whole(LowDelayResampler(rate, 16000), samples))
+
+
+def test_a_megabyte_of_mulaw_resamples_in_memory_of_its_own_size() -> None:
+    """131 s of 8 kHz audio in one call: once a row of 70 taps per output sample
+    (a tracemalloc peak of 965 MB); now the input, the output and one block."""
+    samples = mulaw_decode(mulaw_message())  # 4 MiB of float32
+    resampler = LowDelayResampler(8000, 16000)
+    with address_space_cap():
+        tracemalloc.start()
+        try:
+            out = resampler.feed(samples)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    assert len(out) == 2 * (len(samples) - round(resampler.delay_s * 8000))  # all but the look-ahead
+    assert peak < 24 * 1024 * 1024
