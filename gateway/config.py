@@ -111,6 +111,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("limit_concurrency", _int_range(8, 100000), "256", "Open connections (HTTP and WebSocket) past which new HTTP requests get 503; keep it under the process's open-file limit."),
     Option("header_timeout_s", _float_range(1, 300), "10", "Close a connection whose request headers are not complete within this time."),
     Option("max_transcriptions", _int_range(1, 64), "2", "Concurrent file transcriptions; more get 503 + Retry-After (live dictation streams are counted apart)."),
+    Option("decode_memory_mb", _int_range(64, 65536), "512", "Memory (address space, MB) a decoder process may take for one uploaded file past its loaded size; a file that needs more gets 400 bad_audio."),
+    Option("decode_cpu_s", _float_range(1, 3600), "60", "CPU seconds a decoder process may spend on one uploaded file; a file that needs more gets 400 bad_audio."),
     Option("dictation_max_ahead_s", _float_range(1, 3600), "30", "Audio a dictation stream may send ahead of real time; past it the gateway reads that socket only as fast as real time."),
     # replicas: the drain before a stop and the shared auth state (docs/deployment.md)
     Option("drain_s", _float_range(0, 3600), "30", "On SIGTERM, how long open sessions may take to finish their work (ready answers 503 meanwhile) before they close 1001."),
@@ -168,6 +170,8 @@ class Settings:
     limit_concurrency: int = 256
     header_timeout_s: float = 10.0
     max_transcriptions: int = 2
+    decode_memory_mb: int = 512
+    decode_cpu_s: float = 60.0
     dictation_max_ahead_s: float = 30.0
     drain_s: float = 30.0
     redis_url: str | None = field(default=None, repr=False)
