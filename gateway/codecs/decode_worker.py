@@ -26,6 +26,7 @@ End of input ends the process (status 0).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import resource
@@ -114,10 +115,8 @@ def write_reply(stdout: BinaryIO, header: dict[str, Any], samples: np.ndarray | 
 
 
 def serve(stdin: BinaryIO, stdout: BinaryIO, memory_mb: int, cpu_s: float) -> int:
-    try:
+    with contextlib.suppress(CodecUnavailable):  # without PyAV, WAV still decodes; other files get codec_unavailable
         load_av()  # loaded before the memory cap is measured, so FFmpeg's libraries are not counted against a file
-    except CodecUnavailable:
-        pass  # WAV still decodes; other files get codec_unavailable
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a file that kills this process leaves no core dump behind
     loaded = limit_memory(memory_mb)
     enforced = (["memory"] if loaded is not None else []) + (["cpu"] if limit_cpu_for_one_file(cpu_s) else [])

@@ -16,9 +16,13 @@ from __future__ import annotations
 import functools
 import io
 import struct
+import subprocess
+import sys
 import zlib
+from pathlib import Path
 
 import av
+
 from tests.support.media import ffmpeg_file, tone
 
 # ---- MP4 / QuickTime boxes
@@ -98,6 +102,29 @@ def huge_png(width: int = 16000, height: int = 16000) -> bytes:
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", b"".join(parts)) + chunk(b"IEND", b"")
 
 
+def _mux_aac(out: av.container.OutputContainer, audio: av.stream.Stream, seconds: float) -> None:
+    samples = tone(seconds, 16000)
+    for start in range(0, len(samples), 1024):
+        frame = av.AudioFrame.from_ndarray(samples[start:start + 1024].reshape(1, -1), format="fltp", layout="mono")
+        frame.sample_rate, frame.pts = 16000, start
+        for packet in audio.encode(frame):
+            out.mux(packet)
+    for packet in audio.encode(None):
+        out.mux(packet)
+
+
+def fragmented_mp4(seconds: float) -> bytes:
+    """AAC in a fragmented MP4 (empty moov, then moof/mdat pairs), as streaming muxers write it."""
+    buf = io.BytesIO()
+    out = av.open(buf, "w", format="mp4", options={"movflags": "frag_keyframe+empty_moov",
+                                                  "frag_duration": "500000"})
+    audio = out.add_stream("aac", rate=16000)
+    audio.layout = "mono"
+    _mux_aac(out, audio, seconds)
+    out.close()
+    return buf.getvalue()
+
+
 @functools.lru_cache(maxsize=1)
 def png_track_bomb(side: int = 16000) -> bytes:
     """A MOV holding 2 s of AAC and, as a second track, one ``side`` x ``side`` PNG frame."""
@@ -108,14 +135,7 @@ def png_track_bomb(side: int = 16000) -> bytes:
     video = out.add_stream("png", rate=1)
     video.width = video.height = side
     video.pix_fmt = "rgb24"
-    samples = tone(2.0, 16000)
-    for start in range(0, len(samples), 1024):
-        frame = av.AudioFrame.from_ndarray(samples[start:start + 1024].reshape(1, -1), format="fltp", layout="mono")
-        frame.sample_rate, frame.pts = 16000, start
-        for packet in audio.encode(frame):
-            out.mux(packet)
-    for packet in audio.encode(None):
-        out.mux(packet)
+    _mux_aac(out, audio, 2.0)
     picture = av.Packet(huge_png(side, side))
     picture.stream, picture.pts, picture.dts, picture.time_base = video, 0, 0, video.time_base
     picture.is_keyframe = True
@@ -154,3 +174,35 @@ def webm_unknown_codec(seconds: float = 1.0, codec_id: bytes = b"A_FOOB") -> byt
     element = b"\x86\x86A_OPUS"  # CodecID, size 6
     assert len(codec_id) == 6 and data.count(element) == 1
     return data.replace(element, b"\x86\x86" + codec_id)
+
+
+# ---- what a decode costs, measured in a process of its own
+
+_DECODE_IN_CHILD = """
+import resource, sys
+sys.path.insert(0, {root!r})
+from tests.support import file_bombs
+from gateway.codecs.files import decode_file
+data = getattr(file_bombs, {bomb!r})()
+resource.setrlimit(resource.RLIMIT_AS, ({cap}, {cap}))
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+try:
+    decode_file(data, 16000, 900.0)
+    outcome = "decoded"
+except Exception as exc:
+    outcome = type(exc).__name__
+print(outcome, (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) // 1024)
+"""
+
+
+def decode_in_capped_child(bomb: str, cap_bytes: int = 4 << 30) -> tuple[str, int]:
+    """Build ``bomb`` (a function of this module) in a fresh Python process, cap
+    its address space at ``cap_bytes`` (so a runaway decode cannot sink the
+    machine), decode it in-process there with ``decode_file``; the outcome
+    (``decoded`` or the exception's class name) and by how many MB the peak
+    resident memory grew during the decode."""
+    root = str(Path(__file__).resolve().parents[2])
+    result = subprocess.run([sys.executable, "-c", _DECODE_IN_CHILD.format(root=root, bomb=bomb, cap=cap_bytes)],
+                            capture_output=True, text=True, timeout=300, check=True)
+    outcome, grown_mb = result.stdout.split()
+    return outcome, int(grown_mb)
