@@ -47,17 +47,18 @@ START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 5.0
 # One FFmpeg decode needs neither BLAS threads nor glibc's per-thread arenas, which only reserve address space.
 WORKER_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MALLOC_ARENA_MAX": "2"}
+WORKER_MODULE = "gateway.codecs.decode_worker"
 
 
 @dataclass(frozen=True)
 class DecodeLimits:
     memory_mb: int  # address space a decoder may take past its loaded size
     cpu_s: float  # CPU time per file
+    wall_s: float = 0.0  # how long a caller waits for one file; 0: the CPU allowance with room for a busy machine
 
-    @property
-    def wall_s(self) -> float:
-        """How long a caller waits for one file: the CPU allowance, with room for a busy machine."""
-        return 2.0 * self.cpu_s + 10.0
+    def __post_init__(self) -> None:
+        if not self.wall_s:
+            object.__setattr__(self, "wall_s", 2.0 * self.cpu_s + 10.0)
 
 
 class DecoderProcess:
@@ -69,10 +70,10 @@ class DecoderProcess:
 
     @classmethod
     async def start(cls, limits: DecodeLimits, *, python: str, env: Mapping[str, str],
-                    timeout_s: float = START_TIMEOUT_S) -> DecoderProcess:
+                    timeout_s: float = START_TIMEOUT_S, module: str = WORKER_MODULE) -> DecoderProcess:
         try:
             proc = await asyncio.create_subprocess_exec(
-                python, "-m", "gateway.codecs.decode_worker", "--memory-mb", str(limits.memory_mb),
+                python, "-m", module, "--memory-mb", str(limits.memory_mb),
                 "--cpu-s", str(limits.cpu_s), cwd=str(PROJECT_ROOT), env={**env, **WORKER_ENV},
                 stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=None)
         except OSError as exc:
@@ -188,9 +189,9 @@ class DecoderPool:
     """Up to ``size`` decoder processes, one file each at a time; owned by the lifespan."""
 
     def __init__(self, limits: DecodeLimits, size: int, *, env: Mapping[str, str], python: str = sys.executable,
-                 wait_s: float = 30.0, start_timeout_s: float = START_TIMEOUT_S) -> None:
+                 wait_s: float = 30.0, start_timeout_s: float = START_TIMEOUT_S, module: str = WORKER_MODULE) -> None:
         self.limits, self.size, self.env, self.python = limits, size, dict(env), python
-        self.wait_s, self.start_timeout_s = wait_s, start_timeout_s
+        self.wait_s, self.start_timeout_s, self.module = wait_s, start_timeout_s, module
         self._slots = asyncio.Semaphore(size)
         self._idle: list[DecoderProcess] = []
         self._workers: set[DecoderProcess] = set()
@@ -225,10 +226,13 @@ class DecoderPool:
             if worker.alive and worker.reusable:
                 return worker
             await self._forget(worker)
-        worker = await DecoderProcess.start(self.limits, python=self.python, env=self.env,
-                                            timeout_s=self.start_timeout_s)
+        worker = await self._start()
         self._workers.add(worker)
         return worker
+
+    async def _start(self) -> DecoderProcess:
+        return await DecoderProcess.start(self.limits, python=self.python, env=self.env,
+                                          timeout_s=self.start_timeout_s, module=self.module)
 
     def _give_back(self, worker: DecoderProcess) -> None:
         if worker.reusable and worker.alive and not self._closed:
@@ -242,8 +246,7 @@ class DecoderPool:
         if self._closed or len(self._workers) >= self.size:
             return
         try:
-            fresh = await DecoderProcess.start(self.limits, python=self.python, env=self.env,
-                                               timeout_s=self.start_timeout_s)
+            fresh = await self._start()
         except CodecUnavailable as exc:
             log.error("%s", exc.message)  # the next file starts one itself and reports it
             return

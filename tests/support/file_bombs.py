@@ -13,12 +13,16 @@ or trips a decoder's error path.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import io
+import os
+import resource
 import struct
 import subprocess
 import sys
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 
 import av
@@ -176,7 +180,24 @@ def webm_unknown_codec(seconds: float = 1.0, codec_id: bytes = b"A_FOOB") -> byt
     return data.replace(element, b"\x86\x86" + codec_id)
 
 
-# ---- what a decode costs, measured in a process of its own
+# ---- what a decode costs, measured in a process of its own, and a cap for this one
+
+
+@contextlib.contextmanager
+def address_space_cap(extra_bytes: int) -> Iterator[None]:
+    """Cap this process's address space (the soft limit) at its present size plus
+    ``extra_bytes`` while the block runs, so code that would allocate gigabytes
+    fails here instead of sinking the machine; the limit is restored after."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    with open("/proc/self/statm", encoding="ascii") as statm:
+        mapped = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    cap = mapped + extra_bytes
+    resource.setrlimit(resource.RLIMIT_AS, (cap if hard == resource.RLIM_INFINITY else min(cap, hard), hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
 
 _DECODE_IN_CHILD = """
 import resource, sys
