@@ -137,7 +137,7 @@ class DecoderProcess:
         if not isinstance(size, int) or not 0 <= size <= MAX_PAYLOAD_BYTES or size % 4:
             raise FrameError(f"the decoder answered a payload of {size!r} bytes")
         samples = np.empty(size // 4, dtype="<f4")  # filled straight from the pipe: the samples are held once
-        view, filled = memoryview(samples).cast("B"), 0
+        view, filled = samples.data.cast("B"), 0
         while filled < size:
             chunk = await stdout.read(min(size - filled, 1 << 20))
             if not chunk:

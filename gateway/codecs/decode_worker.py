@@ -110,7 +110,7 @@ def write_reply(stdout: BinaryIO, header: dict[str, Any], samples: np.ndarray | 
     size = 0 if samples is None else samples.nbytes
     stdout.write(encode_frame({**header, "len": size} if size else header))
     if samples is not None and size:
-        stdout.write(memoryview(samples).cast("B"))
+        stdout.write(samples.data.cast("B"))
     stdout.flush()
 
 
