@@ -92,6 +92,9 @@ class DecoderProcess:
             await worker.stop(kill=True)
             raise CodecUnavailable(f"the file decoder process did not start (exit status {proc.returncode})")
         worker.hello = frame[0]
+        missing = {"memory", "cpu"} - set(worker.hello.get("enforced", []))
+        if missing:
+            log.warning("the file decoder runs without its %s limit on this system", " and ".join(sorted(missing)))
         return worker
 
     @property
@@ -105,7 +108,7 @@ class DecoderProcess:
             reply = await asyncio.wait_for(self._exchange(data, out_rate, max_duration_s), self.limits.wall_s)
         except asyncio.TimeoutError:
             await self.stop(kill=True)
-            raise Unavailable(f"decoding the file did not finish within {self.limits.wall_s:.0f} s; the server is "
+            raise Unavailable(f"decoding the file did not finish within {self.limits.wall_s:g} s; the server is "
                               "busy, retry", code="asr_timeout", retry_after_s=5) from None
         except (FrameError, ConnectionError, asyncio.IncompleteReadError):
             reply = None
@@ -197,6 +200,7 @@ class DecoderPool:
         self._workers: set[DecoderProcess] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self._closed = False
+        self.busy = 0  # decodes holding a worker now
 
     async def decode(self, data: bytes, out_rate: int, max_duration_s: float) -> DecodedFile:
         """``data`` decoded to mono float32 at ``out_rate`` by a worker (see the module's docstring)."""
@@ -206,6 +210,7 @@ class DecoderPool:
             await asyncio.wait_for(self._slots.acquire(), self.wait_s)
         except asyncio.TimeoutError:
             raise OverCapacity(f"all {self.size} file decoders are busy; try again later", retry_after_s=5) from None
+        self.busy += 1
         try:
             worker = await self._take()
             try:
@@ -213,6 +218,7 @@ class DecoderPool:
             finally:
                 self._give_back(worker)
         finally:
+            self.busy -= 1
             self._slots.release()
 
     @property

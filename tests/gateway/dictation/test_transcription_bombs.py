@@ -7,6 +7,7 @@ with a traceback."""
 from __future__ import annotations
 
 import logging
+import os
 import resource
 
 import numpy as np
@@ -87,3 +88,16 @@ def test_a_file_past_the_decoders_memory_is_400_naming_the_setting_value(tmp_pat
     assert (r.status_code, r.json()) == (400, {
         "detail": "file: decoding it needs more than the 64 MB of memory a file may use", "code": "bad_audio"})
     assert no_traceback(caplog)
+
+
+def test_the_decoders_live_and_end_with_the_app(tmp_path):
+    with dictation_client(tmp_path, FakeSidecar(transcription={"text": "x"})) as client:
+        decoders = client.app_state["decoders"]
+        assert decoders.pids == []  # started by the first upload, not before
+        assert post(client, "a.wav", write_wav(np.zeros(8000, dtype=np.float32), 8000)).status_code == 200
+        pids = decoders.pids
+        assert len(pids) == 1 and pids[0] != os.getpid()
+    assert decoders.pids == []
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
