@@ -218,3 +218,21 @@ async def test_a_worker_that_cannot_start_is_codec_unavailable(tmp_path: Path):
     with pytest.raises(CodecUnavailable, match=r"^the file decoder process cannot start: "):
         await pool.decode(made("wav"), 16000, CAP_S)
     await pool.aclose()
+
+
+async def test_the_memory_cap_alone_holds_the_sample_table_bomb():
+    """With the table check out of the way, FFmpeg asks for its 1.5 GB index
+    inside a worker capped at 256 MB: the allocation fails there, the file is
+    refused and the worker's resident memory never grows past its cap."""
+    pool = DecoderPool(DecodeLimits(memory_mb=256, cpu_s=60), size=1, env=child_environment(), module=MISBEHAVING)
+    try:
+        await pool.decode(made("wav"), 16000, CAP_S)
+        (pid,) = pool.pids
+        loaded_kb = status_kb(pid, "VmRSS")
+        with pytest.raises(AudioFormatError) as info:
+            await pool.decode(b"UNCHECKED" + sample_table_bomb(), 16000, CAP_S)
+        assert str(info.value) == "the MP4/M4A file holds no decodable audio"  # FFmpeg's index could not be made
+        assert (status_kb(pid, "VmHWM") - loaded_kb) // 1024 < 256
+        assert pool.pids == [pid]
+    finally:
+        await pool.aclose()
