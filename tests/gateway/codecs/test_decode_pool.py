@@ -236,3 +236,17 @@ async def test_the_memory_cap_alone_holds_the_sample_table_bomb():
         assert pool.pids == [pid]
     finally:
         await pool.aclose()
+
+
+async def test_a_worker_left_grown_by_a_file_answers_it_then_makes_way_for_a_fresh_one():
+    pool = DecoderPool(DecodeLimits(memory_mb=256, cpu_s=60), size=1, env=child_environment(), module=MISBEHAVING)
+    try:
+        await pool.decode(made("wav"), 16000, CAP_S)
+        (pid,) = pool.pids
+        decoded = await pool.decode(b"LEAK" + made("wav"), 16000, CAP_S)  # 160 MB kept: over half of 256
+        assert len(decoded.samples) == 32000
+        await until(lambda: gone(pid), "the grown worker ended and reaped")
+        await until(lambda: len(pool.pids) == 1, "a fresh worker")
+        assert pool.pids != [pid]
+    finally:
+        await pool.aclose()
