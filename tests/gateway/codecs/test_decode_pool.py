@@ -91,7 +91,7 @@ async def test_the_worker_runs_under_its_limits(pool):
     assert soft == hard  # nothing in the worker can lift it
     headroom_mb = (int(soft) - status_kb(pid, "VmSize") * 1024) / 2**20
     assert 448 <= headroom_mb <= 512  # its loaded size + 512 MB, less what one WAV left mapped
-    assert 60 <= int(limits["Max cpu time"][0]) <= 62  # what it has used (under 2 s) + 60
+    assert 60 <= int(limits["Max cpu time"][0]) <= 65  # what it has used (a second or so) + 60
     assert limits["Max core file size"] == ("0", "0")
 
 
@@ -158,15 +158,16 @@ async def test_a_worker_that_crashes_on_a_file_is_a_refusal_of_that_file(misbeha
 
 
 async def test_a_decode_past_its_wall_clock_bound_is_retryable_and_the_worker_killed():
-    pool = DecoderPool(DecodeLimits(memory_mb=512, cpu_s=60, wall_s=0.5), size=1, env=child_environment(),
+    pool = DecoderPool(DecodeLimits(memory_mb=512, cpu_s=60, wall_s=2), size=1, env=child_environment(),
                        module=MISBEHAVING)
     try:
-        await pool.decode(made("wav"), 16000, CAP_S)
+        hanging = asyncio.create_task(pool.decode(b"HANG", 16000, CAP_S))
+        await until(lambda: len(pool.pids) == 1, "the worker started")
         (pid,) = pool.pids
         with pytest.raises(Unavailable) as info:
-            await pool.decode(b"HANG", 16000, CAP_S)
+            await hanging
         assert (info.value.code, info.value.message, info.value.retry_after_s) == (
-            "asr_timeout", "decoding the file did not finish within 0.5 s; the server is busy, retry", 5)
+            "asr_timeout", "decoding the file did not finish within 2 s; the server is busy, retry", 5)
         assert gone(pid)
     finally:
         await pool.aclose()
