@@ -1,5 +1,6 @@
 """The app factory. ``create_app(settings)`` returns a Starlette app whose lifespan
-owns every resource: auth state, session registry, engines, the ASR sidecar.
+owns every resource: auth state, session registry, engines, the ASR sidecar,
+the upload decoder processes.
 
 The lifespan yields its resources as Starlette lifespan *state*; routes and the
 auth middleware read them from ``scope["state"]`` (``request.state``), never from
@@ -25,6 +26,7 @@ from auth.access import make_classifier
 from auth.store import AuthStore
 from engines.base import AsrService, TtsEngine
 from gateway.admission import AdmissionMiddleware, PendingSockets
+from gateway.codecs.decode_pool import DecodeLimits, DecoderPool
 from gateway.config import Settings, child_environment
 from gateway.dictation.routes import dictation_routes
 from gateway.drain import Drainer
@@ -112,6 +114,12 @@ def build_asr(settings: Settings) -> AsrService | None:
     return AsrSupervisor.from_settings(settings, env=child_environment())
 
 
+def build_decoders(settings: Settings) -> DecoderPool:
+    """The upload decoder processes: one per concurrent transcription, started on first use."""
+    return DecoderPool(DecodeLimits(memory_mb=settings.decode_memory_mb, cpu_s=settings.decode_cpu_s),
+                       size=settings.max_transcriptions, env=child_environment())
+
+
 def build_auth_store(settings: Settings) -> AuthStore | None:
     """Redis when ``VOXGATE_REDIS_URL`` is set (replicas share the auth state), else
     None: the auth state keeps its own memory store."""
@@ -159,6 +167,7 @@ def create_app(
             "asr": asr_service,
             "startup": startup,
             "drain": Drainer(sessions, settings.drain_s),
+            "decoders": build_decoders(settings),
         }
         if hasattr(listener, "bind_state"):
             listener.bind_state(state)
@@ -179,6 +188,7 @@ def create_app(
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await loader
             await auth_state.aclose()
+            await state["decoders"].aclose()
             if asr_service is not None:
                 await asr_service.aclose()
             for engine in engines.values():

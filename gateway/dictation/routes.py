@@ -8,12 +8,12 @@
 ``timestamp_granularities[]=word``); the file goes through the same sidecar as
 the live streams, decoded offline (VAD-filtered, beam 5). WAV, FLAC, MP3, Ogg,
 WebM, M4A/MP4 and AAC are decoded by gateway/codecs/files.py, at most
-``MAX_AUDIO_S`` of audio, whatever the file's header says.
+``MAX_AUDIO_S`` of audio, whatever the file's header says, in a decoder process
+of the lifespan's ``DecoderPool`` (gateway/codecs/decode_pool.py) whose memory
+and CPU are capped.
 """
 
 from __future__ import annotations
-
-import asyncio
 
 from starlette.datastructures import UploadFile
 from starlette.requests import Request
@@ -24,7 +24,7 @@ from starlette.websockets import WebSocket
 from auth.access import RouteClass, http_route, ws_route
 from engines.base import EngineState
 from gateway.audio import AudioFormatError, AudioTooLong
-from gateway.codecs.files import decode_file
+from gateway.codecs.decode_pool import DecoderPool
 from gateway.config import Settings
 from gateway.dictation.faults import disabled_error, unavailable_error
 from gateway.dictation.session import DictationSession
@@ -114,8 +114,9 @@ async def _transcribe(request: Request) -> Response:
     if language is not None and languages and language not in languages:
         raise BadRequest(f"language: the ASR model {asr.model_name} does not support {language[:10]!r} "
                          f"(available: {', '.join(languages[:20])})", code="unsupported_language")
-    try:  # CPU-bound (FFmpeg for everything but WAV): off the event loop
-        decoded = await asyncio.to_thread(decode_file, data, ASR_RATE, MAX_AUDIO_S)
+    decoders: DecoderPool = request.state.decoders
+    try:  # in a child process: a file chooses what its decode costs, so it must not cost the gateway
+        decoded = await decoders.decode(data, ASR_RATE, MAX_AUDIO_S)
     except AudioTooLong as exc:
         raise TooLarge(f"file: {exc}") from None
     except AudioFormatError as exc:

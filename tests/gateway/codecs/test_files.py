@@ -1,6 +1,7 @@
 """Whole-file decoding for transcription: every accepted container from
 FFmpeg's muxers; headers that lie about the rate or the length; files that are
-not audio, are cut short or are garbage."""
+not audio, are cut short or are garbage; pictures beside the audio, tags that
+are not UTF-8 and codecs that are unknown or not accepted."""
 
 from __future__ import annotations
 
@@ -11,6 +12,13 @@ import pytest
 
 from gateway.audio import AudioFormatError, AudioTooLong, write_wav
 from gateway.codecs.files import decode_file, sniff
+from tests.support.file_bombs import (
+    decode_in_capped_child,
+    honest_pcm_m4a,
+    mp3_with_binary_tag,
+    png_track_bomb,
+    webm_unknown_codec,
+)
 from tests.support.media import ffmpeg_file, ffmpeg_video_only, tone
 
 CAP_S = 60.0
@@ -127,3 +135,45 @@ def test_a_truncated_stream_format_gives_what_it_holds(kind):
 def test_a_header_alone_holds_no_audio():
     with pytest.raises(AudioFormatError, match=r"^the file cannot be read as Ogg: "):
         decode_file(made("ogg-opus")[:100], 16000, CAP_S)
+
+
+def test_a_picture_track_is_never_decoded():
+    """FFmpeg's stream probing opens audio decoders only: the 16000x16000 PNG
+    beside the audio is not decoded (its decode grew the process by 743 MB)."""
+    outcome, grown_mb = decode_in_capped_child("png_track_bomb")
+    assert grown_mb < 100, f"the decode grew by {grown_mb} MB ({outcome})"
+    assert outcome == "decoded"
+
+
+def test_the_audio_beside_a_picture_track_decodes():
+    decoded = decode_file(png_track_bomb(), 16000, CAP_S)
+    assert (decoded.container, decoded.codec, len(decoded.samples)) == ("mov", "aac", 32768)
+
+
+def test_a_tag_that_is_not_utf8_is_read_without_its_bad_bytes():
+    decoded = decode_file(mp3_with_binary_tag(1.0), 16000, CAP_S)
+    assert (decoded.codec, len(decoded.samples)) == ("mp3float", 16000)
+
+
+def test_a_codec_no_decoder_knows_is_named():
+    with pytest.raises(AudioFormatError) as info:
+        decode_file(webm_unknown_codec(), 16000, CAP_S)
+    assert str(info.value) == ("the WebM/Matroska audio stream's codec A_FOOB has no decoder here (accepted: AAC, "
+                               "ALAC, FLAC, MP3, Opus, Vorbis or PCM)")
+
+
+def test_a_codec_outside_the_accepted_ones_is_refused_before_decoding():
+    ac3 = ffmpeg_file("matroska", "ac3", tone(1.0, 48000), 48000)
+    with pytest.raises(AudioFormatError) as info:
+        decode_file(ac3, 16000, CAP_S)
+    assert str(info.value) == ("the WebM/Matroska audio stream's codec ac3 is not accepted (accepted: AAC, ALAC, "
+                               "FLAC, MP3, Opus, Vorbis or PCM)")
+
+
+@pytest.mark.parametrize(("data", "codec", "rate"), [
+    (ffmpeg_file("ipod", "alac", tone(1.0, 44100), 44100), "alac", 44100),
+    (honest_pcm_m4a(1.0, 16000), "pcm_s16be", 16000),
+])
+def test_lossless_and_pcm_tracks_in_mp4_decode(data, codec, rate):
+    decoded = decode_file(data, 16000, CAP_S)
+    assert (decoded.codec, decoded.source_rate, len(decoded.samples)) == (codec, rate, 16000)
