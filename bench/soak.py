@@ -38,6 +38,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -193,18 +194,26 @@ def make_speech() -> list[bytes]:
     return clips
 
 
-def start_gateway(data_dir: Path, model_dir: Path, clients: int) -> tuple[subprocess.Popen, str]:
+def free_port() -> int:
     import socket
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+        return int(s.getsockname()[1])
+
+
+def start_gateway(data_dir: Path, model_dir: Path, clients: int,
+                  extra_env: dict[str, str] | None = None, args: tuple[str, ...] = ()) -> tuple[subprocess.Popen, str]:
+    port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("VOXGATE_")}
     env.update({"PYTHONPATH": str(ROOT), "VOXGATE_DATA_DIR": str(data_dir), "VOXGATE_POCKET_DIR": str(model_dir),
                 "VOXGATE_ENGINES": "pocket,asr", "VOXGATE_MAX_TTS_SESSIONS": str(clients + 2),
-                "VOXGATE_MAX_DICTATION_STREAMS": str(clients + 2), "VOXGATE_LOG_LEVEL": "warning"})
-    proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "serve", "--port", str(port)], cwd=ROOT, env=env,
-                            stderr=subprocess.DEVNULL)
+                "VOXGATE_MAX_DICTATION_STREAMS": str(clients + 2),
+                "VOXGATE_MAX_TTS_SESSIONS_PER_CLIENT": str(clients + 2),
+                "VOXGATE_MAX_DICTATION_STREAMS_PER_CLIENT": str(clients + 2), "VOXGATE_LOG_LEVEL": "warning"})
+    env.update(extra_env or {})
+    proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "serve", "--port", str(port), *args], cwd=ROOT,
+                            env=env, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
@@ -282,11 +291,33 @@ async def run(url: str, clients: int, minutes: float, warmup_minutes: float, spe
     return "\n".join(lines)
 
 
+def hostile_run(data_dir: Path, speech: list[bytes], args: argparse.Namespace) -> tuple[subprocess.Popen, str, Any]:
+    """The gateway as the hostile mix needs it (a key, 127.0.0.1 as trusted proxy,
+    a Wyoming listener) and the coroutine that runs the mix."""
+    from bench import soak_hostile
+
+    wyoming_port = free_port()
+    sessions = args.clients + args.probes + 4
+    proc, url = start_gateway(
+        data_dir, data_dir / "random-pocket", sessions,
+        {"VOXGATE_API_KEY": soak_hostile.API_KEY, "VOXGATE_FORWARDED_ALLOW_IPS": "127.0.0.1/32"},
+        ("--wyoming", f"tcp://127.0.0.1:{wyoming_port}"))
+
+    async def normal(until: float, seed: int) -> None:
+        await client_loop(url, until, speech, Tally(), seed)
+
+    return proc, url, soak_hostile.run(url, args.clients, args.minutes, args.warmup_minutes, speech, wyoming_port,
+                                       normal, args.probes)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--minutes", type=float, default=6.0)
     parser.add_argument("--warmup-minutes", type=float, default=1.0, help="sessions before the first measurement")
+    parser.add_argument("--hostile", action="store_true",
+                        help="a quiet phase, then the same with bombs and slow sockets (bench/soak_hostile.py)")
+    parser.add_argument("--probes", type=int, default=2, help="--hostile: users timing real-time finals")
     args = parser.parse_args()
     from engines.pocket.random_checkpoint import make_random_model_dir
 
@@ -298,9 +329,13 @@ def main() -> int:
         print("making a random-weight Pocket model and Piper speech ...", file=sys.stderr)
         make_random_model_dir(data_dir / "random-pocket")
         speech = make_speech()
-        proc, url = start_gateway(data_dir, data_dir / "random-pocket", args.clients)
+        if args.hostile:
+            proc, url, report_run = hostile_run(data_dir, speech, args)
+        else:
+            proc, url = start_gateway(data_dir, data_dir / "random-pocket", args.clients)
+            report_run = run(url, args.clients, args.minutes, args.warmup_minutes, speech)
         try:
-            report = asyncio.run(run(url, args.clients, args.minutes, args.warmup_minutes, speech))
+            report = asyncio.run(report_run)
         finally:
             proc.send_signal(signal.SIGTERM)
             try:
