@@ -77,8 +77,8 @@ class StreamPolicy:
 
     # ---- audio in
 
-    def feed(self, chunk: np.ndarray, now: float) -> list[dict]:
-        events: list[dict] = []
+    def feed(self, chunk: np.ndarray, now: float) -> list[dict[str, Any]]:
+        events: list[dict[str, Any]] = []
         if len(chunk) == 0:
             return events
         self.audio.append(chunk)
@@ -95,7 +95,7 @@ class StreamPolicy:
         events.extend(self.finals.flush(self.lag_s))  # a speculative result may already answer a close
         return events
 
-    def _on_window(self, start: int, prob: float, now: float, events: list[dict]) -> None:
+    def _on_window(self, start: int, prob: float, now: float, events: list[dict[str, Any]]) -> None:
         t, u = self.tuning, self.utterance
         if u is None:
             if prob >= t.speech_threshold:
@@ -124,14 +124,14 @@ class StreamPolicy:
         if start + WINDOW - u.start > samples(t.max_utterance_s):
             self._force_cut(now, events)
 
-    def _open(self, speech_start: int, events: list[dict]) -> None:
+    def _open(self, speech_start: int, events: list[dict[str, Any]]) -> None:
         start = max(speech_start - samples(self.tuning.speech_pad_s), self.audio.start, self._prev_end)
         committed, self._carry_stable = split_words(self._carry_stable), ""
         self._speech_run = 0
         self._begin(start, speech_start, committed, self.options.language, [], events)
 
     def _begin(self, start: int, speech_start: int, committed: list[str], language: str | None,
-               probs: list[tuple[int, float]], events: list[dict]) -> None:
+               probs: list[tuple[int, float]], events: list[dict[str, Any]]) -> None:
         """The next utterance opens: its audio from ``start``, its speech from ``speech_start``."""
         u = self.utterance = OpenUtterance(index=self._next_index, start=start, speech_start=speech_start,
                                            agreement=Agreement(committed, self.tuning), language=language,
@@ -157,7 +157,7 @@ class StreamPolicy:
         self.speculation.reset()
         self.finals.add(closed)
 
-    def _force_cut(self, now: float, events: list[dict]) -> None:
+    def _force_cut(self, now: float, events: list[dict[str, Any]]) -> None:
         u = self.utterance
         assert u is not None
         earliest = u.start + samples(self.tuning.min_cut_part_s)
@@ -271,9 +271,9 @@ class StreamPolicy:
 
     # ---- results
 
-    def on_result(self, job: DecodeJob, result: Transcript, now: float) -> list[dict]:
+    def on_result(self, job: DecodeJob, result: Transcript, now: float) -> list[dict[str, Any]]:
         self.lag_s = max(0.0, now - job.audio_ready_at)
-        events: list[dict] = []
+        events: list[dict[str, Any]] = []
         u = self.utterance
         if job.kind == "partial":
             if u is not None and u.index == job.utterance:
@@ -286,7 +286,7 @@ class StreamPolicy:
         events.extend(self.finals.flush(self.lag_s))
         return events
 
-    def settle(self) -> list[dict]:
+    def settle(self) -> list[dict[str, Any]]:
         """Finals whose results are already known (e.g. a speculative decode done before the close)."""
         return self.finals.flush(self.lag_s)
 

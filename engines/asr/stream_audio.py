@@ -26,8 +26,7 @@ class StreamAudio:
             return np.zeros(0, dtype=np.float32)
         if len(self._chunks) > 1:
             self._chunks = deque([np.concatenate(list(self._chunks))])
-        data = self._chunks[0]
-        return data[max(0, a - self.start):max(0, b - self.start)].copy()
+        return np.array(self._chunks[0][max(0, a - self.start):max(0, b - self.start)])  # a copy
 
     def drop_before(self, position: int) -> None:
         """Forget the chunks that end at or before ``position``."""
