@@ -33,20 +33,21 @@ sys.path.insert(0, str(ROOT))
 from engines.asr.decoder import (  # noqa: E402
     FRAMES_PER_S,
     SAMPLE_RATE,
-    SHORT_WINDOW_MARGIN_S,
     ShortWindow,
     WhisperDecoder,
     _pad_or_trim,
+    short_window_frames,
 )
-from engines.asr.policy import FINAL_BEAM  # noqa: E402
+from engines.asr.tuning import PolicyTuning  # noqa: E402
 from tests.support.speech import SENTENCES, piper_say, resample, silence  # noqa: E402
+
+BEAM = PolicyTuning().final_beam  # the beam of the sidecar's finals
 
 
 def features(decoder: WhisperDecoder, windows: list[ShortWindow]) -> np.ndarray:
     """The windows' log-mel features on the short encoder window, as ``decode_batch`` makes them."""
     model = decoder.model
-    seconds = max(-(-len(w.audio) // SAMPLE_RATE) for w in windows)
-    frames = min(3000, (seconds + SHORT_WINDOW_MARGIN_S) * FRAMES_PER_S)
+    frames = max(short_window_frames(len(w.audio), w.margin_s) for w in windows)
     samples = frames * SAMPLE_RATE // FRAMES_PER_S
     return np.ascontiguousarray(np.stack([
         _pad_or_trim(model.feature_extractor(np.pad(w.audio, (0, samples - len(w.audio))))[:, :-1], frames)
@@ -92,9 +93,9 @@ def main() -> int:
         windows.append(ShortWindow(np.concatenate([silence(0.3), resample(samples, rate), silence(0.4)]), "en"))
     feats = features(decoder, windows)
     ways = {
-        "alone": lambda: [decoder.decode_short(w.audio, language="en", beam_size=FINAL_BEAM) for w in windows],
-        "batch": lambda: decoder.decode_batch(windows, beam_size=FINAL_BEAM),
-        "one encode": lambda: one_encode(decoder, windows, FINAL_BEAM),
+        "alone": lambda: [decoder.decode_short(w.audio, language="en", beam_size=BEAM) for w in windows],
+        "batch": lambda: decoder.decode_batch(windows, beam_size=BEAM),
+        "one encode": lambda: one_encode(decoder, windows, BEAM),
         "encoder only, one call per window": lambda: encode(decoder, feats, together=False),
         "encoder only, one call for all": lambda: encode(decoder, feats, together=True),
     }
@@ -108,7 +109,7 @@ def main() -> int:
             times[name].append((time.perf_counter() - started) / len(windows))
     alone = statistics.median(times["alone"])
     print(f"{len(windows)} windows of {min(len(w.audio) for w in windows) / SAMPLE_RATE:.1f}.."
-          f"{max(len(w.audio) for w in windows) / SAMPLE_RATE:.1f} s, beam {FINAL_BEAM}, {args.threads} threads, "
+          f"{max(len(w.audio) for w in windows) / SAMPLE_RATE:.1f} s, beam {BEAM}, {args.threads} threads, "
           f"{args.rounds} rounds\n")
     print("| way | per window (median) | vs alone |\n|---|---|---|")
     for name, values in times.items():

@@ -27,10 +27,14 @@ same audio. Named variants:
   ``tail=MS`` sets another fixed tail for short-window finals, and holds the
   speculation until it has arrived). Here every decode runs at once, so this is the crop of an idle server; under load the old crop grew with the wait.
 
-A variant can also be written as its settings: ``hold=NEWEST/EARLIER`` (words
+A variant can also be written as its settings, each a field of the policy's
+``PolicyTuning`` (engines/asr/tuning.py) that the variant's streams are given:
+``hold=NEWEST/EARLIER`` (``hold_back_words``/``hold_back_earlier_words``: words
 held back at the end of the newest and the earlier agreeing hypotheses),
-``spec=MS``, ``margin=S``, ``pauses=0|1``, ``tail=MS`` (-1: up to the dispatch),
-``window=short|full``, e.g. ``hold=1/0+pauses=1``.
+``spec=MS`` (``speculate_from_s``), ``margin=S`` (``short_window_margin_s``),
+``pauses=0|1`` (``partials_in_pauses``), ``tail=MS`` (``final_tail_s``; -1: up
+to the dispatch), and ``window=short|full`` (the stream's final window, as
+VOXGATE_ASR_FINAL_WINDOW gives it), e.g. ``hold=1/0+pauses=1``.
 
 Sets: ``quick`` is the quick-paced set of dictation_clips.py (20 sentences said
 phrase by phrase with 0.12-0.36 s pauses inside, Piper at rates 1.0 and 1.25,
@@ -50,40 +54,29 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import bench.dictation_clips as clips_module  # noqa: E402
-import engines.asr.agreement as agreement_module  # noqa: E402
-import engines.asr.decoder as decoder_module  # noqa: E402
-import engines.asr.policy as policy_module  # noqa: E402
 from bench.dictation import cpu_model  # noqa: E402
 from engines.asr.decoder import WhisperDecoder  # noqa: E402
-from engines.asr.policy import DecodeJob, StreamOptions  # noqa: E402
+from engines.asr.policy import DecodeJob, PolicyTuning, StreamOptions  # noqa: E402
 from tests.support.policy_replay import decode_job, offline_text, stream_finals  # noqa: E402
-from tests.support.speech import espeak_say, word_errors, words  # noqa: E402
+from tests.support.speech import word_errors, words  # noqa: E402
 
-ESPEAK_RATES = (165, 155, 175)
-UNBOUNDED_TAIL = 10**9  # a final's audio runs to wherever the stream stood  # words per minute, one per rendition
+ESPEAK_RATES = (165, 155, 175)  # words per minute, one per rendition
+UNBOUNDED_TAIL_S = 1e6  # a final's audio runs to wherever the stream stood
 
 
 def rendition(n: int) -> list[clips_module.Clip]:
     """The benchmark's clips, synthesized afresh; rendition 0 is what bench/dictation.py plays."""
     rate = ESPEAK_RATES[n % len(ESPEAK_RATES)]
-
-    def say(text: str, voice: str = "en-us", words_per_minute: int = 165):
-        return espeak_say(text, voice=voice, words_per_minute=rate)
-
-    original = clips_module.espeak_say
-    clips_module.espeak_say = say
-    try:
-        plan = clips_module.harvard_plan() + clips_module.passage_plan()
-        return [clips_module.make_clip(texts, engine, variant, snr, gap, seed + 1000 * n)
-                for seed, (texts, engine, variant, snr, gap) in enumerate(plan)]
-    finally:
-        clips_module.espeak_say = original
+    plan = clips_module.harvard_plan() + clips_module.passage_plan()
+    return [clips_module.make_clip(texts, engine, variant, snr, gap, seed + 1000 * n, espeak_wpm=rate)
+            for seed, (texts, engine, variant, snr, gap) in enumerate(plan)]
 
 
 class Timed:
@@ -112,10 +105,10 @@ def looped(reference: str, heard: str) -> bool:
     return bool(repeated(heard) - repeated(reference))
 
 
-def stream(decoder: Timed, clip: clips_module.Clip) -> str:
+def stream(decoder: Timed, clip: clips_module.Clip, variant: Variant) -> str:
     """The finals of one clip streamed through the policy, every due decode run at once."""
-    options = StreamOptions(eager=True, full_window_finals=FULL_WINDOW_FINALS[0])
-    return " ".join(stream_finals(decoder.job, clip.audio, options))
+    options = StreamOptions(eager=True, full_window_finals=variant.full_window)
+    return " ".join(stream_finals(decoder.job, clip.audio, options, tuning=variant.tuning))
 
 
 def offline(decoder: WhisperDecoder, clip: clips_module.Clip) -> str:
@@ -132,37 +125,41 @@ NAMED = {
     "crop-at-dispatch": "tail=-1",
     "final-window-full": "window=full",
 }
-FULL_WINDOW_FINALS = [False]  # the ``window`` setting: not a module constant, the sidecar takes it as a flag
 
 
-def apply(variant: str, defaults: dict[str, object]) -> None:
-    """Set the policy's module constants for ``variant`` (the defaults first)."""
-    agreement_module.HOLD_BACK, agreement_module.HOLD_BACK_EARLIER = defaults["hold"]
-    policy_module.SPECULATE_FROM_S = defaults["spec"]
-    decoder_module.SHORT_WINDOW_MARGIN_S = defaults["margin"]
-    policy_module.PARTIALS_IN_PAUSES = defaults["pauses"]
-    policy_module.FINAL_TAIL = defaults["tail"]
-    FULL_WINDOW_FINALS[0] = False
-    spec = NAMED.get(variant, variant)
-    for setting in filter(None, spec.split("+")):
+@dataclass(frozen=True)
+class Variant:
+    tuning: PolicyTuning  # what the variant's streams are given
+    full_window: bool  # finals on Whisper's 30 s window (a flag of the sidecar, per stream)
+
+
+def parse_variant(variant: str) -> Variant:
+    """The tuning and final window of ``variant``: the defaults, then its settings in order."""
+    tuning, full_window = PolicyTuning(), False
+    for setting in filter(None, NAMED.get(variant, variant).split("+")):
         key, _, value = setting.partition("=")
-        if key == "hold":
-            newest, _, earlier = value.partition("/")
-            agreement_module.HOLD_BACK, agreement_module.HOLD_BACK_EARLIER = int(newest), int(earlier or newest)
-        elif key == "spec":
-            policy_module.SPECULATE_FROM_S = int(value) / 1000
-        elif key == "margin":
-            decoder_module.SHORT_WINDOW_MARGIN_S = int(value)
-        elif key == "pauses":
-            policy_module.PARTIALS_IN_PAUSES = value == "1"
-        elif key == "window" and value in ("short", "full"):
-            FULL_WINDOW_FINALS[0] = value == "full"
-        elif key == "tail":  # a fixed tail longer than 32 ms also holds the speculation until it has arrived
-            policy_module.FINAL_TAIL = UNBOUNDED_TAIL if int(value) < 0 else int(value) * policy_module.RATE // 1000
-            if int(value) > 32:
-                policy_module.SPECULATE_FROM_S = max(policy_module.SPECULATE_FROM_S, int(value) / 1000)
-        else:
-            raise SystemExit(f"unknown setting {key!r} in variant {variant!r}")
+        try:
+            if key == "hold":
+                newest, _, earlier = value.partition("/")
+                tuning = replace(tuning, hold_back_words=int(newest), hold_back_earlier_words=int(earlier or newest))
+            elif key == "spec":
+                tuning = replace(tuning, speculate_from_s=int(value) / 1000)
+            elif key == "margin":
+                tuning = replace(tuning, short_window_margin_s=int(value))
+            elif key == "pauses" and value in ("0", "1"):
+                tuning = replace(tuning, partials_in_pauses=value == "1")
+            elif key == "window" and value in ("short", "full"):
+                full_window = value == "full"
+            elif key == "tail":  # a fixed tail longer than 32 ms also holds the speculation until it has arrived
+                ms = int(value)
+                tuning = replace(tuning, final_tail_s=UNBOUNDED_TAIL_S if ms < 0 else ms / 1000)
+                if ms > 32:
+                    tuning = replace(tuning, speculate_from_s=max(tuning.speculate_from_s, ms / 1000))
+            else:
+                raise SystemExit(f"unknown setting {setting!r} in variant {variant!r} (see --help)")
+        except ValueError as exc:
+            raise SystemExit(f"setting {setting!r} in variant {variant!r}: {exc}") from None
+    return Variant(tuning, full_window)
 
 
 def clip_set(name: str, n: int) -> list[clips_module.Clip]:
@@ -188,12 +185,7 @@ def main() -> int:
     args = parser.parse_args()
     variants = args.variants.split(",")
     sets = args.sets.split(",")
-    defaults: dict[str, object] = {
-        "hold": (agreement_module.HOLD_BACK, agreement_module.HOLD_BACK_EARLIER),
-        "spec": policy_module.SPECULATE_FROM_S, "margin": decoder_module.SHORT_WINDOW_MARGIN_S,
-        "pauses": policy_module.PARTIALS_IN_PAUSES, "tail": policy_module.FINAL_TAIL}
-    for variant in variants:
-        apply(variant, defaults)  # an unknown setting stops here, before any decoding
+    settings = {variant: parse_variant(variant) for variant in variants}  # a bad setting stops here, before decoding
     from engines.asr.models import TINY_EN_ID, resolve_model
 
     model = resolve_model(TINY_EN_ID, ROOT)
@@ -216,10 +208,9 @@ def main() -> int:
                 words_in[group] = words_in.get(group, 0) + word_errors(clip.text, "")[1]
                 errors["offline", group] = errors.get(("offline", group), 0) + word_errors(clip.text, text)[0]
             for variant in variants:
-                apply(variant, defaults)
                 timed = Timed(decoder)
                 for clip, off in zip(clips, offline_texts, strict=True):
-                    heard = stream(timed, clip)
+                    heard = stream(timed, clip, settings[variant])
                     count, off_count = word_errors(clip.text, heard)[0], word_errors(clip.text, off)[0]
                     key = (variant, voice(set_name, clip))
                     errors[key] = errors.get(key, 0) + count
@@ -232,7 +223,6 @@ def main() -> int:
                 speculative[variant] += timed.speculative
                 print(f"  {set_name} rendition {n + 1}, {variant}: "
                       f"{sum(errors.get((variant, g), 0) for g in groups)} errors so far", file=sys.stderr)
-    apply("now", defaults)
     heads = " | ".join(f"{g} ({words_in[g]} words)" for g in groups)
     print(f"| variant | {heads} | all | WER | / offline | looped finals | speculative decodes | decode seconds |")
     print("|---|" + "---|" * len(groups) + "---|---|---|---|---|---|")

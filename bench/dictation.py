@@ -77,7 +77,7 @@ from bench.dictation_clips import (  # noqa: E402
 )
 from engines.asr.decoder import split_cores  # noqa: E402
 from engines.asr.files import BEAM as FILE_BEAM  # noqa: E402
-from engines.asr.policy import FINAL_BEAM  # noqa: E402
+from engines.asr.tuning import PolicyTuning  # noqa: E402
 from gateway.audio import write_wav  # noqa: E402
 from gateway.client.dictation import DictationClient  # noqa: E402
 from tests.support.speech import add_noise, word_errors  # noqa: E402
@@ -473,7 +473,7 @@ async def single_streams(url: str, server_pid: int | None, clips: list[Clip]) ->
     lines = [
         "| side | clips | words | word errors | WER |",
         "|---|---|---|---|---|",
-        f"| streaming finals (beam {FINAL_BEAM}) | {len(clips)} | {words_total} | {stream_err} | {stream_wer:.1%} |",
+        f"| streaming finals (beam {PolicyTuning().final_beam}) | {len(clips)} | {words_total} | {stream_err} | {stream_wer:.1%} |",
         (f"| same model offline, each whole clip (beam {FILE_BEAM}) | {len(clips)} | {words_total} "
          f"| {offline_err} | {offline_wer:.1%} |"),
         f"| streaming / offline (target <= 1.05x) | | | | {ratio} |",

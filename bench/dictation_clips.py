@@ -47,23 +47,23 @@ PAIR_GAPS_S = (0.3, 1.0)  # inside one utterance (shorter than the 500 ms silenc
 SENTENCE_EDGE_S = 0.05  # kept around the voiced part of each sentence of a two-sentence clip
 
 
-def say(engine: str, text: str, variant: float | str) -> tuple[np.ndarray, str]:
-    """One sentence at 16 kHz and the voice's name."""
+def say(engine: str, text: str, variant: float | str, espeak_wpm: int = 165) -> tuple[np.ndarray, str]:
+    """One sentence at 16 kHz and the voice's name (espeak-ng at ``espeak_wpm`` words a minute)."""
     if engine == "piper":
         assert isinstance(variant, float)
         samples, rate = piper_say(text, length_scale=variant)
         return resample(samples, rate), f"piper x{1 / variant:.2f}"
     assert isinstance(variant, str)
-    samples, rate = espeak_say(text, voice=variant, words_per_minute=165)
+    samples, rate = espeak_say(text, voice=variant, words_per_minute=espeak_wpm)
     return resample(samples, rate), f"espeak {variant}"
 
 
 def make_clip(texts: list[str], engine: str, variant: float | str, snr: float | None, gap_s: float,
-              seed: int) -> Clip:
+              seed: int, espeak_wpm: int = 165) -> Clip:
     """One or two sentences in one voice, framed by silence; two are joined by ``gap_s`` of silence."""
     parts, ends, name = [np.zeros(int(LEAD_S * RATE), np.float32)], [], ""
     for n, text in enumerate(texts):
-        speech, name = say(engine, text, variant)
+        speech, name = say(engine, text, variant, espeak_wpm)
         if len(texts) > 1:
             start, end = voiced_bounds(speech)
             speech = speech[max(0, int((start - SENTENCE_EDGE_S) * RATE)):int((end + SENTENCE_EDGE_S) * RATE)]

@@ -51,11 +51,11 @@ def snr_db(audio: np.ndarray, reference: np.ndarray) -> float:
 
 
 def transcribe(recognizer: Any, audio: np.ndarray) -> str:
-    from engines.asr.policy import FINAL_BEAM
+    from engines.asr.tuning import PolicyTuning
     from engines.piper.model import peak_normalize
 
     padded = np.concatenate([silence(0.3), resample(peak_normalize(audio), RATE), silence(0.4)])
-    return str(recognizer.decode_short(padded, language="en", beam_size=FINAL_BEAM).text)
+    return str(recognizer.decode_short(padded, language="en", beam_size=PolicyTuning().final_beam).text)
 
 
 def main() -> int:

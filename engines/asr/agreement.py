@@ -1,15 +1,12 @@
-"""LocalAgreement-3: the words three consecutive hypotheses agree on become stable.
+"""LocalAgreement: the words ``agree`` consecutive hypotheses agree on become stable.
 
 Words are compared case- and punctuation-insensitively; the committed words
 keep the spelling they had when first committed, so ``stable`` only grows.
-The last word of a hypothesis is never committed: it sits at the edge of the
-audio and may still be cut mid-word.
-
-Three, not two: stable words are kept in front of the final, so a word two
-early hypotheses (on a second or two of audio) got wrong the same way becomes
-a final error. On three sets of 40 Harvard sentences (Piper and espeak-ng,
-clean and noisy) the streaming finals had 190 word errors with agreement of
-three, 196 with two; offline decoding of the same clips had 186.
+The last words of every agreeing hypothesis are never committed (the hold-back,
+``PolicyTuning.hold_back_words``): they sit near the edge of the audio, and
+Whisper revises a word until it has heard a good stretch of speech after it,
+the same way in consecutive partials. Stable words are kept in front of the
+final, so a word committed too early becomes a final error.
 """
 
 from __future__ import annotations
@@ -18,6 +15,7 @@ import re
 from difflib import SequenceMatcher
 
 from .decoder import Word
+from .tuning import PolicyTuning
 
 _NORMALIZE = re.compile(r"[^\w']+")
 
@@ -30,28 +28,16 @@ def split_words(text: str) -> list[str]:
     return text.split()
 
 
-AGREE = 3  # consecutive hypotheses that must agree on a word
-# Words at the end of every agreeing hypothesis that are never committed. Whisper
-# revises a word until it has heard a good stretch of speech after it, and it
-# revises it the same way in consecutive partials (their audio differs by half a
-# second and all of it ends mid-word), so agreement alone is not enough: committed
-# words are kept in the final even where the final's free decode, on the whole
-# utterance, hears them right. On the quick-paced set (984 words, two renditions,
-# bench/asr_variants.py) the finals had 32 word errors committing all but the
-# newest hypothesis's last word, 27 holding back 6 words, 25 holding back 10, and
-# 25 committing nothing (offline: 23). Ten words is about three seconds of speech:
-# a sentence is rarely stable before its final, a long dictation still is.
-HOLD_BACK = 10
-HOLD_BACK_EARLIER = HOLD_BACK  # for the hypotheses before the newest (A/B of the older rule: 1 and 0)
-
-
 class Agreement:
     """Tracks the committed (stable) words of one utterance."""
 
-    def __init__(self, committed: list[str] | None = None, agree: int = AGREE) -> None:
+    def __init__(self, committed: list[str] | None = None, tuning: PolicyTuning | None = None) -> None:
+        tuning = tuning or PolicyTuning()
         self.committed: list[str] = list(committed or [])
         self._previous: list[list[str]] = []  # the last ``agree - 1`` hypotheses, as shown
-        self._agree = agree
+        self._agree = tuning.agree
+        self._hold_back = tuning.hold_back_words
+        self._hold_back_earlier = tuning.hold_back_earlier_words
 
     @property
     def stable(self) -> str:
@@ -62,7 +48,7 @@ class Agreement:
         shown = self.committed + hypothesis[len(self.committed):] if not self._agrees(hypothesis) else hypothesis
         if len(self._previous) == self._agree - 1:
             common = 0
-            limit = min([len(shown) - HOLD_BACK] + [len(p) - HOLD_BACK_EARLIER for p in self._previous])
+            limit = min([len(shown) - self._hold_back] + [len(p) - self._hold_back_earlier for p in self._previous])
             while common < limit and all(normalize(p[common]) == normalize(shown[common]) for p in self._previous):
                 common += 1
             if common > len(self.committed):

@@ -17,27 +17,17 @@ from typing import Any
 
 import numpy as np
 
+from .tuning import PolicyTuning
+
 SAMPLE_RATE = 16000
 MAX_COMPRESSION_RATIO = 2.4
 NO_SPEECH_PROB = 0.6
 # Above this the model is sure there is no speech, whatever its text's log-probability
-# (digital silence decodes to a confident "you"); on speech windows of the benchmark
-# sentences it stayed below 0.5, and only hallucinations on a lead-in reached 0.86.
+# (digital silence decodes to a confident "you"); speech windows stay far below it.
 NO_SPEECH_SURE = 0.9
 LOW_LOGPROB = -1.0
 TOKENS_PER_AUDIO_S = 8  # English speech runs ~3-4 tokens/s; twice that is generous
 MAX_WORDS_PER_S = 10.0
-# Streaming decodes encode the utterance plus this much silence instead of
-# Whisper's full 30 s window: the encoder is most of a decode's cost, and its
-# attention grows with the square of the window. Measured on sets of 40 Harvard
-# sentences (Piper at three speeds, clean and at 10 dB SNR, espeak-ng), streamed
-# through the policy: with the margin as silence in the audio, 8 s
-# and 10 s gave the same errors, 6 s a few more, 5 s and less many more; with
-# faster-whisper's zero features as the margin, 8 s lost badly and 10 s made
-# 5% more errors than silence (209 against 199 over three sets). On three
-# renditions of the dictation benchmark's 743-word set, 7 s made 419 word errors,
-# 8 s 430 and the 30 s window 434, and took 158 s of decoding against 194 s.
-SHORT_WINDOW_MARGIN_S = 7
 FRAMES_PER_S = 100
 FULL_WINDOW_FRAMES = 3000
 
@@ -67,8 +57,7 @@ def split_cores(lanes: int, threads: int, cores: int) -> tuple[int, int]:
     so that lanes x threads = cores (both 0: one single-threaded lane per core).
 
     Several single-threaded decodes at once beat one decode on every core: a short
-    window's decode does not spread well over threads (on 2 cores, 2 lanes of 1
-    thread held final p95 under 1.2 s to 16 streams; 1 lane of 2, to 8).
+    window's decode does not spread well over threads (docs/dictation.md, *Levers*).
     """
     cores = max(1, cores)
     if lanes <= 0:
@@ -122,8 +111,8 @@ class WhisperDecoder:
 
     def decode_short(self, audio: np.ndarray, *, language: str | None, prefix: str = "",
                      beam_size: int = 1) -> Transcript:
-        """Transcribe one utterance window on a short encoder window (see
-        SHORT_WINDOW_MARGIN_S); no word timings (those need ``decode``). Detecting
+        """Transcribe one utterance window on a short encoder window (the default
+        margin, ``ShortWindow``); no word timings (those need ``decode``). Detecting
         the language takes the full 30 s window."""
         return self.decode_batch([ShortWindow(audio, language, prefix)], beam_size=beam_size)[0]
 
@@ -202,24 +191,30 @@ class WhisperDecoder:
 
 def window_frames(window: ShortWindow) -> int:
     """The encoder window (feature frames) ``decode_batch`` gives ``window``."""
-    return FULL_WINDOW_FRAMES if window.full else short_window_frames(len(window.audio))
+    return FULL_WINDOW_FRAMES if window.full else short_window_frames(len(window.audio), window.margin_s)
 
 
-def short_window_frames(samples: int) -> int:
+def short_window_frames(samples: int, margin_s: int) -> int:
     """The encoder window (in feature frames) of an utterance of ``samples``: its
-    length rounded up to a second, plus SHORT_WINDOW_MARGIN_S of silence."""
+    length rounded up to a second, plus ``margin_s`` of silence."""
     seconds = -(-samples // SAMPLE_RATE)
-    return min(3000, (seconds + SHORT_WINDOW_MARGIN_S) * FRAMES_PER_S)
+    return min(FULL_WINDOW_FRAMES, (seconds + margin_s) * FRAMES_PER_S)
 
 
 @dataclass
 class ShortWindow:
-    """One utterance window for ``decode_batch``."""
+    """One utterance window for ``decode_batch``.
+
+    Streaming decodes encode the utterance plus ``margin_s`` of silence instead of
+    Whisper's full 30 s window: the encoder is most of a decode's cost, and its
+    attention grows with the square of the window.
+    """
 
     audio: np.ndarray
     language: str | None
     prefix: str = ""
     full: bool = False  # Whisper's own 30 s window, features padded with zeros (as offline decoding does)
+    margin_s: int = PolicyTuning.short_window_margin_s  # the streaming default; a stream's job passes its own
 
 
 def _max_new_tokens(window: ShortWindow) -> int:

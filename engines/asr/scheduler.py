@@ -23,10 +23,11 @@ Rules, in order:
    nothing else is due, their finals start at once.
 
 Partial cadence adapts to the load: each stream's partial comes after
-``PARTIAL_STEP_S`` of new audio while the decoder has room, and after longer
-when the streams that are talking would need more decode time than
-``PARTIAL_SHARE`` of the lanes (measured from the partials decoded so far), so
-partials never crowd out the finals; finals are never stretched.
+``partial_step_s`` of new audio while the decoder has room, and after longer
+(up to ``max_partial_step_s``) when the streams that are talking would need
+more decode time than ``partial_share`` of the lanes (measured from the
+partials decoded so far), so partials never crowd out the finals; finals are
+never stretched. The knobs are the policy's ``PolicyTuning`` (tuning.py).
 
 Pure logic: the sidecar's main thread calls it; no threads, no I/O.
 """
@@ -37,7 +38,9 @@ from collections import deque
 from collections.abc import Mapping
 from typing import Protocol
 
-from .policy import RATE, DecodeJob
+from .policy import RATE
+from .tuning import PolicyTuning
+from .utterance import DecodeJob
 
 
 class StreamWork(Protocol):
@@ -65,16 +68,14 @@ class FileWork(Protocol):
     since: float
 
 
-PARTIAL_STEP_S = 0.5
-PARTIAL_SHARE = 0.6  # at most this share of the decode time goes to partials when streams compete
-MAX_PARTIAL_STEP_S = 1.5  # a stream still gets a partial within a short sentence
 FIRST_PARTIAL_COST_S = 0.1  # a guess until partials have been measured
-COST_SMOOTHING = 0.2
-FINAL_ROUNDS = 2  # waiting finals are spread over about this many rounds of the lanes
+COST_SMOOTHING = 0.2  # weight of the newest partial's time in the running estimate
 
 
 class Scheduler:
-    def __init__(self, *, lanes: int = 1, max_batch: int = 1, partial_batch: int = 1) -> None:
+    def __init__(self, *, lanes: int = 1, max_batch: int = 1, partial_batch: int = 1,
+                 tuning: PolicyTuning | None = None) -> None:
+        self.tuning = tuning or PolicyTuning()
         self.lanes = lanes
         self.max_batch = max_batch
         self.partial_batch = partial_batch
@@ -87,8 +88,8 @@ class Scheduler:
 
     def partial_step_s(self, talking: int) -> float:
         """Seconds of new audio between two partials of a stream, with ``talking`` streams."""
-        needed = talking * self.partial_cost_s / (self.lanes * PARTIAL_SHARE)
-        return min(MAX_PARTIAL_STEP_S, max(PARTIAL_STEP_S, needed))
+        needed = talking * self.partial_cost_s / (self.lanes * self.tuning.partial_share)
+        return min(self.tuning.max_partial_step_s, max(self.tuning.partial_step_s, needed))
 
     def forget(self, stream: str) -> None:
         self._served.pop(stream, None)
@@ -118,7 +119,7 @@ class Scheduler:
 
     def final_batch(self, waiting: int) -> int:
         """How many of ``waiting`` due finals go into the next call."""
-        return max(1, min(self.max_batch, -(-waiting // (FINAL_ROUNDS * self.lanes))))
+        return max(1, min(self.max_batch, -(-waiting // (self.tuning.final_rounds * self.lanes))))
 
     def _finals(self, streams: Mapping[str, StreamWork], *, early: bool) -> list[DecodeJob]:
         def due(stream: StreamWork) -> float | None:

@@ -32,11 +32,12 @@ import time
 from collections import deque
 from typing import Any, BinaryIO
 
-from .decoder import ShortWindow, Transcript, WhisperDecoder, window_frames
+from .decoder import Transcript, WhisperDecoder, window_frames
 from .files import FileJob
 from .framing import FrameError, FrameRejected, encode_frame, pcm_from_bytes, read_frame
 from .policy import RATE, DecodeJob, StreamOptions, StreamPolicy
 from .scheduler import Scheduler
+from .tuning import PolicyTuning
 from .utterance import FINAL_WINDOWS
 from .watch import BusyClock
 
@@ -49,7 +50,7 @@ MAX_STREAMS = 10000
 
 class SidecarServer:
     def __init__(self, decoder: WhisperDecoder, out: BinaryIO, model_id: str, *, lanes: int = 1,
-                 max_batch: int = 1, final_window: str = "auto") -> None:
+                 max_batch: int = 1, final_window: str = "auto", tuning: PolicyTuning | None = None) -> None:
         self.decoder = BusyClock(decoder)  # times every decode, for busy_s in the lag event
         self.out = out
         self.model_id = model_id
@@ -61,7 +62,8 @@ class SidecarServer:
         if final_window not in FINAL_WINDOWS:
             raise ValueError(f"final_window must be one of {', '.join(FINAL_WINDOWS)}, not {final_window!r}")
         self.final_window = final_window
-        self.scheduler = Scheduler(lanes=lanes, max_batch=max_batch)
+        self.tuning = tuning or PolicyTuning()  # every stream's policy and the scheduler share it
+        self.scheduler = Scheduler(lanes=lanes, max_batch=max_batch, tuning=self.tuning)
         self._work: queue.Queue = queue.Queue(maxsize=lanes)
         self._busy = 0
         self._last_lag_report = 0.0
@@ -120,8 +122,7 @@ class SidecarServer:
     def _decode(self, jobs: list[DecodeJob]) -> list[Transcript | Exception]:
         """Decode a batch: word-timed jobs one by one, the others in groups of one encoder window."""
         results: dict[int, Transcript | Exception] = {}
-        windows = {i: ShortWindow(j.audio, j.language, j.prefix, full=j.full_window)
-                   for i, j in enumerate(jobs) if not j.word_timestamps}
+        windows = {i: j.window() for i, j in enumerate(jobs) if not j.word_timestamps}
         same: dict[tuple[bool, int], list[int]] = {}  # only windows of one encoder window decode together
         for i, w in windows.items():
             same.setdefault((w.full, window_frames(w)), []).append(i)
@@ -263,7 +264,7 @@ class SidecarServer:
             silence_ms=int(header.get("silence_ms", 500)), offset=int(header.get("offset", 0)),
             first_utterance=int(header.get("first_utterance", 0)), stable=str(header.get("stable", "")),
             eager=eager, full_window_finals=self._full_window_finals(eager))
-        self.streams[sid] = StreamPolicy(sid, options)
+        self.streams[sid] = StreamPolicy(sid, options, tuning=self.tuning)
 
     def _full_window_finals(self, eager: bool) -> bool:
         """Whether a stream's finals decode on the 30 s window: ``auto`` gives it to streams

@@ -3,8 +3,9 @@
 ``StreamOptions`` come from the gateway's ``open``; a ``DecodeJob`` is a
 snapshot of audio to decode, handed to a decode lane and returned with its
 result; ``OpenUtterance`` is the utterance being heard, ``ClosedUtterance``
-one whose final is pending. Plain data: the policy (policy.py) owns every
-instance on the sidecar's main thread.
+one whose final is pending (finals.py); the open utterance's partials
+(partials.py) and speculative final (speculation.py) are tracked apart. Plain data: the policy
+(policy.py) owns every instance on the sidecar's main thread.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .agreement import Agreement
-from .decoder import Transcript
+from .decoder import ShortWindow, Transcript
 
 # VOXGATE_ASR_FINAL_WINDOW: auto (30 s for streams without eager, short for eager ones), short, full
 FINAL_WINDOWS = ("auto", "short", "full")
@@ -47,7 +48,12 @@ class DecodeJob:
     word_timestamps: bool
     generation: int
     audio_ready_at: float  # monotonic time the newest sample in ``audio`` arrived
-    full_window: bool = False  # decode on Whisper's 30 s window rather than a short one
+    full_window: bool  # decode on Whisper's 30 s window rather than a short one
+    margin_s: int  # silence after the audio on a short window (PolicyTuning.short_window_margin_s)
+
+    def window(self) -> ShortWindow:
+        """What the decoder gets for this job (jobs with word timings take ``decode`` instead)."""
+        return ShortWindow(self.audio, self.language, self.prefix, full=self.full_window, margin_s=self.margin_s)
 
 
 @dataclass
@@ -59,16 +65,6 @@ class OpenUtterance:
     language: str | None
     probs: list[tuple[int, float]] = field(default_factory=list)
     silence_since: int | None = None
-    generation: int = 0
-    last_partial_pos: int = 0
-    partial_due: float | None = None
-    partial_running: bool = False  # one partial per stream at a time: hypotheses arrive in order
-    spec_due: float | None = None
-    spec_running: bool = False
-    spec_result: Transcript | None = None
-    spec_end: int = 0
-    turn_ended: bool = False  # the silence has lasted long enough for an eager_final
-    eager_sent: bool = False  # an eager_final of the current speculative result is out
 
 
 @dataclass

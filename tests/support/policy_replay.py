@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from engines.asr.decoder import ShortWindow, Transcript, WhisperDecoder
+from engines.asr.decoder import Transcript, WhisperDecoder
 from engines.asr.files import FileJob
-from engines.asr.policy import DecodeJob, StreamOptions, StreamPolicy
+from engines.asr.policy import DecodeJob, PolicyTuning, StreamOptions, StreamPolicy
 
 RATE = 16000
 CHUNK = 1600  # 100 ms, as the benchmark's client sends
@@ -21,15 +21,15 @@ def decode_job(decoder: WhisperDecoder, job: DecodeJob) -> Transcript:
     """One job as a decode lane runs it (no word timings: the replays ask for none)."""
     if job.word_timestamps:
         raise ValueError("replayed streams ask for no word timings")
-    window = ShortWindow(job.audio, job.language, job.prefix, full=job.full_window)
-    return decoder.decode_batch([window], beam_size=job.beam_size)[0]
+    return decoder.decode_batch([job.window()], beam_size=job.beam_size)[0]
 
 
 def stream_finals(decode, audio: np.ndarray, options: StreamOptions | None = None,
-                  final_events: list[dict] | None = None) -> list[str]:
-    """The finals' texts of ``audio`` streamed through the policy in 100 ms chunks;
-    ``decode(job) -> Transcript`` runs each decode; ``final_events`` gets the events."""
-    policy = StreamPolicy("s", options or StreamOptions(eager=True))
+                  final_events: list[dict] | None = None, tuning: PolicyTuning | None = None) -> list[str]:
+    """The finals' texts of ``audio`` streamed through the policy (tuned by ``tuning``,
+    default the sidecar's) in 100 ms chunks; ``decode(job) -> Transcript`` runs each
+    decode; ``final_events`` gets the events."""
+    policy = StreamPolicy("s", options or StreamOptions(eager=True), tuning=tuning)
     finals: list[str] = []
     now = 0.0
 

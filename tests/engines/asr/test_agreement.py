@@ -6,8 +6,8 @@ import itertools
 
 import pytest
 
-import engines.asr.agreement as agreement_module
-from engines.asr.agreement import HOLD_BACK, Agreement
+from engines.asr.agreement import Agreement
+from engines.asr.tuning import PolicyTuning
 
 SENTENCE = ("send me the report by tomorrow morning so I can read it on the train before the meeting starts"
             .split())
@@ -18,7 +18,7 @@ def first(n: int) -> list[str]:
 
 
 def test_words_become_stable_once_three_hypotheses_agree_and_ten_words_follow_them_in_each():
-    assert HOLD_BACK == 10
+    assert (PolicyTuning().agree, PolicyTuning().hold_back_words) == (3, 10)
     a = Agreement()
     assert a.update(first(11)) == first(11)
     a.update(first(12))
@@ -38,7 +38,7 @@ def test_three_agreeing_hypotheses_cut_short_commit_nothing():
     assert a.stable == ""
 
 
-def test_a_word_three_partials_got_wrong_the_same_way_does_not_become_stable(monkeypatch):
+def test_a_word_three_partials_got_wrong_the_same_way_does_not_become_stable():
     partials = ("The doctor asks, how long the cough", "The doctor asks, how long the cough head left",
                 "The doctor asks, how long the cough had lasted")
     a = Agreement()
@@ -48,9 +48,7 @@ def test_a_word_three_partials_got_wrong_the_same_way_does_not_become_stable(mon
     assert a.update("The doctor asked how long the cough had lasted and listened to my chest".split())[2] == "asked"
     assert a.stable == ""
     # committing every word but the newest's last, the same partials make "asks," stable
-    monkeypatch.setattr(agreement_module, "HOLD_BACK", 1)
-    monkeypatch.setattr(agreement_module, "HOLD_BACK_EARLIER", 0)
-    eager = Agreement()
+    eager = Agreement(tuning=PolicyTuning(hold_back_words=1, hold_back_earlier_words=0))
     for text in partials:
         eager.update(text.split())
     assert eager.stable == "The doctor asks, how long the cough"
@@ -69,14 +67,14 @@ def test_a_word_two_hypotheses_got_wrong_the_same_way_is_not_committed_when_the_
 
 
 def test_agreement_of_two_commits_one_hypothesis_sooner():
-    a = Agreement(agree=2)
+    a = Agreement(tuning=PolicyTuning(agree=2))
     a.update(first(12))
     a.update(first(13))
     assert a.stable == "send me"
 
 
 def test_case_and_punctuation_do_not_break_agreement_and_committed_spelling_stays():
-    a = Agreement(agree=2)
+    a = Agreement(tuning=PolicyTuning(agree=2))
     tail = "and the rest of it all said once more today".split()
     a.update(["hello,", "world", *tail, "now"])
     a.update(["Hello", "world", "again", *tail])
@@ -91,11 +89,9 @@ def test_a_hypothesis_that_contradicts_the_stable_words_keeps_them():
     assert a.stable == "the quick"
 
 
-@pytest.mark.parametrize("hold_back", [1, 6, HOLD_BACK])
-def test_stable_never_shrinks_over_a_sequence_of_hypotheses(monkeypatch, hold_back):
-    monkeypatch.setattr(agreement_module, "HOLD_BACK", hold_back)
-    monkeypatch.setattr(agreement_module, "HOLD_BACK_EARLIER", hold_back)
-    a = Agreement()
+@pytest.mark.parametrize("hold_back", [1, 6, 10])
+def test_stable_never_shrinks_over_a_sequence_of_hypotheses(hold_back):
+    a = Agreement(tuning=PolicyTuning(hold_back_words=hold_back, hold_back_earlier_words=hold_back))
     seen = []
     hypotheses = [" ".join(first(n)) for n in range(1, len(SENTENCE) + 1)]
     hypotheses[5] = "sent"

@@ -75,9 +75,11 @@ def test_a_window_decodes_the_same_alone_and_in_a_batch_with_a_longer_one(speech
     monkeypatch.setattr(decoder().model, "model", Spy())
     together = decoder().decode_batch([ShortWindow(speech, "en"), ShortWindow(long_speech, "en")], beam_size=5)
     # each window is encoded on the window its own length gives, not the longest one's
-    assert encoded == [short_window_frames(len(speech)), short_window_frames(len(long_speech))]
+    assert encoded == [short_window_frames(len(speech), 7), short_window_frames(len(long_speech), 7)]
     assert together[0].text == alone.text
     assert wer(TEXT + " " + other, together[1].text) <= 0.25, together[1].text
+    decoder().decode_batch([ShortWindow(speech, "en", margin_s=9)], beam_size=1)  # a window's own margin
+    assert encoded[-1] == short_window_frames(len(speech), 9) == encoded[0] + 200
 
 
 def test_a_full_window_decodes_as_the_offline_path_does():

@@ -8,24 +8,21 @@ import pytest
 
 from engines.asr.agreement import keep_stable_words
 from engines.asr.decoder import FULL_WINDOW_FRAMES, Transcript, Word, short_window_frames
-from engines.asr.policy import (
-    FINAL_BEAM,
-    FINAL_TAIL,
-    MAX_UTTERANCE,
-    PAD,
-    PARTIAL_BEAM,
-    StreamOptions,
-    StreamPolicy,
-)
+from engines.asr.policy import PolicyTuning, StreamOptions, StreamPolicy
 from engines.asr.vad import WINDOW
 from tests.engines.asr.scripted import ScriptedVad
 
 RATE = 16000
+# the default tuning, in samples
+PAD = 6400  # speech_pad_s 0.4
+FINAL_TAIL = 512  # final_tail_s 0.032: one VAD window
+FINAL_BEAM = PARTIAL_BEAM = 5
+MARGIN_S = 7
 
 
-def make(speech, dips=None, **options) -> StreamPolicy:
+def make(speech, dips=None, tuning=None, **options) -> StreamPolicy:
     opts = StreamOptions(**options)
-    return StreamPolicy("s", opts, vad=ScriptedVad(speech, opts.offset, dips))
+    return StreamPolicy("s", opts, vad=ScriptedVad(speech, opts.offset, dips), tuning=tuning)
 
 
 def feed_seconds(policy: StreamPolicy, seconds: float, now: list[float], chunk_s: float = 0.1) -> list[dict]:
@@ -116,7 +113,8 @@ def test_finals_carry_the_streams_encoder_window_and_partials_stay_short(full):
     window = policy.final_window()
     final = policy.take_final()
     assert final is not None and final.kind == "final" and final.full_window is full
-    assert window == (FULL_WINDOW_FRAMES if full else short_window_frames(len(final.audio)))
+    assert window == (FULL_WINDOW_FRAMES if full else short_window_frames(len(final.audio), MARGIN_S))
+    assert (final.margin_s, final.window().margin_s, final.window().full) == (MARGIN_S, MARGIN_S, full)
 
 
 def test_a_full_window_stream_speculates_once_the_pause_lasts_160_ms_on_audio_up_to_that_mark():
@@ -242,7 +240,6 @@ def test_a_long_utterance_is_cut_at_its_quietest_window():
     job = policy.take_job()
     assert (job.kind, job.utterance, job.end_sample) == ("final", 0, cut)
     assert job.prefix == ""
-    assert MAX_UTTERANCE == 25 * RATE
 
 
 @pytest.mark.parametrize("offset", [0, 5 * RATE])
@@ -449,3 +446,66 @@ def test_a_finalize_mark_waits_for_an_earlier_utterance_closed_by_silence():
     assert policy.settle() == []
     events = policy.on_result(job, result("hello"), now[0])
     assert [(e["ev"], e["utterance"]) for e in events] == [("final", 0), ("finalized", None)]
+
+
+# ---- the tuning passed in (defaults above; each knob changes what the policy does)
+
+
+def test_the_tuning_sets_the_pad_the_beams_and_the_encoder_margin():
+    tuning = PolicyTuning(speech_pad_s=0.2, final_beam=3, partial_beam=1, short_window_margin_s=8)
+    policy = make([(1.0, 3.0)], silence_ms=500, tuning=tuning)
+    now = [0.0]
+    onset = 31 * WINDOW
+    assert feed_seconds(policy, 1.6, now)[0]["start_sample"] == onset - 3200
+    partial = policy.take_partial()
+    assert (partial.beam_size, partial.margin_s, partial.start_sample) == (1, 8, onset - 3200)
+    feed_seconds(policy, 1.7, now)  # into the pause: the speculative final is due
+    window = policy.final_window()
+    final = policy.take_final()
+    assert (final.beam_size, final.margin_s, final.end_sample) == (3, 8, 3008 * RATE // 1000 + FINAL_TAIL)
+    assert window == short_window_frames(len(final.audio), 8) == 1100  # 2.248 s of audio: 3 s + 8 s
+
+
+def test_the_tuning_can_let_partials_go_on_while_the_speaker_pauses():
+    policy = make([(0.0, 1.0), (1.3, 3.0)], tuning=PolicyTuning(partials_in_pauses=True))
+    feed_seconds(policy, 1.1, [0.0])
+    assert policy.talking is False
+    job = policy.take_partial()  # the default hands none out in a pause (see above)
+    assert (job.kind, job.end_sample) == ("partial", int(1.1 * RATE))
+
+
+def test_the_tuning_sets_when_the_speculation_starts_and_how_far_its_audio_runs():
+    policy = make([(1.0, 3.0)], silence_ms=500, tuning=PolicyTuning(speculate_from_s=0.1, final_tail_s=0.1))
+    now = [0.0]
+    feed_seconds(policy, 3.1, now, chunk_s=0.02)  # 92 ms of pause: the default would be due
+    assert (policy.due_early_final(), policy.take_final()) == (None, None)
+    feed_seconds(policy, 0.1, now, chunk_s=0.02)
+    job = policy.take_final()
+    assert job.end_sample == 3008 * RATE // 1000 + 1600
+
+
+def test_the_tuning_sets_the_vad_thresholds_and_the_windows_that_open_an_utterance():
+    assert feed_seconds(make([(1.0, 3.0)], tuning=PolicyTuning(speech_threshold=0.95)), 4.0, [0.0]) == []
+    policy = make([(1.0, 3.0)], tuning=PolicyTuning(open_windows=10))
+    now = [0.0]
+    assert feed_seconds(policy, 1.2, now) == []  # three windows would have opened it
+    assert [(e["ev"], e["at"]) for e in feed_seconds(policy, 0.2, now)] == [("speech_started", 0.992)]
+
+
+def test_the_tuning_sets_the_longest_utterance():
+    dip_window = int(8 * RATE) // WINDOW
+    policy = make([(0.0, 40.0)], interim=False, dips={dip_window: 0.4},
+                  tuning=PolicyTuning(max_utterance_s=10.0, min_cut_part_s=5.0))
+    events = feed_seconds(policy, 10.5, [0.0], chunk_s=0.5)
+    assert [e["ev"] for e in events] == ["speech_started", "speech_started"]
+    assert events[1]["start_sample"] == dip_window * WINDOW + WINDOW // 2
+
+
+@pytest.mark.parametrize(("after_s", "kept"), [(2.0, None), (0.5, "de")])
+def test_a_language_detected_on_enough_audio_is_kept_for_the_utterance(after_s, kept):
+    policy = make([(0.0, 9.0)], tuning=PolicyTuning(detect_language_after_s=after_s))
+    now = [0.0]
+    feed_seconds(policy, 1.0, now)
+    policy.on_result(policy.take_partial(), Transcript(text="eins zwei", language="de"), now[0])
+    feed_seconds(policy, 0.5, now)
+    assert policy.take_partial().language == kept

@@ -7,8 +7,10 @@ from collections import deque
 
 import pytest
 
-from engines.asr.policy import PARTIAL_STEP
-from engines.asr.scheduler import MAX_PARTIAL_STEP_S, PARTIAL_SHARE, Scheduler
+from engines.asr.scheduler import Scheduler
+from engines.asr.tuning import PolicyTuning
+
+PARTIAL_SHARE = 0.6  # the default tuning's partial_share
 
 
 class FakeStream:
@@ -23,7 +25,7 @@ class FakeStream:
         self.partial = partial
         self.talking = talking
         self.early = early
-        self.partial_step = PARTIAL_STEP
+        self.partial_step = 8000
         self.taken: list[str] = []
 
     def due_final(self) -> float | None:
@@ -148,7 +150,7 @@ def test_the_partial_step_stretches_when_talking_streams_would_need_more_than_th
     scheduler.partial_cost_s = 0.05
     assert scheduler.partial_step_s(1) == 0.5
     assert scheduler.partial_step_s(12) == pytest.approx(12 * 0.05 / PARTIAL_SHARE)
-    assert scheduler.partial_step_s(100) == MAX_PARTIAL_STEP_S
+    assert scheduler.partial_step_s(100) == PolicyTuning().max_partial_step_s == 1.5
     two_lanes = Scheduler(lanes=2)
     two_lanes.partial_cost_s = 0.05
     assert two_lanes.partial_step_s(24) == pytest.approx(24 * 0.05 / (2 * PARTIAL_SHARE))
@@ -163,3 +165,14 @@ def test_the_partial_cost_follows_what_partials_took():
     for _ in range(40):
         scheduler.observe_partial(0.3)
     assert scheduler.partial_cost_s == pytest.approx(0.3, abs=1e-3)
+
+
+def test_the_cadence_and_the_batching_follow_the_tuning_passed_in():
+    tuning = PolicyTuning(partial_step_s=0.25, max_partial_step_s=2.0, partial_share=0.5, final_rounds=1)
+    scheduler = Scheduler(lanes=2, max_batch=4, tuning=tuning)
+    scheduler.partial_cost_s = 0.05
+    assert scheduler.partial_step_s(1) == 0.25
+    assert scheduler.partial_step_s(12) == pytest.approx(12 * 0.05 / (2 * 0.5))
+    assert scheduler.partial_step_s(100) == 2.0
+    # one round of two lanes: 3 waiting finals make batches of 2 (two rounds would make 1)
+    assert [scheduler.final_batch(n) for n in (1, 2, 3, 4, 8, 9)] == [1, 1, 2, 2, 4, 4]

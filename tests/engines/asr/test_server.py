@@ -17,6 +17,7 @@ from engines.asr.decoder import Transcript
 from engines.asr.framing import MAX_PAYLOAD_BYTES, encode_frame, read_frame
 from engines.asr.policy import DecodeJob, StreamOptions, StreamPolicy
 from engines.asr.server import SidecarServer
+from engines.asr.tuning import PolicyTuning
 from tests.engines.asr.scripted import ScriptedVad
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -96,7 +97,7 @@ class WindowRecorder(NoModel):
         self.calls = []
 
     def decode_batch(self, windows, beam_size):
-        self.calls.append([(w.full, len(w.audio)) for w in windows])
+        self.calls.append([(w.full, len(w.audio), w.margin_s) for w in windows])
         return [Transcript("x", "en") for _ in windows]
 
 
@@ -105,12 +106,22 @@ def test_a_batch_decodes_each_job_on_the_window_the_job_names():
     server = SidecarServer(recorder, io.BytesIO(), "tiny.en")
     audio = np.zeros(16000, dtype=np.float32)
 
-    def job(kind, full):
-        return DecodeJob("s", kind, 0, audio, 0, len(audio), "en", "", 5, False, 0, 0.0, full)
+    def job(kind, full, margin_s=7):
+        return DecodeJob("s", kind, 0, audio, 0, len(audio), "en", "", 5, False, 0, 0.0, full, margin_s)
 
-    results = server._decode([job("final", True), job("final", False), job("partial", False), job("final", True)])
-    assert [r.text for r in results] == ["x"] * 4
-    assert sorted(recorder.calls) == [[(False, 16000), (False, 16000)], [(True, 16000), (True, 16000)]]
+    results = server._decode([job("final", True), job("final", False), job("partial", False), job("final", True),
+                              job("final", False, margin_s=8)])
+    assert [r.text for r in results] == ["x"] * 5
+    assert sorted(recorder.calls) == [[(False, 16000, 7), (False, 16000, 7)], [(False, 16000, 8)],
+                                      [(True, 16000, 7), (True, 16000, 7)]]
+
+
+def test_the_tuning_passed_in_reaches_every_streams_policy_and_the_scheduler():
+    tuning = PolicyTuning(partial_step_s=0.25, max_partial_step_s=1.0)
+    server = SidecarServer(NoModel(), io.BytesIO(), "tiny.en", tuning=tuning)
+    server._on_frame({"op": "open", "stream": "s1"}, b"", 0.0)
+    assert server.streams["s1"].tuning is tuning and server.scheduler.tuning is tuning
+    assert (server.streams["s1"].partial_step, server.scheduler.partial_step_s(1)) == (4000, 0.25)
 
 
 @pytest.mark.slow

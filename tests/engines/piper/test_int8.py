@@ -151,7 +151,7 @@ def test_on_the_harvard_sentences_the_int8_decoder_stays_close_and_as_intelligib
     import onnx
 
     from engines.asr.decoder import WhisperDecoder
-    from engines.asr.policy import FINAL_BEAM
+    from engines.asr.tuning import PolicyTuning
     from engines.piper.model import peak_normalize
 
     fp32, quantized = both
@@ -172,7 +172,7 @@ def test_on_the_harvard_sentences_the_int8_decoder_stays_close_and_as_intelligib
         distances.append(int8.spectral_distance(b, a, RATE))
         for name, audio in (("fp32", a), ("int8", b)):
             padded = np.concatenate([silence(0.3), resample(peak_normalize(audio), RATE), silence(0.4)])
-            heard = recognizer.decode_short(padded, language="en", beam_size=FINAL_BEAM).text
+            heard = recognizer.decode_short(padded, language="en", beam_size=PolicyTuning().final_beam).text
             wrong, words = word_errors(text, heard)
             errors[name][0] += wrong
             errors[name][1] += words
