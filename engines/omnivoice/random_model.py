@@ -18,6 +18,7 @@ Used by the tests and the benchmark; nothing here touches a network.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from engines.omnivoice.runtime import import_omnivoice
 
@@ -36,7 +37,7 @@ DOWNSAMPLING = (8, 5, 4, 6)
 BANDWIDTHS_KBPS = (0.5, 1, 1.5, 2)  # 2000 bit/s / (25 frames/s * 10 bit) = 8 quantizers
 
 
-def build_text_tokenizer(vocab_size: int = 320):  # -> PreTrainedTokenizerFast
+def build_text_tokenizer(vocab_size: int = 320) -> Any:  # a PreTrainedTokenizerFast
     """A byte-level BPE tokenizer trained on a small built-in corpus, with OmniVoice's control tokens."""
     import_omnivoice()  # first: transformers' audio modules import torchaudio
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
@@ -52,7 +53,7 @@ def build_text_tokenizer(vocab_size: int = 320):  # -> PreTrainedTokenizerFast
                                    pad_token="<|endoftext|>", additional_special_tokens=list(SPECIAL_TOKENS))
 
 
-def audio_tokenizer_config():  # -> HiggsAudioV2TokenizerConfig
+def audio_tokenizer_config() -> Any:  # a HiggsAudioV2TokenizerConfig
     import_omnivoice()
     from transformers import HiggsAudioV2TokenizerConfig
 
@@ -98,7 +99,7 @@ def build_random_model(dest: Path, seed: int = 0, hidden_size: int = 32, layers:
     return dest
 
 
-def _randomize_codec(audio_tokenizer, torch) -> None:
+def _randomize_codec(audio_tokenizer: Any, torch: Any) -> None:
     """Draw the codec weights that transformers' initialisation leaves input-independent.
 
     Its codebooks start at zero (a real checkpoint loads them), so every code would
@@ -129,13 +130,13 @@ def _randomize_codec(audio_tokenizer, torch) -> None:
                 _keep_variance(conv.weight, fan_in, conv.bias)
 
 
-def _keep_variance(weight, fan_in: int, bias) -> None:
+def _keep_variance(weight: Any, fan_in: int, bias: Any) -> None:
     weight.normal_(0.0, fan_in ** -0.5)
     if bias is not None:
         bias.zero_()
 
 
-def _make_audible(audio_tokenizer, quantizers: int, torch) -> None:
+def _make_audible(audio_tokenizer: Any, quantizers: int, torch: Any) -> None:
     """Scale the decoder's last convolution so random codes decode to about -14 dBFS.
 
     OmniVoice's post-processing cuts quiet stretches as silence, and random weights

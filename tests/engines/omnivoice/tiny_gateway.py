@@ -1,13 +1,15 @@
 """The gateway over the tiny random OmniVoice (engines/omnivoice/random_model.py), for the slow tests.
 
 ``open_client`` starts the app with OmniVoice as its only engine and waits (bounded)
-until it reports healthy; ``speech`` asks ``POST /v1/tts`` for raw 16-bit PCM.
+until it reports healthy; ``speech`` asks ``POST /v1/tts`` for raw 16-bit PCM, and
+``socket_speech`` sends one ``speak`` on the ``/v1/tts`` socket.
 ``assert_different`` is how the tests tell that an input changed the audio: not
 just some bytes, but a difference with at least a tenth of the audio's own energy.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -43,6 +45,20 @@ def speech(client: TestClient, text: str, **body: object) -> bytes:
     assert r.status_code == 200, r.text
     assert (r.headers["x-sample-rate"], r.headers["x-encoding"]) == ("24000", "pcm_s16le")
     return r.content
+
+
+def socket_speech(client: TestClient, **speak: object) -> bytes:
+    """One ``speak`` on the ``/v1/tts`` socket (OmniVoice, 16-bit PCM at 24 kHz): its audio frames, joined."""
+    with client.websocket_connect("/v1/tts?engine=omnivoice") as ws:
+        assert ws.receive_json()["type"] == "ready"
+        ws.send_json({"type": "speak", "id": "u", **speak})
+        assert ws.receive_json()["type"] == "start"
+        chunks = []
+        while (message := ws.receive()).get("bytes") is not None:
+            chunks.append(message["bytes"])
+        end = json.loads(message["text"])
+    assert (end["type"], end["id"], end["frames"]) == ("end", "u", len(chunks)), end
+    return b"".join(chunks)
 
 
 def samples(pcm: bytes) -> np.ndarray:
