@@ -128,3 +128,17 @@ def test_two_clips_make_two_voices(client: TestClient) -> None:
         assert r.status_code == 201, r.text
     assert_different(speech(client, "Who is speaking?", voice="one", seed=6),
                      speech(client, "Who is speaking?", voice="two", seed=6))
+
+
+LANGUAGE_ERROR = ("language: 'klingon' is not a language OmniVoice knows; use an ISO 639 code (en, zh, ja, de, ...) "
+                  "or an English name (English, German, ...)")
+
+
+def test_a_language_the_package_does_not_know_is_refused_on_both_paths(client: TestClient) -> None:
+    r = client.post("/v1/tts", json={"text": "Hi.", "engine": "omnivoice", "language": "klingon"})
+    assert (r.status_code, r.json()) == (400, {"detail": LANGUAGE_ERROR, "code": "bad_request"})
+    with client.websocket_connect("/v1/tts?engine=omnivoice") as ws:
+        ws.receive_json()
+        ws.send_json({"type": "speak", "text": "Hi.", "id": "k", "language": "klingon"})
+        assert ws.receive_json() == {"type": "error", "code": "bad_request", "message": LANGUAGE_ERROR,
+                                     "retryable": False, "id": "k"}
