@@ -215,13 +215,15 @@ class OmniVoiceEngine:
         options = options or SynthesisOptions()
         instruct = self._instruct(options.extra.get("instruct"))
         language = self._language(options.extra.get("language"))
-        chosen: DesignedVoice | ClonedVoice | None
-        if voice is None:
-            chosen = None if instruct else DESIGNED[DEFAULT_VOICE]
-        else:
+        chosen: DesignedVoice | ClonedVoice | None = DESIGNED[DEFAULT_VOICE]
+        if voice is not None:
             chosen = DESIGNED.get(voice) or self.store.get(voice)
             if chosen is None:
                 raise UnknownVoice(voice, self._voice_ids())
+        if instruct and isinstance(chosen, DesignedVoice):
+            # a built-in voice is only a stored description (and the gateway names the default one
+            # when a request names no voice): the request's own description replaces it
+            chosen = None
         if self._active >= self.max_streams:
             raise EngineError(f"OmniVoice is busy: {self._active} utterances are waiting or generating (the limit "
                               f"is {self.max_streams}); try again shortly", code="over_capacity")

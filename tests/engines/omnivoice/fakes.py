@@ -42,10 +42,10 @@ def checks() -> PackageChecks:
     return PackageChecks(frozenset({"en", "de", "zh"}), {"english": "en", "german": "de"}, check_instruct)
 
 
-def wav_bytes(seconds: float = 2.0, rate: int = 16000) -> bytes:
+def wav_bytes(seconds: float = 2.0, rate: int = 16000, seed: int = 0) -> bytes:
     import soundfile
 
-    audio = (np.random.default_rng(0).standard_normal(int(seconds * rate)) * 0.1).astype(np.float32)
+    audio = (np.random.default_rng(seed).standard_normal(int(seconds * rate)) * 0.1).astype(np.float32)
     buf = io.BytesIO()
     soundfile.write(buf, audio, rate, format="WAV", subtype="PCM_16")
     return buf.getvalue()

@@ -16,7 +16,7 @@ from engines.omnivoice.backend import LoadSpec
 from engines.omnivoice.engine import OmniVoiceEngine
 from engines.omnivoice.stream import SentenceStream
 from engines.omnivoice.voices import ANCHOR_TEXT
-from tests.engines.omnivoice.fakes import FRAME, FakeBackend, FakeLoader, checks, level_for, samples_for
+from tests.engines.omnivoice.fakes import FRAME, FakeBackend, FakeLoader, checks, level_for, samples_for, wav_bytes
 
 
 def split(text: str) -> list[str]:
@@ -212,3 +212,22 @@ async def test_language_and_instruct_reach_every_sentence(engine: OmniVoiceEngin
     assert backend.generated == [
         {"text": "Eins.", "prompt": None, "instruct": "male, low pitch", "language": "de", "seed": 7},
         {"text": "Zwei.", "prompt": "Eins.", "instruct": "male, low pitch", "language": "de", "seed": 7}]
+
+
+@pytest.mark.parametrize("voice", [None, "female", "male-british"])
+async def test_instruct_replaces_a_built_in_voice(engine: OmniVoiceEngine, voice: str | None) -> None:
+    # the gateway names the engine's default voice ("female") when a request names none
+    options = SynthesisOptions(seed=7, extra={"instruct": "male, low pitch"})
+    await collect(engine.open_stream("Eins.", voice=voice, options=options))
+    backend = backend_of(engine)
+    assert backend.calls == [("generate", "Eins.")]  # no anchor of the built-in voice
+    assert backend.generated == [{"text": "Eins.", "prompt": None, "instruct": "male, low pitch", "language": None,
+                                  "seed": 7}]
+
+
+async def test_instruct_with_a_cloned_voice_keeps_the_clip(engine: OmniVoiceEngine) -> None:
+    await engine.clone_voice("me", wav_bytes(), "My words.")
+    await collect(engine.open_stream("Eins.", voice="me", options=SynthesisOptions(extra={"instruct": "whisper"})))
+    generated = backend_of(engine).generated
+    assert generated == [{"text": "Eins.", "prompt": "My words.", "instruct": "whisper", "language": None,
+                          "seed": None}]
