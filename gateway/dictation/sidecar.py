@@ -242,7 +242,6 @@ class AsrSupervisor:
         self._settled.set()
         started = time.monotonic()
         self._state = EngineStatus(EngineState.READY)
-        self._watchdog.reset()
         await self._replay_all()
         self._ready.set()
         await self._read_events()

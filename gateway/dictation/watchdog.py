@@ -106,7 +106,10 @@ class Watchdog:
     @contextlib.asynccontextmanager
     async def watching(self, proc: asyncio.subprocess.Process,
                        ping: Callable[[], Awaitable[None]]) -> AsyncIterator[None]:
-        """Guard ``proc`` for as long as the body runs (the guard is a task owned here)."""
+        """Guard ``proc`` for as long as the body runs (the guard is a task owned here).
+        The silence is counted from here, when its frames begin to be read: what it
+        sent before (while its streams were replayed into it) is still in the pipe."""
+        self.reset()
         task = asyncio.create_task(self.guard(proc, ping), name="asr-watchdog")
         try:
             yield
