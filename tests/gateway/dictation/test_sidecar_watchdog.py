@@ -59,8 +59,8 @@ def test_the_first_transcription_after_an_idle_period_is_answered_without_a_rest
     assert watchdog.pings >= 1  # the idle sidecar was asked, and answered
 
 
-def test_a_hung_decode_is_killed_although_the_sidecar_answers_pings(tmp_path: Path,
-                                                                   caplog: pytest.LogCaptureFixture) -> None:
+def test_a_hung_decode_is_killed_and_the_next_transcription_gets_a_new_process(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     # silence cannot end this process within the test: only the decode's age can
     watchdog = Watchdog(decode_timeout_s=1.0, silence_timeout_s=60.0, ping_after_s=0.2, tick_s=0.05)
     supervisor = stand_in(tmp_path, "--hang-once", str(tmp_path / "hung-once"), watchdog=watchdog)
