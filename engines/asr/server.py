@@ -21,6 +21,9 @@ A frame from the gateway that cannot be used (too large, a header that is not
 JSON) is answered with an ``error`` event for the stream or request it names,
 and the sidecar reads on. The ``lag`` event also carries ``busy_s``, how long
 the longest-running decode has taken, which the gateway's watchdog watches.
+A ``ping`` is answered with ``pong`` by the main thread, whatever the decode
+lanes are doing: the watchdog pings a sidecar that has been quiet, so one that
+is idle is told from one whose main loop is stuck.
 """
 
 from __future__ import annotations
@@ -227,6 +230,8 @@ class SidecarServer:
                         mark = header.get("id")
                         policy.finalize(now, str(mark) if mark is not None else None)
                     self._after_change(sid, policy)
+            elif op == "ping":
+                self.emit({"ev": "pong"})
             elif op == "close":
                 self.streams.pop(sid, None)
                 self.scheduler.forget(sid)

@@ -1,12 +1,6 @@
 """ASR sidecar faults: the errors a client is told when ASR is not available,
-and what the supervisor acts on, a hung process and audio that crashes every
-process it is replayed into.
-
-``Watchdog`` hears every frame the sidecar sends. The sidecar's once-a-second
-``lag`` event carries ``busy_s``, how long its running decode has taken; a
-decode older than ``decode_timeout_s``, or a sidecar that sends nothing for
-``silence_timeout_s`` while it has streams or requests, is hung, and the
-supervisor kills it (and restarts it like any lost process).
+and audio that crashes every process it is replayed into (a hung process is
+the watchdog's, gateway/dictation/watchdog.py).
 
 ``blame`` decides which streams a lost process counts against. A process that
 dies soon after it started (``HEALTHY_AFTER_S``) is in a crash loop caused by
@@ -22,67 +16,13 @@ Runs on the event loop only.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import logging
-import time
-from collections.abc import Callable, Sequence
-from typing import Any, Protocol, TypeVar
+from collections.abc import Sequence
+from typing import Protocol, TypeVar
 
 from engines.base import EngineState, EngineStatus
 from gateway.errors import GatewayError, Unavailable
 
-log = logging.getLogger("voxgate.asr")
-
 MAX_CRASHES = 2
-DECODE_TIMEOUT_S = 120.0  # far beyond any one decode (a 30 s window, beam 5, on a busy CPU)
-SILENCE_TIMEOUT_S = 60.0  # the sidecar reports at least once a second while it has work
-WATCH_TICK_S = 1.0
-
-
-class Watchdog:
-    def __init__(self, decode_timeout_s: float = DECODE_TIMEOUT_S, silence_timeout_s: float = SILENCE_TIMEOUT_S,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        self.decode_timeout_s = decode_timeout_s
-        self.silence_timeout_s = silence_timeout_s
-        self._clock = clock
-        self.reset()
-
-    def reset(self) -> None:
-        """A new process: nothing heard yet, nothing busy."""
-        self._heard_at = self._clock()
-        self._busy_since: float | None = None
-
-    def heard(self, event: dict[str, Any]) -> None:
-        now = self._clock()
-        self._heard_at = now
-        if event.get("ev") == "lag":
-            busy = event.get("busy_s")
-            if isinstance(busy, int | float) and not isinstance(busy, bool) and busy > 0:
-                self._busy_since = now - float(busy)
-            else:
-                self._busy_since = None
-
-    def verdict(self, has_work: bool) -> str | None:
-        """Why the process must be restarted now, or None."""
-        now = self._clock()
-        if self._busy_since is not None and now - self._busy_since > self.decode_timeout_s:
-            return f"a decode has run for {now - self._busy_since:.0f} s"
-        if has_work and now - self._heard_at > self.silence_timeout_s:
-            return f"the ASR sidecar sent nothing for {now - self._heard_at:.0f} s"
-        return None
-
-
-    async def guard(self, proc: asyncio.subprocess.Process, has_work: Callable[[], bool]) -> None:
-        """Kill ``proc`` once it is hung; its reader then sees it end and it is restarted."""
-        while proc.returncode is None:
-            await asyncio.sleep(WATCH_TICK_S)
-            reason = self.verdict(has_work())
-            if reason is not None:
-                log.error("%s; restarting the ASR sidecar", reason)
-                with contextlib.suppress(ProcessLookupError):
-                    proc.kill()
-                return
 
 
 class Chargeable(Protocol):

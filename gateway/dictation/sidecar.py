@@ -10,7 +10,8 @@ open utterances (and a few seconds before them) until their finals arrive.
 Event invariants the client relies on are enforced here, whatever the sidecar
 does across a restart: one ``speech_started`` per utterance, ``stable`` only
 grows, one ``final`` per utterance, in order, never a partial after it.
-Hung processes and crash-looping audio: gateway/dictation/faults.py.
+Hung processes: gateway/dictation/watchdog.py; crash-looping audio:
+gateway/dictation/faults.py.
 
 Concurrency: everything runs on the event loop. One supervisor task owns the
 process (spawn, read, restart); a second pumps its stderr into the log.
@@ -37,8 +38,9 @@ from engines.asr.framing import MAX_PAYLOAD_BYTES, FrameError, encode_frame, pcm
 from engines.asr.models import ModelMissing, ResolvedModel, resolve_model
 from engines.base import EngineState, EngineStatus
 from gateway.config import Settings
-from gateway.dictation.faults import Watchdog, blame, crash_error, unavailable_error
+from gateway.dictation.faults import blame, crash_error, unavailable_error
 from gateway.dictation.stream import AsrStream, asr_unavailable_event
+from gateway.dictation.watchdog import Watchdog
 from gateway.errors import GatewayError, TooLarge, Unavailable
 
 log = logging.getLogger("voxgate.asr")
@@ -240,7 +242,6 @@ class AsrSupervisor:
         self._settled.set()
         started = time.monotonic()
         self._state = EngineStatus(EngineState.READY)
-        self._watchdog.reset()
         await self._replay_all()
         self._ready.set()
         await self._read_events()
@@ -342,9 +343,7 @@ class AsrSupervisor:
     async def _read_events(self) -> None:
         proc = self._proc
         assert proc is not None and proc.stdout is not None
-        watch = asyncio.create_task(self._watchdog.guard(proc, lambda: bool(self._streams or self._requests)),
-                                    name="asr-watchdog")
-        try:
+        async with self._watchdog.watching(proc, ping=lambda: self.write({"op": "ping"})):
             while True:
                 try:
                     frame = await read_frame_async(proc.stdout)
@@ -361,13 +360,11 @@ class AsrSupervisor:
                     self._dispatch(frame[0])
                 except Exception:  # one malformed event must not stop the relay
                     log.exception("ASR sidecar sent an event the gateway cannot use: %.200r", frame[0])
-        finally:
-            watch.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await watch
 
     def _dispatch(self, event: dict[str, Any]) -> None:
         kind = event.get("ev")
+        if kind == "pong":  # the answer to the watchdog's ping, which has heard it
+            return
         if kind == "lag":
             for sid, lag in event.get("streams", {}).items():
                 stream = self._streams.get(sid)

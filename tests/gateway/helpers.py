@@ -66,14 +66,10 @@ def start_drain(client: TestClient) -> Any:
 
 
 def wait_for(predicate: Any, what: str) -> None:
-    """Poll ``predicate`` until it holds; fail naming ``what`` when it never does."""
-    import time
+    """Poll ``predicate`` until it holds (bounded); fail naming ``what`` when it never does."""
+    from tests.support.waiting import wait_until
 
-    for _ in range(500):
-        if predicate():
-            return
-        time.sleep(0.01)
-    raise AssertionError(f"never happened: {what}")
+    wait_until(predicate, what)
 
 
 def draining(client: TestClient) -> bool:

@@ -9,6 +9,7 @@ from starlette.testclient import TestClient
 
 from engines.base import EngineState, EngineStatus, TtsInfo
 from tests.gateway.helpers import make_client
+from tests.support.waiting import wait_until
 
 
 class GatedEngine:
@@ -39,12 +40,8 @@ class GatedEngine:
 
 
 def wait_until_ready(client: TestClient) -> dict:
-    for _ in range(200):
-        r = client.get("/health")
-        if r.status_code == 200:
-            return r.json()
-        threading.Event().wait(0.02)
-    raise AssertionError(f"never ready: {r.json()}")
+    wait_until(lambda: client.get("/health").status_code == 200, "the app ready")
+    return dict(client.get("/health").json())
 
 
 def test_health_is_503_starting_while_engines_load_then_200(tmp_path):

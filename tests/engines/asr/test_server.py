@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import queue
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from engines.asr import files
 from engines.asr.decoder import Transcript
 from engines.asr.framing import MAX_PAYLOAD_BYTES, encode_frame, read_frame
 from engines.asr.policy import DecodeJob, StreamOptions, StreamPolicy
@@ -311,3 +314,45 @@ def test_everything_already_received_is_handled_before_the_next_dispatch():
     server._dispatch = lambda now: seen.append(sorted(server.streams))
     assert server.serve(io.BytesIO()) == 0  # the reader finds the end of the input after the three frames
     assert seen in ([], [["a", "b", "c"]])  # never a decision on part of what had arrived
+
+
+class StuckModel(NoModel):
+    """A decode that blocks until the test lets it go (bounded, so a failing test still ends)."""
+
+    def __init__(self):
+        self.entered, self.release = threading.Event(), threading.Event()
+
+    def decode(self, audio, **options):
+        self.entered.set()
+        self.release.wait(60)
+        return Transcript(text="late", language="en")
+
+
+def test_a_ping_is_answered_while_every_decode_lane_is_stuck(monkeypatch):
+    monkeypatch.setattr(files, "speech_groups", lambda audio: [(0, len(audio))])
+    model = StuckModel()
+    stdin_r, stdin_w = os.pipe()
+    out_r, out_w = os.pipe()
+    with os.fdopen(stdin_r, "rb") as stdin, os.fdopen(stdin_w, "wb", buffering=0) as gateway, \
+            os.fdopen(out_r, "rb") as events, os.fdopen(out_w, "wb", buffering=0) as out:
+        server = SidecarServer(model, out, "tiny.en", lanes=1)
+        serving = threading.Thread(target=server.serve, args=(stdin,), daemon=True)
+        serving.start()
+        assert read_frame(events)[0]["ev"] == "ready"
+        gateway.write(encode_frame({"op": "transcribe", "req": "r1"}, np.zeros(1600, "<f4").tobytes()))
+        assert model.entered.wait(30)  # the only lane is now stuck in the decode
+        gateway.write(encode_frame({"op": "ping"}))
+        heard = [read_frame(events)[0]]
+        while heard[-1]["ev"] == "lag":  # a busy server also reports its running decode
+            heard.append(read_frame(events)[0])
+        assert heard[-1] == {"ev": "pong"}
+        assert all(e["ev"] == "lag" and e["busy_s"] > 0 for e in heard[:-1])
+        model.release.set()
+        while (after := read_frame(events)[0])["ev"] == "lag":
+            pass
+        assert after == {"ev": "transcription", "req": "r1", "text": "late", "language": "en",
+                                         "duration": 0.1, "segments": [{"id": 0, "start": 0.0, "end": 0.1,
+                                                                        "text": "late"}], "words": []}
+        gateway.close()
+        serving.join(30)
+        assert not serving.is_alive()

@@ -25,6 +25,7 @@ from engines.base import (
     Voice,
 )
 from engines.pocket.engine import GET_MODEL_HINT, PocketEngine
+from tests.support.waiting import eventually
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -95,11 +96,7 @@ async def test_cancel_stops_the_stream(engine: PocketEngine):
     stream.cancel()
     stream.cancel()  # idempotent
     assert [f async for f in frames] == []
-    for _ in range(200):
-        if engine._scheduler.load() == (0, 0):
-            break
-        await asyncio.sleep(0.01)
-    assert engine._scheduler.load() == (0, 0)
+    await eventually(lambda: engine._scheduler.load() == (0, 0), "the cancelled stream's row freed")
 
 
 async def test_unknown_voice_lists_the_available_ones(engine: PocketEngine):

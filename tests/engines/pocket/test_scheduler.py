@@ -15,6 +15,7 @@ import pytest
 from engines.base import EngineError, EngineUnavailable
 from engines.pocket import load_model, synthesize
 from engines.pocket.scheduler import BatchScheduler, ScheduledStream
+from tests.support.waiting import eventually
 
 TEXTS = {
     1: ("alba", "Hello world, how are you today?"),
@@ -93,11 +94,17 @@ async def test_streams_joining_at_different_times_sound_as_if_alone(scheduler, m
 
 
 async def test_a_paused_stream_does_not_block_the_others(scheduler, model, alone):
+    # Both unread at first: each is paused once high_water frames wait for its reader. The busy
+    # one is far longer than what a paused stream can have made (its queue bound), so it is
+    # still unfinished when the stalled one is paused, and only its reader lets it go on.
+    assert len(alone[3]) // 1920 > scheduler.high_water and len(alone[1]) // 1920 > 3 * scheduler.high_water
     stalled = _submit(scheduler, model, 3)  # nobody reads it for now
-    busy = _submit(scheduler, model, 2)
+    busy = _submit(scheduler, model, 1)
+    await eventually(lambda: stalled.paused, "the unread stream paused")
+    assert not busy.finished
     busy_frames = await _take(busy)  # runs to the end while the other sits paused
-    _assert_same_audio(busy_frames, alone[2])
-    assert stalled.paused
+    _assert_same_audio(busy_frames, alone[1])
+    assert stalled.paused  # nobody read it, so it is paused still
     # decoded chunks can land on top of the high-water mark (pipelined: up to four helper
     # jobs in one step), never past the stream's queue bound
     assert scheduler.high_water <= stalled.buffered < scheduler.high_water + 4 * scheduler.decode_chunk
@@ -110,11 +117,7 @@ async def test_cancel_ends_the_stream_and_frees_its_row(scheduler, model):
     assert len(await _take(stream, 2)) == 2
     stream.cancel()
     assert await _take(stream) == []
-    for _ in range(100):
-        if scheduler.load() == (0, 0):
-            break
-        await asyncio.sleep(0.01)
-    assert scheduler.load() == (0, 0)
+    await eventually(lambda: scheduler.load() == (0, 0), "the cancelled stream's row freed")
 
 
 def test_a_stream_short_of_audio_is_decoded_every_step(model):
@@ -176,11 +179,8 @@ async def test_a_stalled_consumer_is_dropped_after_the_stall_timeout(model):
     sched.start()
     try:
         stream = _submit(sched, model, 3)
-        for _ in range(300):
-            if stream.finished:
-                break
-            await asyncio.sleep(0.01)
-        assert stream.finished and sched.load() == (0, 0)
+        await eventually(lambda: stream.finished, "the stalled stream dropped")
+        assert sched.load() == (0, 0)
         assert len(await _take(stream)) == 2  # what was buffered, then the end
     finally:
         await asyncio.to_thread(sched.close)
@@ -203,23 +203,13 @@ async def test_a_consumer_that_goes_away_cancels_its_stream(scheduler, model):
             await asyncio.sleep(3600)  # the session task is cancelled while holding a frame
 
     task = asyncio.create_task(consume())
-    for _ in range(200):
-        if stream.buffered or task.done():
-            break
-        await asyncio.sleep(0.01)
+    await eventually(lambda: stream.buffered or task.done(), "frames buffered behind the one the consumer holds")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    for _ in range(100):  # the abandoned iterator is closed by the loop's async-generator finalizer
-        if stream.cancelled:
-            break
-        await asyncio.sleep(0.01)
-    assert stream.cancelled
-    for _ in range(200):
-        if scheduler.load() == (0, 0):
-            break
-        await asyncio.sleep(0.01)
-    assert scheduler.load() == (0, 0)
+    # the abandoned iterator is closed by the loop's async-generator finalizer
+    await eventually(lambda: stream.cancelled, "the abandoned stream cancelled")
+    await eventually(lambda: scheduler.load() == (0, 0), "the abandoned stream's row freed")
 
 
 async def test_a_frame_that_does_not_come_times_out(model):

@@ -1,12 +1,15 @@
 """A stand-in for the ASR sidecar process that misbehaves on cue, for the
 supervisor's fault tests. It speaks the real frame protocol (engines/asr/framing)
-with no model: ``ready``, then ``ended`` for every ``end``. Audio whose first
-sample is exactly 0.5 is the cue; what happens then depends on the mode:
+with no model: ``ready``, then ``ended`` for every ``end`` and ``pong`` for
+every ``ping``. Audio whose first sample is exactly 0.5 is the cue; what
+happens then depends on the mode:
 
 - ``crash``: announce the utterance (``speech_started``), then exit at once;
 - ``hang``: announce it, then report a decode that never finishes (``lag`` with a
   growing ``busy_s``) and read nothing more;
-- ``malformed``: send a ``lag`` event the gateway cannot use, then a ``final``.
+- ``malformed``: send a ``lag`` event the gateway cannot use, then a ``final``;
+- ``mute``: no cue; after ``ready`` it reads on but answers nothing, pings
+  included, like a sidecar whose main loop is stuck.
 
 Run as ``python scripted_sidecar.py MODE`` (from the project root).
 """
@@ -37,6 +40,10 @@ def main(mode: str) -> int:
     while (frame := read_frame(sys.stdin.buffer)) is not None:
         header, payload = frame
         op, sid = header.get("op"), header.get("stream")
+        if mode == "mute":
+            continue
+        if op == "ping":
+            send({"ev": "pong"})
         if op == "end":
             send({"ev": "ended", "stream": sid, "utterances": 0, "audio_s": 0.0})
         if op != "audio" or pcm_from_bytes(payload)[:1].tolist() != [CUE]:

@@ -1,20 +1,22 @@
 """The supervisor against a sidecar process that misbehaves on cue
 (scripted_sidecar.py): audio that crashes every process it is replayed into
-costs only its own stream, a hung decode is noticed and restarted, and a
-malformed event or a failing supervision step never ends supervision."""
+costs only its own stream, a hung decode is noticed and restarted, so is a
+sidecar that answers no ping while it has no work, and a malformed event or a
+failing supervision step never ends supervision."""
 
 from __future__ import annotations
 
 import stat
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from gateway.dictation.faults import Watchdog
 from gateway.dictation.sidecar import AsrSupervisor
+from gateway.dictation.watchdog import Watchdog
 from tests.gateway.helpers import dictation_client
 from tests.support.sockets import close_code, receive
 
@@ -72,6 +74,19 @@ def test_audio_that_crashes_every_process_costs_only_its_own_stream(tmp_path: Pa
 def test_a_hung_decode_is_killed_by_the_watchdog_and_restarted(tmp_path: Path) -> None:
     supervisor = scripted(tmp_path, "hang", watchdog=Watchdog(decode_timeout_s=1.0, silence_timeout_s=60.0))
     _poisoned_stream_is_dropped_and_the_other_goes_on(tmp_path, supervisor)
+
+
+def test_an_idle_sidecar_that_answers_no_ping_is_restarted_before_anyone_needs_it(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    supervisor = scripted(tmp_path, "mute", watchdog=Watchdog(silence_timeout_s=1.0, ping_after_s=0.2, tick_s=0.05))
+    with dictation_client(tmp_path, supervisor):
+        deadline = time.monotonic() + 30
+        while supervisor.info()["restarts"] == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert supervisor.info()["restarts"] >= 1
+    killed = [r.getMessage() for r in caplog.records if "restarting the ASR sidecar" in r.getMessage()]
+    assert killed[0].startswith("the ASR sidecar sent nothing for ")
+    assert killed[0].endswith(" s and answered no ping; restarting the ASR sidecar")
 
 
 def test_a_malformed_event_does_not_end_supervision(tmp_path: Path) -> None:

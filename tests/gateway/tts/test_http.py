@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import io
 import struct
 import wave
@@ -19,6 +18,7 @@ from gateway.audio import Encoding, encode, read_wav, wav_header
 from tests.gateway.fakes import FakeTtsEngine, expected_audio, frames_for
 from tests.gateway.helpers import LOOPBACK, tts_app
 from tests.support.net import running_server
+from tests.support.waiting import eventually
 
 
 @pytest.fixture
@@ -103,11 +103,8 @@ async def test_post_tts_first_bytes_leave_before_synthesis_ends(tmp_path):
                 busy = await http.post("/v1/tts", json={"text": "hi"})
                 assert busy.status_code == 503 and busy.headers["retry-after"] == "5"
                 assert busy.json()["detail"] == "too many TTS sessions (limit 1); try again later"
-            for _ in range(100):  # the client hung up: the engine stream is cancelled
-                if engine.streams[0].cancelled:
-                    break
-                await asyncio.sleep(0.02)
-            assert engine.streams[0].cancelled and engine.streams[0].produced < 2000
+            await eventually(lambda: engine.streams[0].cancelled, "the engine stream cancelled after the hang-up")
+            assert engine.streams[0].produced < 2000
             assert (await http.post("/v1/tts", json={"text": "hi"})).status_code == 200
 
 
