@@ -21,7 +21,8 @@ from gateway.config import Settings
 from gateway.serving import uvicorn_config
 from tests.gateway.fakes import FakeTtsEngine
 from tests.gateway.helpers import tts_app
-from tests.support.net import free_port, running_config
+from tests.support.net import free_port, running_config, serving
+from tests.support.waiting import eventually
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
@@ -85,9 +86,10 @@ async def test_connections_that_never_finish_their_request_head_are_dropped(tmp_
 async def test_past_the_connection_cap_requests_get_503_until_idle_sockets_are_dropped(tmp_path) -> None:
     settings = _settings(header_timeout_s=2.0, limit_concurrency=8)
     app = tts_app(tmp_path, FakeTtsEngine())
-    async with running_config(uvicorn_config(app, settings)) as url:
+    async with serving(uvicorn_config(app, settings)) as server:
+        url = f"http://127.0.0.1:{settings.port}"
         idle = [_connect(settings.port) for _ in range(8)]
-        await asyncio.sleep(0.2)
+        await eventually(lambda: len(server.server_state.connections) == 8, "the 8 idle connections accepted")
         async with httpx.AsyncClient(base_url=url, timeout=5) as http:
             refused = await http.get("/health")
             assert await _wait_all_closed(idle) == [True] * 8
@@ -100,7 +102,8 @@ async def test_past_the_connection_cap_requests_get_503_until_idle_sockets_are_d
 
 async def test_past_the_connection_cap_websocket_upgrades_get_503(tmp_path) -> None:
     settings = _settings(limit_concurrency=8)
-    app = tts_app(tmp_path, FakeTtsEngine())
+    # one client may hold every socket here: the connection cap, not its share, is what refuses
+    app = tts_app(tmp_path, FakeTtsEngine(), max_tts_sessions_per_client=16)
     async with running_config(uvicorn_config(app, settings)) as url:
         held, refused = [], []
         for _ in range(10):

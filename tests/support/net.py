@@ -34,7 +34,14 @@ async def running_server(app: Any, port: int | None = None) -> AsyncIterator[str
 @contextlib.asynccontextmanager
 async def running_config(config: uvicorn.Config) -> AsyncIterator[str]:
     """Serve with ``config`` (host 127.0.0.1) in this event loop; yields the base URL."""
-    port = config.port
+    async with serving(config) as server:
+        yield f"http://127.0.0.1:{server.config.port}"
+
+
+@contextlib.asynccontextmanager
+async def serving(config: uvicorn.Config) -> AsyncIterator[uvicorn.Server]:
+    """Serve with ``config`` (host 127.0.0.1) in this event loop; yields the started
+    server, whose ``server_state`` tells what it holds."""
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
     try:
@@ -44,7 +51,7 @@ async def running_config(config: uvicorn.Config) -> AsyncIterator[str]:
             await asyncio.sleep(0.02)
         if not server.started:
             raise RuntimeError("uvicorn did not start")
-        yield f"http://127.0.0.1:{port}"
+        yield server
     finally:
         server.should_exit = True
         await asyncio.wait_for(task, 30)
