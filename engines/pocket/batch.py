@@ -158,7 +158,7 @@ class StreamBatch:
         ``decode_chunk`` (pipelined: fewer than the stream's next call would take).
         """
         if self.pipelined:
-            self._decoder.overlap(self._rows, hurry, self._advance_lm)
+            self._decoder.decode_while(self._advance_lm, self._rows, hurry)
         else:
             self._advance_lm()
             self._decoder.decode_due(self._rows, set(hurry))

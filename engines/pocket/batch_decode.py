@@ -115,7 +115,7 @@ class BatchDecoder:
         for group in self._take_pending(rows, hurry):
             self._keep(self._decode_group(group))
 
-    def overlap(self, rows: Sequence[DecodeRow], hurry: Collection[int], advance_lm: Callable[[], bool]) -> None:
+    def decode_while(self, advance_lm: Callable[[], bool], rows: Sequence[DecodeRow], hurry: Collection[int]) -> None:
         """Pipelined: run ``advance_lm`` (one LM step; False when nothing was left to
         step) while the helper decodes what the rows have queued."""
         self._hurry = set(hurry)
