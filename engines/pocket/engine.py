@@ -30,7 +30,8 @@ from engines.base import (
     Voice,
 )
 from engines.files import write_atomically
-from engines.pocket.scheduler import BatchScheduler, ScheduledStream
+from engines.pocket.scheduled_stream import ScheduledStream
+from engines.pocket.scheduler import BatchScheduler
 
 log = logging.getLogger(__name__)
 

@@ -2,8 +2,9 @@
 
 What the tests, the benchmarks and anyone without the real weights use to run
 the whole pipeline: ``model.safetensors`` (the reference ``TTSModel.state_dict()``
-key names and shapes), a sentencepiece unigram ``tokenizer.model`` trained here
-on a synthetic English-like corpus, and two voices ``embeddings/<name>.safetensors``
+key names and shapes, ``engines.pocket.checkpoint_layout``), a sentencepiece
+unigram ``tokenizer.model`` trained on a synthetic English-like corpus
+(``engines.pocket.synthetic_tokenizer``), and two voices ``embeddings/<name>.safetensors``
 (per-layer flow-LM KV cache ``[2, 1, T, H, D]`` plus an int64 ``offset``, the
 layout the reference's voice export writes).
 
@@ -37,31 +38,24 @@ corpus from ``random.Random(seed)``), so a seed gives the same files byte for by
 
 from __future__ import annotations
 
-import io
 import math
 import os
-import random
 import shutil
 import tempfile
-from collections.abc import Iterator
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from engines.files import replace_dir
-from engines.pocket.geometry import (
-    MimiTransformerGeometry,
-    PocketGeometry,
-    SeanetGeometry,
-    detect_geometry,
-)
+from engines.pocket.checkpoint_layout import TIME_FREQ_DIM, checkpoint_layout
+from engines.pocket.geometry import MimiTransformerGeometry, PocketGeometry, SeanetGeometry
+from engines.pocket.synthetic_tokenizer import train_tokenizer
 
 VOICE_NAMES = ("alba", "marius")
 EOS_BIAS = -6.0
 OUTPUT_GAIN = 0.1
 LATENT_DIM = 32  # Mimi quantizer dimension: the flow LM's latent width
-TIME_FREQ_DIM = 256  # TimestepEmbedder frequency_embedding_size (half of it are freqs)
 
 
 @dataclass(frozen=True)
@@ -108,116 +102,6 @@ PRESETS: dict[str, Preset] = {
         n_filters=4, mimi_dim=32, mimi_heads=1, mimi_layers=1, mimi_ff_dim=64, mimi_context=50),
         voice_frames=9),
 }
-
-
-# ---- key/shape layout -------------------------------------------------------------
-
-
-def checkpoint_layout(g: PocketGeometry) -> dict[str, tuple[int, ...]]:
-    """Every key of ``TTSModel.state_dict()`` for geometry ``g`` with its shape, in order.
-
-    Raises ValueError naming the fields when ``g`` is not the released architecture
-    (the loader would read these shapes back as a different geometry).
-    """
-    L, D, F = g.latent_dim, g.lm_dim, g.flow_dim
-    out: dict[str, tuple[int, ...]] = {
-        "flow_lm.bos_emb": (L,),
-        "flow_lm.bos_before_voice": (1, 1, D),
-        "flow_lm.speaker_proj_weight": (D, L),
-        "flow_lm.emb_std": (L,),
-        "flow_lm.emb_mean": (L,),
-        "flow_lm.conditioner.embed.weight": (g.vocab_size + 1, D),
-    }
-    fn = "flow_lm.flow_net."
-    for i in range(2):  # LSD: a start-time and a target-time condition
-        out |= {f"{fn}time_embed.{i}.freqs": (TIME_FREQ_DIM // 2,),
-                f"{fn}time_embed.{i}.mlp.0.weight": (F, TIME_FREQ_DIM), f"{fn}time_embed.{i}.mlp.0.bias": (F,),
-                f"{fn}time_embed.{i}.mlp.2.weight": (F, F), f"{fn}time_embed.{i}.mlp.2.bias": (F,),
-                f"{fn}time_embed.{i}.mlp.3.alpha": (F,)}
-    out |= {f"{fn}cond_embed.weight": (F, D), f"{fn}cond_embed.bias": (F,),
-            f"{fn}input_proj.weight": (F, L), f"{fn}input_proj.bias": (F,)}
-    for i in range(g.flow_depth):
-        rb = f"{fn}res_blocks.{i}."
-        out |= {rb + "in_ln.weight": (F,), rb + "in_ln.bias": (F,),
-                rb + "mlp.0.weight": (F, F), rb + "mlp.0.bias": (F,),
-                rb + "mlp.2.weight": (F, F), rb + "mlp.2.bias": (F,),
-                rb + "adaLN_modulation.1.weight": (3 * F, F), rb + "adaLN_modulation.1.bias": (3 * F,)}
-    out |= {f"{fn}final_layer.linear.weight": (L, F), f"{fn}final_layer.linear.bias": (L,),
-            f"{fn}final_layer.adaLN_modulation.1.weight": (2 * F, F),
-            f"{fn}final_layer.adaLN_modulation.1.bias": (2 * F,),
-            "flow_lm.input_linear.weight": (D, L)}
-    out |= _transformer_layout("flow_lm.transformer.", D, g.lm_ff_dim, g.lm_layers, layer_scale=False)
-    out |= {"flow_lm.out_norm.weight": (D,), "flow_lm.out_norm.bias": (D,),
-            "flow_lm.out_eos.weight": (1, D), "flow_lm.out_eos.bias": (1,)}
-    out |= _seanet_encoder_layout(g.encoder)
-    out |= _seanet_decoder_layout(g.decoder)
-    for side, t in (("encoder", g.encoder_transformer), ("decoder", g.decoder_transformer)):
-        out |= _transformer_layout(f"mimi.{side}_transformer.transformer.", t.d_model, t.ff_dim,
-                                   t.num_layers, layer_scale=True)
-    out |= {"mimi.quantizer.output_proj.weight": (g.outer_dim, L, 1),
-            "mimi.downsample.conv.conv.weight": (L, g.outer_dim, 2 * g.resample_stride),
-            "mimi.upsample.convtr.convtr.weight": (g.outer_dim, 1, 2 * g.resample_stride)}
-    _check_reads_back(g, out)
-    return out
-
-
-def _check_reads_back(g: PocketGeometry, layout: dict[str, tuple[int, ...]]) -> None:
-    # The head width is in no weight shape: the loader takes it from a voice file,
-    # which random_voice_state writes from g.
-    back = detect_geometry(layout, lm_head_dim=g.lm_head_dim)
-    if back == g:
-        return
-    wrong = [f"{f.name}={getattr(g, f.name)!r} (reads back as {getattr(back, f.name)!r})"
-             for f in fields(g) if getattr(g, f.name) != getattr(back, f.name)]
-    raise ValueError("geometry is not the released Pocket TTS architecture: " + "; ".join(wrong))
-
-
-def _transformer_layout(prefix: str, d: int, ffn: int, layers: int, *,
-                        layer_scale: bool) -> dict[str, tuple[int, ...]]:
-    out: dict[str, tuple[int, ...]] = {}
-    for i in range(layers):
-        p = f"{prefix}layers.{i}."
-        out |= {p + "self_attn.in_proj.weight": (3 * d, d), p + "self_attn.out_proj.weight": (d, d),
-                p + "norm1.weight": (d,), p + "norm1.bias": (d,), p + "norm2.weight": (d,), p + "norm2.bias": (d,),
-                p + "linear1.weight": (ffn, d), p + "linear2.weight": (d, ffn)}
-        if layer_scale:
-            out |= {p + "layer_scale_1.scale": (d,), p + "layer_scale_2.scale": (d,)}
-    return out
-
-
-def _conv(out: dict[str, tuple[int, ...]], name: str, shape: tuple[int, ...]) -> None:
-    out[name + ".weight"] = shape
-    out[name + ".bias"] = (shape[0],) if name.endswith(".conv") else (shape[1],)
-
-
-def _seanet_encoder_layout(s: SeanetGeometry) -> dict[str, tuple[int, ...]]:
-    out: dict[str, tuple[int, ...]] = {}
-    p = "mimi.encoder.model."
-    _conv(out, f"{p}0.conv", (s.n_filters, s.channels, s.kernel_size))
-    idx, ch = 1, s.n_filters
-    for ratio in reversed(s.ratios):
-        _conv(out, f"{p}{idx}.block.1.conv", (ch // s.compress, ch, s.residual_kernel_size))
-        _conv(out, f"{p}{idx}.block.3.conv", (ch, ch // s.compress, 1))
-        _conv(out, f"{p}{idx + 2}.conv", (2 * ch, ch, 2 * ratio))
-        idx, ch = idx + 3, 2 * ch
-    _conv(out, f"{p}{idx + 1}.conv", (s.dimension, ch, s.last_kernel_size))
-    return out
-
-
-def _seanet_decoder_layout(s: SeanetGeometry) -> dict[str, tuple[int, ...]]:
-    out: dict[str, tuple[int, ...]] = {}
-    p = "mimi.decoder.model."
-    ch = s.n_filters * 2 ** len(s.ratios)
-    _conv(out, f"{p}0.conv", (ch, s.dimension, s.kernel_size))
-    idx = 1
-    for ratio in s.ratios:
-        _conv(out, f"{p}{idx + 1}.convtr", (ch, ch // 2, 2 * ratio))
-        ch //= 2
-        _conv(out, f"{p}{idx + 2}.block.1.conv", (ch // s.compress, ch, s.residual_kernel_size))
-        _conv(out, f"{p}{idx + 2}.block.3.conv", (ch, ch // s.compress, 1))
-        idx += 3
-    _conv(out, f"{p}{idx + 1}.conv", (s.channels, ch, s.last_kernel_size))
-    return out
 
 
 # ---- values -------------------------------------------------------------------
@@ -293,64 +177,6 @@ def random_voice_state(g: PocketGeometry, frames: int, gen: torch.Generator) -> 
         out[f"{name}/cache"] = torch.randn((2, 1, frames, g.lm_kv_heads, g.lm_head_dim), generator=gen)
         out[f"{name}/offset"] = torch.full((1,), frames, dtype=torch.int64)
     return out
-
-
-# ---- tokenizer ------------------------------------------------------------------
-
-_COMMON_WORDS = (
-    "the of and to a in is it you that he was for on are with as I his they be at one have this from "
-    "or had by hot word but what some we can out other were all there when up use your how said an "
-    "each she which do their time if will way about many then them write would like so these her long "
-    "make thing see him two has look more day could go come did number sound no most people my over "
-    "know water than call first who may down side been now find any new work part take get place made "
-    "live where after back little only round man year came show every good me give our under name very "
-    "through just form sentence great think say help low line differ turn cause much mean before move "
-    "right boy old too same tell does set three want air well also play small end put home read hand "
-    "port large spell add even land here must big high such follow act why ask men change went light "
-    "kind off need house picture try us again animal point mother world near build self earth father "
-    "hello speech voice model stream frame audio gateway weather today tomorrow morning thanks please"
-).split()
-_ONSETS = ("", "b", "c", "d", "f", "g", "h", "j", "k", "l", "m", "n", "p", "r", "s", "t", "v", "w",
-           "br", "ch", "cl", "dr", "fl", "gr", "pl", "pr", "sh", "sl", "st", "str", "th", "tr", "wh")
-_VOWELS = ("a", "e", "i", "o", "u", "ai", "ea", "ee", "oo", "ou", "y")
-_CODAS = ("", "", "n", "r", "s", "t", "l", "m", "nd", "ng", "nt", "st", "ck", "rd", "ll", "ss")
-_PUNCT = (".", ".", ".", "?", "!", ",")
-
-
-def synthetic_corpus(seed: int, n_sentences: int) -> Iterator[str]:
-    """English-like sentences: common words plus pronounceable pseudo-words, Zipf-ish."""
-    rng = random.Random(seed)
-    pseudo = []
-    for _ in range(6000):
-        syllables = rng.choice((1, 1, 2, 2, 2, 3, 3, 4))
-        pseudo.append("".join(rng.choice(_ONSETS) + rng.choice(_VOWELS) + rng.choice(_CODAS)
-                              for _ in range(syllables)))
-    lexicon = list(_COMMON_WORDS) + pseudo
-    weights = [1.0 / (rank + 1) ** 0.9 for rank in range(len(lexicon))]
-    for _ in range(n_sentences):
-        words = rng.choices(lexicon, weights=weights, k=rng.randint(3, 18))
-        if rng.random() < 0.15:
-            words.insert(rng.randrange(len(words)), str(rng.randint(0, 2099)))
-        if rng.random() < 0.1:
-            words.insert(rng.randrange(len(words)), rng.choice(("don't", "it's", "I'm", "we're", "can't")))
-        text = " ".join(words)
-        yield text[0].upper() + text[1:] + rng.choice(_PUNCT)
-
-
-def train_tokenizer(vocab_size: int, seed: int) -> bytes:
-    """A sentencepiece unigram model with exactly ``vocab_size`` pieces, as bytes."""
-    import sentencepiece as spm
-
-    # The trainer refuses a vocabulary larger than the corpus supports: ~2.5 MB
-    # of text for 4000 pieces, proportionally less for a small vocabulary.
-    n_sentences = max(2000, vocab_size * 12)
-    buf = io.BytesIO()
-    spm.SentencePieceTrainer.train(
-        sentence_iterator=synthetic_corpus(seed, n_sentences), model_writer=buf, vocab_size=vocab_size,
-        model_type="unigram", character_coverage=1.0, num_threads=1, shuffle_input_sentence=False,
-        input_sentence_size=0, minloglevel=2, hard_vocab_limit=True,
-    )
-    return buf.getvalue()
 
 
 # ---- the directory ----------------------------------------------------------------

@@ -3,8 +3,8 @@
 Every iteration the worker (1) admits waiting streams into the batch (their text
 prompt runs then), (2) drops cancelled ones, (3) runs queued exclusive jobs (voice
 cloning), then (4) takes the next frame of every active, unpaused stream in ONE
-batched forward and hands each frame to its stream on the asyncio loop with
-``loop.call_soon_threadsafe``.
+batched forward (``engines.pocket.batch``) and hands each frame to its stream
+(``engines.pocket.scheduled_stream``), which passes it to the stream's event loop.
 
 Back-pressure: a stream whose consumer has ``high_water`` frames waiting is
 paused (its row is left out of the step) until the consumer has read down to
@@ -22,10 +22,9 @@ frame, i.e. what a listener who started playing at the first frame still has
 buffered -- is below ``lead_s`` is decoded every step. Either way frames are handed
 over one at a time and the audio is the same as with K = 1.
 
-Concurrency contract: ``submit``, ``run_exclusive``, ``close`` and the
-``ScheduledStream`` methods may be called from any thread (``frames()`` from the
-loop the stream was opened on). Everything touching the model or the batch runs
-on the worker thread only.
+Concurrency contract: ``submit``, ``run_exclusive``, ``wake``, ``load`` and
+``close`` may be called from any thread (a stream's own contract is in its module).
+Everything touching the model or the batch runs on the worker thread only.
 """
 
 from __future__ import annotations
@@ -37,166 +36,21 @@ import logging
 import os
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import torch
 
 from engines.base import EngineError, EngineUnavailable
-from engines.pocket.batch import StepOutput, StreamBatch
+from engines.pocket.batch import PausableBatch
 from engines.pocket.generation import GenerationSettings
+from engines.pocket.scheduled_stream import ScheduledStream
 from engines.pocket.voice import VoiceState
 
 if TYPE_CHECKING:
     from engines.pocket.model import PocketModel
 
 log = logging.getLogger(__name__)
-
-_END = object()  # end-of-stream marker on a stream's queue
-
-
-class PausableBatch(StreamBatch):
-    """A StreamBatch that can leave some rows out of a step.
-
-    Rows stay packed: before a step the paused rows are swapped to the tail (through
-    one spare row), the active prefix is stepped, and the paused rows are moved down
-    behind the rows that survived the step.
-    """
-
-    def __init__(self, model: PocketModel, max_streams: int, pipelined: bool = False, decode_chunk: int = 1) -> None:
-        # + the spare row used for swaps
-        super().__init__(model, max_streams + 1, pipelined=pipelined, decode_chunk=decode_chunk)
-        self.max_streams = max_streams  # admission limit; row max_streams is the spare
-        self._spare = max_streams
-
-    def _swap(self, i: int, j: int) -> None:
-        self._settle()
-        for state in (self._lm, self._mimi):
-            state.copy_row(i, self._spare)
-            state.copy_row(j, i)
-            state.copy_row(self._spare, j)
-        self._rows[i], self._rows[j] = self._rows[j], self._rows[i]
-
-    @torch.no_grad()
-    def step_active(self, paused: set[int], hurry: set[int] | None = None) -> list[StepOutput]:
-        """Step every stream not in ``paused`` (stream ids) by one frame; ``hurry`` as in ``step``."""
-        hurry = hurry or set()
-        if not paused:
-            return self.step(hurry)
-        active = 0
-        for i in range(len(self._rows)):
-            if self._rows[i].stream_id not in paused:
-                if i != active:
-                    self._swap(i, active)
-                active += 1
-        if active == 0:
-            return []
-        tail = self._rows[active:]
-        self._rows = self._rows[:active]
-        try:
-            return self.step(hurry)
-        finally:
-            head = len(self._rows)
-            for j in range(len(tail)):
-                if head + j != active + j:
-                    self._settle()
-                    self._lm.copy_row(active + j, head + j)
-                    self._mimi.copy_row(active + j, head + j)
-            self._rows = self._rows + tail
-
-
-class ScheduledStream:
-    """One utterance handed out by the scheduler; implements ``engines.base.TtsStream``."""
-
-    def __init__(self, scheduler: BatchScheduler, text: str, voice: VoiceState,
-                 settings: GenerationSettings | None, seed: int | None, loop: asyncio.AbstractEventLoop) -> None:
-        self._scheduler = scheduler
-        self.text, self.voice, self.settings, self.seed = text, voice, settings, seed
-        self._loop = loop
-        # Never overflows: the worker pauses the stream at high_water buffered frames,
-        # and a step adds at most a few decodes' worth of frames (a pipelined step collects
-        # the helper job running when it began and at most three it starts, each of
-        # <= decode_chunk frames a stream) plus the end marker.
-        self._queue: asyncio.Queue = asyncio.Queue(maxsize=scheduler.high_water + 4 * scheduler.decode_chunk + 1)
-        self._lock = threading.Lock()
-        self._buffered = 0
-        self.cancelled = False
-        self.paused = False
-        self.paused_since = 0.0
-        self.stream_id: int | None = None  # the batch's id once admitted
-        self.finished = False
-        self.delivered = 0  # frames handed over (worker thread only)
-        self.first_frame_at: float | None = None  # monotonic time of the first frame
-
-    # ---- consumer side (the event loop)
-    async def frames(self) -> AsyncIterator[np.ndarray]:
-        """Yield float32 frames until the utterance ends or is cancelled.
-
-        A consumer that goes away (its task is cancelled, or it closes this
-        iterator early) cancels the stream, so its batch row is freed at once.
-        """
-        timeout = self._scheduler.frame_timeout_s
-        try:
-            while not self.cancelled:
-                item = await self._next_item(timeout)
-                with self._lock:
-                    self._buffered -= item is not _END and not isinstance(item, BaseException)
-                self._scheduler.wake()
-                if item is _END:
-                    return
-                if isinstance(item, BaseException):
-                    raise item
-                if not self.cancelled:
-                    yield item
-        finally:
-            if not self.finished:
-                self.cancel()
-
-    async def _next_item(self, timeout: float) -> Any:
-        # Not asyncio.wait_for: on Python < 3.12 it can swallow the caller's
-        # cancellation when the item arrives at the same moment.
-        getter = asyncio.ensure_future(self._queue.get())
-        try:
-            done, _ = await asyncio.wait({getter}, timeout=timeout)
-        finally:
-            if not getter.done():
-                getter.cancel()
-        if not done:
-            raise EngineError(f"no audio frame within {timeout:g} s; the TTS worker is overloaded",
-                              code="engine_timeout")
-        return getter.result()
-
-    def cancel(self) -> None:
-        """Stop at the next frame boundary; ``frames()`` then ends. Idempotent."""
-        self.cancelled = True
-        self._scheduler.wake()
-
-    @property
-    def buffered(self) -> int:
-        with self._lock:
-            return self._buffered
-
-    # ---- producer side (the worker thread)
-    def deliver(self, item: Any) -> None:
-        if item is not _END and not isinstance(item, BaseException):
-            with self._lock:
-                self._buffered += 1
-            self.delivered += 1
-            if self.first_frame_at is None:
-                self.first_frame_at = time.monotonic()
-        else:
-            self.finished = True
-        try:
-            self._loop.call_soon_threadsafe(self._put, item)
-        except RuntimeError:  # the loop is closed: nobody will read this stream again
-            self.cancelled = True
-
-    def _put(self, item: Any) -> None:
-        try:
-            self._queue.put_nowait(item)
-        except asyncio.QueueFull:  # an invariant broke; drop rather than block the loop
-            log.error("stream queue overflow; frame dropped")
 
 
 class BatchScheduler:
@@ -318,7 +172,7 @@ class BatchScheduler:
                     for frame in out.frames:
                         stream.deliver(frame)
                     if out.done:
-                        stream.deliver(_END)
+                        stream.finish()
                         del self._active[out.stream_id]
         finally:
             batch.close()
@@ -350,7 +204,7 @@ class BatchScheduler:
                     log.warning("dropping a TTS stream whose consumer read nothing for %.0f s", self.stall_timeout_s)
                 batch.remove(stream_id)
                 del self._active[stream_id]
-                stream.deliver(_END)
+                stream.finish()
 
     def _admit(self, batch: PausableBatch) -> None:
         while len(batch) < self.max_streams:
@@ -359,7 +213,7 @@ class BatchScheduler:
                     return
                 stream = self._waiting.popleft()
             if stream.cancelled:
-                stream.deliver(_END)
+                stream.finish()
                 continue
             try:
                 stream.stream_id = batch.add(stream.text, stream.voice, stream.settings, stream.seed)

@@ -190,7 +190,7 @@ async def test_livekit_elevenlabs_plugin_streams_and_synthesizes(gateway):
 
 
 async def test_close_context_stops_the_engine_within_one_step_and_frees_its_batch_slot(gateway, monkeypatch):
-    from engines.pocket.scheduler import ScheduledStream
+    from engines.pocket.scheduled_stream import ScheduledStream
 
     url, engine = gateway
     scheduler = engine._scheduler  # the engine's batch scheduler: (running, waiting) streams

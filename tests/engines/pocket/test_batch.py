@@ -121,13 +121,13 @@ def test_one_pipelined_stream_decodes_ramping_whole_calls(tiny_model) -> None:
     text chunk's last call may be short."""
     sizes: list[int] = []
     batch = StreamBatch(tiny_model, 1, pipelined=True, decode_chunk=4)
-    decode_group = batch._decode_group
+    decode_group = batch._decoder._decode_group
 
     def recording(group):
         sizes.append(group.latents.shape[1])
         return decode_group(group)
 
-    batch._decode_group = recording
+    batch._decoder._decode_group = recording
     batch.add("Rain in spain stays mainly in the plain, and the rest of the sentence goes on.",
               tiny_model.load_voice("alba"), seed=1)
     while len(batch):

@@ -9,7 +9,7 @@ import torch
 from torch.nn import functional as F
 
 from engines.pocket import kernels
-from engines.pocket.batch import _DecodeJob
+from engines.pocket.batch_decode import _DecodeJob
 from engines.pocket.flow_head import FlowHead
 from engines.pocket.kernels import DerivedTensor, Linear, linear
 from engines.pocket.seanet import StreamingConv, StreamingConvTranspose

@@ -20,6 +20,7 @@ from safetensors import safe_open
 
 from engines.pocket import load_model
 from engines.pocket import random_checkpoint as rc
+from engines.pocket.checkpoint_layout import checkpoint_layout
 from engines.pocket.geometry import detect_geometry
 
 # The project spec's key list of the released English model (pocket-tts 4.0.1
@@ -44,7 +45,7 @@ def _tensors(path: Path) -> dict[str, torch.Tensor]:
 
 
 def test_english_layout_is_exactly_the_reference_key_list():
-    layout = rc.checkpoint_layout(rc.PRESETS["english"].geometry)
+    layout = checkpoint_layout(rc.PRESETS["english"].geometry)
     assert layout == _read_keys_file()
     assert sum(torch.Size(s).numel() for s in layout.values()) == 109_502_146
 
@@ -53,12 +54,12 @@ def test_english_layout_is_exactly_the_reference_key_list():
 def test_preset_geometry_reads_back_as_itself(name: str):
     g = rc.PRESETS[name].geometry
     # The head width is in no weight shape; the loader takes it from a voice file.
-    assert detect_geometry(rc.checkpoint_layout(g), lm_head_dim=g.lm_head_dim) == g
+    assert detect_geometry(checkpoint_layout(g), lm_head_dim=g.lm_head_dim) == g
 
 
 def test_english_preset_reads_back_with_the_default_head_width():
     g = rc.PRESETS["english"].geometry
-    assert detect_geometry(rc.checkpoint_layout(g)) == g
+    assert detect_geometry(checkpoint_layout(g)) == g
 
 
 def test_loader_detects_the_tiny_preset(tiny_model_dir: Path):
@@ -75,7 +76,7 @@ def test_layout_refuses_a_geometry_the_loader_would_read_differently():
     with pytest.raises(ValueError, match=r"^geometry is not the released Pocket TTS architecture: "
                                          r"lm_kv_heads=1 \(reads back as 2\); "
                                          r"flow_type='drifting' \(reads back as 'lsd'\)$"):
-        rc.checkpoint_layout(dataclasses.replace(g, lm_kv_heads=1, flow_type="drifting"))
+        checkpoint_layout(dataclasses.replace(g, lm_kv_heads=1, flow_type="drifting"))
 
 
 # Seeded files are reproducible byte for byte on any CPU; tests, benchmarks and parity runs
@@ -98,7 +99,7 @@ def test_tiny_directory_has_the_released_layout(tiny_model_dir: Path):
         "embeddings", "embeddings/alba.safetensors", "embeddings/marius.safetensors",
         "model.safetensors", "tokenizer.model"]
     weights = _tensors(tiny_model_dir / "model.safetensors")
-    assert {k: tuple(v.shape) for k, v in weights.items()} == rc.checkpoint_layout(g)
+    assert {k: tuple(v.shape) for k, v in weights.items()} == checkpoint_layout(g)
     assert all(v.dtype == torch.float32 for v in weights.values())
     assert all(torch.isfinite(v).all() for v in weights.values())
     assert weights["flow_lm.speaker_proj_weight"].abs().sum() > 0  # the loader would leave zeros
@@ -230,7 +231,7 @@ def _reference_check(model_dir: Path, geometry: str, tmp_path: Path) -> dict:
 
 
 def _assert_reference_agrees(result: dict, geometry: str) -> None:
-    layout = rc.checkpoint_layout(rc.PRESETS[geometry].geometry)
+    layout = checkpoint_layout(rc.PRESETS[geometry].geometry)
     assert {k: tuple(v) for k, v in result["keys"].items()} == layout
     for run in result["runs"]:
         frames = run["samples"] / 1920
