@@ -3,7 +3,12 @@
 Rules, in order:
 
 1. Finals first, strictly: a final (or speculative final) of any stream goes
-   before any partial or file window, oldest first. Several finals of the same
+   before any partial or file window, round-robin across streams: of the
+   streams with a final due, the one whose last final was dispatched longest
+   ago goes first, and within a stream the oldest. A stream that sent a
+   minute of speech at once (its client was ahead of real time) has its
+   finals served one a round, so another stream's final waits for at most one
+   of them, not for all. Several finals of the same
    encoder window are decoded together in one call (a final must decode the
    same in a batch as alone), as many as spread the waiting finals over about two
    rounds of the lanes, at most ``max_batch``: a batch is cheaper per final
@@ -81,6 +86,7 @@ class Scheduler:
         self.partial_batch = partial_batch
         self.partial_cost_s = FIRST_PARTIAL_COST_S
         self._served: dict[str, float] = {}  # when each stream's last partial was dispatched
+        self._finals_served: dict[str, float] = {}  # when each stream's last final was dispatched
 
     def observe_partial(self, seconds_per_partial: float) -> None:
         """A partial decode's time (a batch's time divided by its size)."""
@@ -93,6 +99,7 @@ class Scheduler:
 
     def forget(self, stream: str) -> None:
         self._served.pop(stream, None)
+        self._finals_served.pop(stream, None)
 
     def next_work(self, streams: Mapping[str, StreamWork], files: deque, now: float) -> list[DecodeJob] | object | None:
         """The next unit of work (a list of jobs to decode together, or a file job
@@ -100,14 +107,14 @@ class Scheduler:
         step = int(self.partial_step_s(sum(1 for s in streams.values() if s.talking)) * RATE)
         for policy in streams.values():
             policy.partial_step = step
-        finals = self._finals(streams, early=False)
+        finals = self._finals(streams, now, early=False)
         if finals:
             return finals
         partials = sorted((since, sid) for sid, s in streams.items() if (since := s.due_partial()) is not None)
         if files and (not partials or files[0].since < partials[0][0]):
             return files.popleft()
         if not partials:
-            return self._finals(streams, early=True) or None
+            return self._finals(streams, now, early=True) or None
         order = sorted(partials, key=lambda p: (self._served.get(p[1], float("-inf")), p[0]))
         jobs = []
         for _, sid in order[:self.partial_batch]:
@@ -121,22 +128,24 @@ class Scheduler:
         """How many of ``waiting`` due finals go into the next call."""
         return max(1, min(self.max_batch, -(-waiting // (self.tuning.final_rounds * self.lanes))))
 
-    def _finals(self, streams: Mapping[str, StreamWork], *, early: bool) -> list[DecodeJob]:
+    def _finals(self, streams: Mapping[str, StreamWork], now: float, *, early: bool) -> list[DecodeJob]:
         def due(stream: StreamWork) -> float | None:
             return stream.due_early_final() if early else stream.due_final()
 
         jobs: list[DecodeJob] = []
         limit = self.final_batch(sum(1 for s in streams.values() if due(s) is not None))
-        window = None  # the oldest final's encoder window: only finals of the same one join it
+        window = None  # the first final's encoder window: only finals of the same one join it
         while len(jobs) < limit:
-            waiting = [(since, sid) for sid, s in streams.items()
+            waiting = [(self._finals_served.get(sid, float("-inf")), since, sid) for sid, s in streams.items()
                        if (since := due(s)) is not None and (window is None or s.final_window() == window)]
             if not waiting:
                 break
-            stream = streams[min(waiting)[1]]
+            sid = min(waiting)[2]
+            stream = streams[sid]
             window = stream.final_window()
             job = stream.take_final()
             if job is None:
                 break
+            self._finals_served[sid] = now
             jobs.append(job)
         return jobs

@@ -83,6 +83,20 @@ def test_finals_go_oldest_first_and_a_batch_takes_several():
                                                       ["f:final"], ["a:partial"]]
 
 
+def test_a_stream_with_a_backlog_of_finals_gets_one_a_round_and_others_wait_for_one_of_them():
+    # "burst" sent a minute of speech at once: five finals became due together, before "live"'s
+    streams = {"burst": FakeStream("burst", finals=(1.0, 1.0, 1.0, 1.0, 1.0)), "live": FakeStream("live", finals=(2.0,))}
+    scheduler = Scheduler()
+    first = scheduler.next_work(streams, deque(), now=10.0)
+    second = scheduler.next_work(streams, deque(), now=10.5)
+    assert (first, second) == (["burst:final"], ["live:final"])
+    # then the backlog goes on, and a new final of the live stream again waits for one of it at most
+    streams["live"].finals.append(11.0)
+    assert scheduler.next_work(streams, deque(), now=11.0) == ["burst:final"]
+    assert scheduler.next_work(streams, deque(), now=11.5) == ["live:final"]
+    assert drain(scheduler, streams, now=12.0) == [["burst:final"]] * 3
+
+
 def test_a_batch_spreads_the_waiting_finals_over_two_rounds_of_the_lanes():
     scheduler = Scheduler(lanes=2, max_batch=4)
     assert [scheduler.final_batch(n) for n in (0, 1, 4, 5, 8, 9, 12, 13, 16, 40)] == [1, 1, 1, 2, 2, 3, 3, 4, 4, 4]
