@@ -43,6 +43,9 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
+# bench/wyoming.py would shadow the wyoming package the hostile mix uses: drop this
+# script's own folder from the path (Python puts it first).
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402

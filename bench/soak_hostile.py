@@ -32,10 +32,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import multiprocessing
 import statistics
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
 import httpx
@@ -72,6 +74,9 @@ class Outcomes:
                 for attack, counts in sorted(self.seen.items())]
 
 
+ADMIN = {"Authorization": f"Bearer {API_KEY}"}  # /metrics is admin: the key, from this machine
+
+
 def ws_url(url: str, path: str) -> str:
     return url.replace("http", "ws", 1) + path
 
@@ -84,6 +89,12 @@ async def read_to_close(ws: object) -> str:
     code = getattr(ws, "close_code", None)
     reason = (getattr(ws, "close_reason", "") or "")[:60]
     return f"close {code} {reason}".strip()
+
+
+async def send_then_read(ws: object, messages: list[bytes]) -> str:
+    for message in messages:
+        await ws.send(message)  # type: ignore[attr-defined]
+    return await read_to_close(ws)
 
 
 # ---- normal users: a sentence streamed at real time, its final timed
@@ -141,13 +152,15 @@ def dictation_bomb(name: str, query: str, messages: Callable[[], list[bytes]], u
     async def attack(url: str, until: float, outcomes: Outcomes) -> None:
         payload = messages()
         while time.monotonic() < until:
+            started = time.monotonic()
             try:
+                # no client pings: a socket paced to real time is not read, so they would go unanswered
                 async with connect(ws_url(url, "/v1/dictation?" + query), additional_headers=remote(user),
-                                   max_size=None) as ws:
-                    for message in payload:
-                        await ws.send(message)
-                    outcome = await asyncio.wait_for(read_to_close(ws), RECV_TIMEOUT_S)
-            except (ConnectionClosed, OSError, asyncio.TimeoutError) as exc:
+                                   max_size=None, ping_interval=None, compression=None) as ws:
+                    outcome = await asyncio.wait_for(send_then_read(ws, payload), max(1.0, until - time.monotonic()))
+            except asyncio.TimeoutError:
+                outcome = f"still paced when the phase ended ({time.monotonic() - started:.0f} s)"
+            except (ConnectionClosed, OSError) as exc:
                 outcome = type(exc).__name__
             outcomes.note(name, outcome)
             await asyncio.sleep(0.5)
@@ -161,7 +174,8 @@ async def preauth_json(url: str, until: float, outcomes: Outcomes) -> None:
     path = "/v1/text-to-speech/alba/stream-input?output_format=pcm_24000"
     while time.monotonic() < until:
         try:
-            async with connect(ws_url(url, path), additional_headers=remote(201, key=False), max_size=None) as ws:
+            async with connect(ws_url(url, path), additional_headers=remote(201, key=False), max_size=None,
+                               compression=None) as ws:
                 await ws.send(message)
                 outcome = await asyncio.wait_for(read_to_close(ws), RECV_TIMEOUT_S)
         except (ConnectionClosed, OSError, asyncio.TimeoutError) as exc:
@@ -175,7 +189,7 @@ async def pending_sockets(url: str, until: float, outcomes: Outcomes) -> None:
 
     async def one(n: int) -> str:
         try:
-            async with connect(ws_url(url, path), additional_headers=remote(210 + n % 4, key=False)) as ws:
+            async with connect(ws_url(url, path), additional_headers=remote(210, key=False)) as ws:
                 return await asyncio.wait_for(read_to_close(ws), RECV_TIMEOUT_S)  # sends nothing
         except Exception as exc:  # a refused upgrade is the expected answer past the caps
             status = getattr(getattr(exc, "response", None), "status_code", None)
@@ -183,7 +197,7 @@ async def pending_sockets(url: str, until: float, outcomes: Outcomes) -> None:
 
     while time.monotonic() < until:
         for outcome in await asyncio.gather(*(one(n) for n in range(PENDING_SOCKETS))):
-            outcomes.note(f"{PENDING_SOCKETS} silent sockets, no key", outcome)
+            outcomes.note(f"{PENDING_SOCKETS} silent sockets from one address, no key", outcome)
 
 
 def upload_bomb(name: str, make: Callable[[], tuple[str, bytes]], user: int) -> Attack:
@@ -194,7 +208,7 @@ def upload_bomb(name: str, make: Callable[[], tuple[str, bytes]], user: int) -> 
                 try:
                     response = await http.post("/v1/audio/transcriptions", files={"file": (filename, data)},
                                                data={"model": "whisper-1"})
-                    outcome = f"HTTP {response.status_code} {response.json().get('error', {}).get('code', '')}"
+                    outcome = f"HTTP {response.status_code} {response.json().get('code', '')}".strip()
                 except (httpx.HTTPError, ValueError) as exc:
                     outcome = type(exc).__name__
                 outcomes.note(name, outcome)
@@ -205,6 +219,7 @@ def upload_bomb(name: str, make: Callable[[], tuple[str, bytes]], user: int) -> 
 
 async def context_hog(url: str, until: float, outcomes: Outcomes) -> None:
     path = "/v1/text-to-speech/alba/multi-stream-input?output_format=pcm_24000"
+    name = "one key, 4 sockets x 5 contexts"
 
     async def socket(n: int) -> None:
         try:
@@ -214,11 +229,15 @@ async def context_hog(url: str, until: float, outcomes: Outcomes) -> None:
                                               "context_id": f"c{n}-{context}"}))
                 while time.monotonic() < until:
                     await ws.send(json.dumps({"text": "", "context_id": f"c{n}-0"}))  # keepalive
-                    await asyncio.sleep(5.0)
-                outcomes.note("one key, 4 sockets x 5 contexts", "held to the end")
+                    with contextlib.suppress(asyncio.TimeoutError):
+                        while True:  # read what came meanwhile: audio, and each refused context's error
+                            message = await asyncio.wait_for(ws.recv(), 5.0)
+                            if isinstance(message, str) and "error" in message:
+                                outcomes.note(name, "context refused: " + json.loads(message).get("error", "")[:40])
+            outcomes.note(name, "socket held to the end")
         except (ConnectionClosed, OSError, asyncio.TimeoutError) as exc:
             code = getattr(getattr(exc, "rcvd", None), "code", None)
-            outcomes.note("one key, 4 sockets x 5 contexts", f"close {code}" if code else type(exc).__name__)
+            outcomes.note(name, f"close {code}" if code else type(exc).__name__)
 
     while time.monotonic() < until:
         await asyncio.gather(*(socket(n) for n in range(4)))
@@ -303,31 +322,53 @@ class Phase:
                 f"{percentile(self.latencies, 95):.2f} | {mib[0]:.0f} | {max(mib):.0f} | {mib[-1]:.0f} |")
 
 
+def attack_for(url: str, seconds: float, wyoming_port: int | None, speech: bytes) -> list[str]:
+    """Every attack for ``seconds``, in a process of its own (building and sending
+    bombs costs the attacker CPU, which must not delay the probes' clocks); what
+    each was answered."""
+    outcomes = Outcomes()
+
+    async def main() -> None:
+        until = time.monotonic() + seconds
+        results = await asyncio.gather(*(attack(url, until, outcomes) for attack in attacks(wyoming_port, speech)),
+                                       return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException):
+                outcomes.note("attacker crashed", f"{type(result).__name__}: {str(result)[:80]}")
+
+    asyncio.run(main())
+    return outcomes.lines()
+
+
 async def run_phase(phase: Phase, url: str, seconds: float, clips: list[tuple[bytes, float]], probes: int,
-                    hostile: list[Attack], outcomes: Outcomes, background: Callable[[float], Awaitable[None]]) -> None:
+                    background: Callable[[float], Awaitable[None]],
+                    hostile: Callable[[float], Awaitable[list[str]]] | None = None) -> list[str]:
+    """One phase; with ``hostile``, the attacks run beside it and their outcomes are returned."""
     until = time.monotonic() + seconds
     stop = asyncio.Event()
-    async with httpx.AsyncClient(base_url=url, timeout=10) as http:
+    async with httpx.AsyncClient(base_url=url, timeout=10, headers=ADMIN) as http:
         sampler = asyncio.create_task(rss_sampler(http, phase.rss, stop))
+        attacking = asyncio.ensure_future(hostile(seconds)) if hostile is not None else None
         work = [probe_loop(url, until, clips, 10 + n, phase.latencies, phase.failures) for n in range(probes)]
-        work += [attack(url, until, outcomes) for attack in hostile]
         work.append(background(until))
         results = await asyncio.gather(*work, return_exceptions=True)
         for result in results:
             if isinstance(result, BaseException):
                 phase.failures[f"{type(result).__name__}: {str(result)[:80]}"] += 1
+        answered = await attacking if attacking is not None else []
         stop.set()
         await sampler
+    return answered
 
 
-def report(quiet: Phase, hostile: Phase, outcomes: Outcomes, idle_mib: float) -> str:
+def report(quiet: Phase, hostile: Phase, answered: list[str], idle_mib: float) -> str:
     ratio = statistics.median(hostile.latencies) / statistics.median(quiet.latencies) \
         if quiet.latencies and hostile.latencies else float("nan")
     lines = ["| phase | finals | p50 (s) | p95 (s) | RSS start (MiB) | RSS peak (MiB) | RSS end (MiB) |",
              "|---|---|---|---|---|---|---|", quiet.row(), hostile.row(), "",
              (f"normal finals, hostile p50 / quiet p50: {ratio:.2f}x (target <= 1.2x); "
               f"gateway RSS idle after both phases: {idle_mib:.0f} MiB"), "", "what each attack was answered:",
-             *outcomes.lines()]
+             *answered]
     for phase in (quiet, hostile):
         if phase.failures:
             lines.append(f"normal-user failures ({phase.name}): "
@@ -351,15 +392,17 @@ async def run(url: str, clients: int, minutes: float, warmup_minutes: float, spe
             await asyncio.gather(*(background(until, seed + n) for n in range(clients)))
         return mix
 
-    outcomes = Outcomes()
-    await run_phase(Phase("warm-up"), url, warmup_minutes * 60, clips, probes, [], outcomes, normal_mix(1000))
+    await run_phase(Phase("warm-up"), url, warmup_minutes * 60, clips, probes, normal_mix(1000))
     quiet, hostile = Phase("quiet"), Phase("hostile")
-    await run_phase(quiet, url, minutes * 60, clips, probes, [], outcomes, normal_mix(0))
-    await run_phase(hostile, url, minutes * 60, clips, probes, attacks(wyoming_port, speech[0]), outcomes,
-                    normal_mix(100))
-    async with httpx.AsyncClient(base_url=url, timeout=10) as http:
+    await run_phase(quiet, url, minutes * 60, clips, probes, normal_mix(0))
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as attacker:
+        async def attack_all(seconds: float) -> list[str]:
+            return await asyncio.get_running_loop().run_in_executor(attacker, attack_for, url, seconds, wyoming_port,
+                                                                    speech[0])
+        answered = await run_phase(hostile, url, minutes * 60, clips, probes, normal_mix(100), attack_all)
+    async with httpx.AsyncClient(base_url=url, timeout=10, headers=ADMIN) as http:
         await asyncio.sleep(10.0)  # dropped sockets and refused uploads are torn down in the background
         text = (await http.get("/metrics")).text
     idle = next((float(line.split()[1]) for line in text.splitlines()
                  if line.startswith("voxgate_process_resident_bytes ")), float("nan"))
-    return report(quiet, hostile, outcomes, idle / 2**20)
+    return report(quiet, hostile, answered, idle / 2**20)
