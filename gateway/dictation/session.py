@@ -54,7 +54,7 @@ from gateway.errors import (
     GatewayError,
     TooLarge,
 )
-from gateway.protocol.common import Closed
+from gateway.protocol.common import Closed, ErrorEvent
 from gateway.protocol.dictation import (
     ClientMessage,
     DictationParams,
@@ -63,6 +63,7 @@ from gateway.protocol.dictation import (
     Finalize,
     Finalized,
     Ready,
+    ServerEvent,
     SpeechStarted,
 )
 
@@ -156,7 +157,7 @@ class DictationSession:
             rate = self._audio.decoder.sample_rate if self.params.encoding.is_container else self.params.sample_rate
             await self._send(Ready(session=session_id, sample_rate=rate,
                                    encoding=self.params.encoding.value, language=self.params.language,
-                                   model=asr.model_name).to_dict())
+                                   model=asr.model_name))
             await self._receive_loop(stream, sender)
         except WebSocketDisconnect:
             pass
@@ -193,7 +194,7 @@ class DictationSession:
     async def _refuse(self, error: GatewayError) -> None:
         """Tell the client why (an ``error`` event) and close with the error's code."""
         with contextlib.suppress(Exception):  # the client left first: the close is a no-op then
-            await self._send(error.to_event())
+            await self._send(ErrorEvent.of(error))
         await self._close(error.close_code, error.message)
 
     async def _close(self, code: int, reason: str = "") -> None:
@@ -202,9 +203,9 @@ class DictationSession:
         self._closed = True
         await self.transport.close(code, reason)
 
-    async def _send(self, message: dict[str, Any]) -> None:
+    async def _send(self, event: ServerEvent) -> None:
         async with self._send_lock:
-            await self.transport.send_event(message, self.idle_timeout_s)
+            await self.transport.send_event(event, self.idle_timeout_s)
 
     # ---- client -> server
 
@@ -245,7 +246,7 @@ class DictationSession:
                 await self._close(CLOSE_TOO_BIG, exc.message)
                 return False
             except GatewayError as exc:
-                await self._send(exc.to_event())
+                await self._send(ErrorEvent.of(exc))
                 continue
             if message is None:
                 return False
@@ -284,10 +285,10 @@ class DictationSession:
         dropped and the stream goes on. A container stream (webm, ogg) cannot be
         read past a framing error: ``bad_audio``, then close 4400 with the reason."""
         if not self.params.encoding.is_container:
-            await self._send(BadAudio(f"{exc}; the message was dropped").to_event())
+            await self._send(ErrorEvent.of(BadAudio(f"{exc}; the message was dropped")))
             return True
         error = BadAudio(f"{exc}; the {self.params.encoding.value} stream cannot be read past this point")
-        await self._send(error.to_event())
+        await self._send(ErrorEvent.of(error))
         await self._close(CLOSE_BAD_REQUEST, error.message)
         return False
 
@@ -295,19 +296,19 @@ class DictationSession:
         try:
             next_phase = transition(self.phase, message.type)
         except BadMessage as exc:
-            await self._send(exc.to_event())
+            await self._send(ErrorEvent.of(exc))
             return
         if isinstance(message, Finalize):
             await stream.finalize(message.id)
         elif isinstance(message, End):
             audio, error = await self._audio.end()
             if error is not None:  # a stream cut inside a packet: the rest still ends normally
-                await self._send(BadAudio(f"{error}; the end of the stream was dropped").to_event())
+                await self._send(ErrorEvent.of(BadAudio(f"{error}; the end of the stream was dropped")))
             await stream.send_audio(audio)
             await stream.end()
         self.phase = next_phase
 
-    def _track_utterances(self, item: Any) -> None:
+    def _track_utterances(self, item: ServerEvent) -> None:
         if isinstance(item, SpeechStarted):
             self._open_utterances.add(item.utterance)
         elif isinstance(item, Final):
@@ -335,14 +336,13 @@ class DictationSession:
             if isinstance(item, Finalized) and item.id == self._drain_mark:
                 await self._close(CLOSE_GOING_AWAY, GOING_AWAY_REASON)
                 return
-            if isinstance(item, GatewayError):  # the stream was dropped: say why, then close
+            if isinstance(item, ErrorEvent) and item.close_code is not None:  # the stream was dropped
                 with contextlib.suppress(Exception):
-                    await self._send(item.to_event())
+                    await self._send(item)
                 await self._close(item.close_code, item.message)
                 return
-            message = item if isinstance(item, dict) else item.to_dict()
             try:
-                await self._send(message)
+                await self._send(item)
             except asyncio.TimeoutError:
                 await self._close(CLOSE_IDLE, f"the client did not read for {self.idle_timeout_s:.0f} s")
                 return
