@@ -161,9 +161,9 @@ def read_event(header: Mapping[str, Any]) -> SidecarEvent:
                 return RequestFailed(req, _error(header))
             raise PipeError(f"event {kind!r} does not answer a request")
         return ForStream(str(header.get("stream", "")), _stream_event(kind, header))
-    except (KeyError, TypeError, ValueError) as exc:
-        if isinstance(exc, PipeError):
-            raise
+    except PipeError:
+        raise
+    except (KeyError, TypeError, ValueError) as exc:  # a field missing or of the wrong type
         raise PipeError(f"{kind!r} event: {exc!r}") from None
 
 
