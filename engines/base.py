@@ -165,7 +165,7 @@ class AsrStreamHandle(Protocol):
     """One live dictation stream on an ``AsrService``.
 
     ``events`` is a bounded queue of protocol events for the client (the
-    gateway's event dataclasses, or error-event dicts); ``overflowed`` turns
+    gateway's frozen event dataclasses, errors included); ``overflowed`` turns
     true when an essential event (a final) could not be queued because the
     client reads nothing.
     """

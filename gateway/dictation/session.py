@@ -5,11 +5,12 @@ talks to its client only through a ``DictationTransport``
 The receiving side (the task that runs ``DictationSession.run``) validates
 client messages, has their audio decoded and resampled to 16 kHz off the loop a
 step at a time (gateway/dictation/audio_in.py) and hands each step to its ASR
-stream, paced; a sender task relays the stream's events to the client. Both end
+stream, paced; a sender task relays the stream's typed events to the transport
+(gateway/dictation/relay.py), which turns them into its wire form. Both end
 together: on ``end`` (after ``closed``, close 1000), on disconnect, on an idle
 client (4408), on a message too big (1009), on a container stream (webm,
 ogg) that cannot be read on (4400) or a broken client (1011). Sends
-are serialised by a lock; every wait has a timeout.
+are serialised by the relay's ``Outbox``; every wait has a timeout.
 
 The session's phase is explicit and ``TRANSITIONS`` says which client message
 each phase accepts; anything else is a ``bad_message``.
@@ -29,7 +30,6 @@ import asyncio
 import contextlib
 import enum
 import logging
-import secrets
 from typing import Any
 
 from starlette.websockets import WebSocketDisconnect
@@ -40,12 +40,11 @@ from gateway.config import Settings
 from gateway.dictation.audio_in import ASR_RATE, AudioPath
 from gateway.dictation.faults import disabled_error, unavailable_error
 from gateway.dictation.pacing import Pacer
+from gateway.dictation.relay import Drain, Outbox, relay_events
 from gateway.dictation.transport import DictationTransport
 from gateway.errors import (
     CLOSE_BAD_REQUEST,
-    CLOSE_GOING_AWAY,
     CLOSE_IDLE,
-    CLOSE_NORMAL,
     CLOSE_SERVER_ERROR,
     CLOSE_TOO_BIG,
     BadAudio,
@@ -54,24 +53,14 @@ from gateway.errors import (
     GatewayError,
     TooLarge,
 )
-from gateway.protocol.common import Closed
-from gateway.protocol.dictation import (
-    ClientMessage,
-    DictationParams,
-    End,
-    Final,
-    Finalize,
-    Finalized,
-    Ready,
-    SpeechStarted,
-)
+from gateway.protocol.common import ErrorEvent
+from gateway.protocol.dictation import ClientMessage, DictationParams, End, Finalize, Ready
 
 log = logging.getLogger("voxgate.dictation")
 
 ASR_START_WAIT_S = 30.0  # a socket opened while the sidecar loads waits this long for it
 END_WAIT_S = 120.0  # after ``end``: the last finals may queue behind other streams' decodes
 AUDIO = "audio"  # the transition name of a binary message
-GOING_AWAY_REASON = "server stopping; every final is sent; retry on a new connection"
 
 
 class Phase(str, enum.Enum):
@@ -116,12 +105,8 @@ class DictationSession:
         self._audio = AudioPath(params.encoding, params.sample_rate)
         self._pacer = Pacer(settings.dictation_max_ahead_s)
         self._sender: asyncio.Task[None] | None = None
-        self._send_lock = asyncio.Lock()
-        self._closed = False
-        self._draining = False
-        self._stop_reading = asyncio.Event()  # the drain: finalize what was read and close
-        self._open_utterances: set[int] = set()  # speech_started sent, final not yet
-        self._drain_mark = f"drain-{secrets.token_hex(8)}"  # never relayed: the client did not ask
+        self._out = Outbox(transport, self.idle_timeout_s)
+        self._drain = Drain()  # the drain: finalize what was read and close
 
     def describe(self) -> dict[str, Any]:
         stream = self.stream
@@ -137,9 +122,7 @@ class DictationSession:
     def drain(self, now: bool) -> None:
         """Stop reading once no utterance is open (``now``: at once), then send the
         last finals and close 1001."""
-        self._draining = True
-        if now or not self._open_utterances:
-            self._stop_reading.set()
+        self._drain.begin(now)
 
     async def run(self, session_id: str) -> None:
         asr = await self._usable_asr()
@@ -149,14 +132,14 @@ class DictationSession:
                    "interim": self.params.interim, "word_timestamps": self.params.word_timestamps,
                    "silence_ms": self.params.silence_ms, "eager": self.params.eager}
         self.stream = stream = await asr.open_stream(options)
-        sender = asyncio.create_task(self._relay_events(stream), name=f"dictation-send-{session_id}")
+        sender = asyncio.create_task(relay_events(stream, self._out, self._drain),
+                                     name=f"dictation-send-{session_id}")
         self._sender = sender
         try:
             # a container carries its own rate: ready tells the one its audio decodes at
             rate = self._audio.decoder.sample_rate if self.params.encoding.is_container else self.params.sample_rate
-            await self._send(Ready(session=session_id, sample_rate=rate,
-                                   encoding=self.params.encoding.value, language=self.params.language,
-                                   model=asr.model_name).to_dict())
+            await self._out.send(Ready(session=session_id, sample_rate=rate, encoding=self.params.encoding.value,
+                                       language=self.params.language, model=asr.model_name))
             await self._receive_loop(stream, sender)
         except WebSocketDisconnect:
             pass
@@ -172,12 +155,12 @@ class DictationSession:
         """The ASR service, or None after refusing the socket (error event + close)."""
         asr = self.asr
         if asr is None:
-            await self._refuse(disabled_error())
+            await self._out.refuse(disabled_error())
             return None
         state = asr.status().state
         if state in (EngineState.MISSING, EngineState.FAILED) or (
                 state is EngineState.LOADING and asr.restarts == 0 and not await asr.wait_ready(ASR_START_WAIT_S)):
-            await self._refuse(unavailable_error(asr.status()))
+            await self._out.refuse(unavailable_error(asr.status()))
             return None
         languages = asr.info()["languages"]
         language = self.params.language
@@ -185,31 +168,16 @@ class DictationSession:
             shown = ", ".join(languages[:20]) + (" ..." if len(languages) > 20 else "")
             hint = "; install multilingual Whisper base: voxgate models install whisper-base" \
                 if languages == ["en"] else ""
-            await self._refuse(BadRequest(f"language: the ASR model {asr.model_name} does not support {language!r} "
-                                          f"(available: {shown}){hint}", code="unsupported_language"))
+            await self._out.refuse(BadRequest(f"language: the ASR model {asr.model_name} does not support "
+                                              f"{language!r} (available: {shown}){hint}",
+                                              code="unsupported_language"))
             return None
         return asr
-
-    async def _refuse(self, error: GatewayError) -> None:
-        """Tell the client why (an ``error`` event) and close with the error's code."""
-        with contextlib.suppress(Exception):  # the client left first: the close is a no-op then
-            await self._send(error.to_event())
-        await self._close(error.close_code, error.message)
-
-    async def _close(self, code: int, reason: str = "") -> None:
-        if self._closed:
-            return
-        self._closed = True
-        await self.transport.close(code, reason)
-
-    async def _send(self, message: dict[str, Any]) -> None:
-        async with self._send_lock:
-            await self.transport.send_event(message, self.idle_timeout_s)
 
     # ---- client -> server
 
     async def _receive_loop(self, stream: AsrStreamHandle, sender: asyncio.Task[None]) -> None:
-        stop = asyncio.ensure_future(self._stop_reading.wait())
+        stop = asyncio.ensure_future(self._drain.stop_reading.wait())
         try:
             if not await self._read_until_end(stream, sender, stop):
                 return
@@ -235,17 +203,17 @@ class DictationSession:
                 if stop in done:
                     self.phase = Phase.DRAINING
                     await stream.send_audio(await self._audio.flush())
-                    await stream.finalize(self._drain_mark)
+                    await stream.finalize(self._drain.mark)
                     return True
-                await self._close(CLOSE_IDLE, f"no audio or message for {idle_s:.0f} s")
+                await self._out.close(CLOSE_IDLE, f"no audio or message for {idle_s:.0f} s")
                 return False
             try:
                 message = receive.result()
             except TooLarge as exc:
-                await self._close(CLOSE_TOO_BIG, exc.message)
+                await self._out.close(CLOSE_TOO_BIG, exc.message)
                 return False
             except GatewayError as exc:
-                await self._send(exc.to_event())
+                await self._out.send(ErrorEvent.of(exc))
                 continue
             if message is None:
                 return False
@@ -268,7 +236,7 @@ class DictationSession:
             except AudioFormatError as exc:
                 return await self._bad_audio(exc)
             except GatewayError as exc:  # FFmpeg turned out to be missing at the stream's header
-                await self._refuse(exc)
+                await self._out.refuse(exc)
                 return False
             if audio is None:
                 return True
@@ -284,69 +252,31 @@ class DictationSession:
         dropped and the stream goes on. A container stream (webm, ogg) cannot be
         read past a framing error: ``bad_audio``, then close 4400 with the reason."""
         if not self.params.encoding.is_container:
-            await self._send(BadAudio(f"{exc}; the message was dropped").to_event())
+            await self._out.send(ErrorEvent.of(BadAudio(f"{exc}; the message was dropped")))
             return True
         error = BadAudio(f"{exc}; the {self.params.encoding.value} stream cannot be read past this point")
-        await self._send(error.to_event())
-        await self._close(CLOSE_BAD_REQUEST, error.message)
+        await self._out.send(ErrorEvent.of(error))
+        await self._out.close(CLOSE_BAD_REQUEST, error.message)
         return False
 
     async def _on_message(self, stream: AsrStreamHandle, message: ClientMessage) -> None:
         try:
             next_phase = transition(self.phase, message.type)
         except BadMessage as exc:
-            await self._send(exc.to_event())
+            await self._out.send(ErrorEvent.of(exc))
             return
         if isinstance(message, Finalize):
             await stream.finalize(message.id)
         elif isinstance(message, End):
             audio, error = await self._audio.end()
             if error is not None:  # a stream cut inside a packet: the rest still ends normally
-                await self._send(BadAudio(f"{error}; the end of the stream was dropped").to_event())
+                await self._out.send(ErrorEvent.of(BadAudio(f"{error}; the end of the stream was dropped")))
             await stream.send_audio(audio)
             await stream.end()
         self.phase = next_phase
-
-    def _track_utterances(self, item: Any) -> None:
-        if isinstance(item, SpeechStarted):
-            self._open_utterances.add(item.utterance)
-        elif isinstance(item, Final):
-            self._open_utterances.discard(item.utterance)
-            if self._draining and not self._open_utterances:
-                self._stop_reading.set()
 
     async def _wait_for_end(self, sender: asyncio.Task[None]) -> None:
         try:
             await asyncio.wait_for(asyncio.shield(sender), END_WAIT_S)
         except asyncio.TimeoutError:
-            await self._close(CLOSE_SERVER_ERROR, f"the last transcripts did not arrive within {END_WAIT_S:.0f} s")
-
-    # ---- server -> client
-
-    async def _relay_events(self, stream: AsrStreamHandle) -> None:
-        while True:
-            if stream.overflowed:
-                await self._close(CLOSE_SERVER_ERROR, "the client is not reading transcript events")
-                return
-            try:
-                item = await asyncio.wait_for(stream.events.get(), 1.0)
-            except asyncio.TimeoutError:
-                continue
-            if isinstance(item, Finalized) and item.id == self._drain_mark:
-                await self._close(CLOSE_GOING_AWAY, GOING_AWAY_REASON)
-                return
-            if isinstance(item, GatewayError):  # the stream was dropped: say why, then close
-                with contextlib.suppress(Exception):
-                    await self._send(item.to_event())
-                await self._close(item.close_code, item.message)
-                return
-            message = item if isinstance(item, dict) else item.to_dict()
-            try:
-                await self._send(message)
-            except asyncio.TimeoutError:
-                await self._close(CLOSE_IDLE, f"the client did not read for {self.idle_timeout_s:.0f} s")
-                return
-            self._track_utterances(item)
-            if isinstance(item, Closed):
-                await self._close(CLOSE_NORMAL)
-                return
+            await self._out.close(CLOSE_SERVER_ERROR, f"the last transcripts did not arrive within {END_WAIT_S:.0f} s")

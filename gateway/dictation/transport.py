@@ -3,8 +3,9 @@ interface, and the native one (``/v1/dictation``: binary PCM and JSON control
 messages in, JSON events out).
 
 A session never touches a socket: it reads audio bytes and parsed
-``ClientMessage`` objects from its transport and hands it events in the dict
-form of docs/protocol.md. A foreign wire protocol (gateway/fronts/) is another
+``ClientMessage`` objects from its transport and hands it typed events
+(``ServerEvent`` of gateway/protocol/dictation.py); the transport turns each
+into its wire form (the native one: the JSON of docs/protocol.md). A foreign wire protocol (gateway/fronts/) is another
 transport, so every front runs the same session: the same decoding,
 resampling, limits, replay on a sidecar restart and idle rules.
 """
@@ -12,7 +13,7 @@ resampling, limits, replay on a sidecar restart and idle rules.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Protocol
+from typing import Protocol
 
 from starlette.websockets import WebSocket
 
@@ -21,6 +22,7 @@ from gateway.protocol.dictation import (
     MAX_AUDIO_MESSAGE_BYTES,
     MAX_TEXT_MESSAGE_BYTES,
     ClientMessage,
+    ServerEvent,
     parse_client_message,
 )
 
@@ -33,8 +35,8 @@ class DictationTransport(Protocol):
         (sent back as an ``error`` event; the session goes on)."""
         ...
 
-    async def send_event(self, event: dict[str, Any], timeout_s: float) -> None:
-        """One event of docs/protocol.md in its dict form; ``asyncio.TimeoutError``
+    async def send_event(self, event: ServerEvent, timeout_s: float) -> None:
+        """One event, in the transport's wire form; ``asyncio.TimeoutError``
         when the client does not take it within ``timeout_s``."""
         ...
 
@@ -63,8 +65,8 @@ class NativeDictationTransport:
                     raise TooLarge(f"text message longer than {MAX_TEXT_MESSAGE_BYTES} bytes")
                 return parse_client_message(text)
 
-    async def send_event(self, event: dict[str, Any], timeout_s: float) -> None:
-        await asyncio.wait_for(self.websocket.send_json(event), timeout_s)
+    async def send_event(self, event: ServerEvent, timeout_s: float) -> None:
+        await asyncio.wait_for(self.websocket.send_json(event.to_dict()), timeout_s)
 
     async def close(self, code: int, reason: str) -> None:
         await close_socket(self.websocket, code, reason)

@@ -25,7 +25,8 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+
+from gateway.dictation.pipe import Lag, SidecarEvent
 
 log = logging.getLogger("voxgate.asr")
 
@@ -58,16 +59,14 @@ class Watchdog:
         self._pinged_at: float | None = None
         self._busy_since: float | None = None
 
-    def heard(self, event: dict[str, Any]) -> None:
+    def heard(self, event: SidecarEvent | None) -> None:
+        """The sidecar sent ``event`` (None: a frame that is no event the gateway knows)."""
         now = self._clock()
         self._heard_at = now
         self._pinged_at = None
-        if event.get("ev") == "lag":
-            busy = event.get("busy_s")
-            if isinstance(busy, int | float) and not isinstance(busy, bool) and busy > 0:
-                self._busy_since = now - float(busy)
-            else:
-                self._busy_since = None
+        if isinstance(event, Lag):
+            busy = event.busy_s
+            self._busy_since = now - busy if busy is not None and busy > 0 else None
 
     def ping_due(self) -> bool:
         """Whether the sidecar has been quiet long enough to be asked if it is alive

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from gateway.errors import GatewayError
 
 
 @dataclass(frozen=True)
@@ -17,3 +20,27 @@ class Closed:
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": self.type, "utterances": self.utterances, "audio_s": round(self.audio_s, 3)}
+
+
+@dataclass(frozen=True)
+class ErrorEvent:
+    """An ``error`` event: a machine code of gateway/errors.py and why.
+    ``close_code`` is None when the session goes on after it, else the code the
+    socket closes with once it is sent (it is not part of the event)."""
+
+    code: str
+    message: str
+    retryable: bool
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    close_code: int | None = None
+    type: Literal["error"] = "error"
+
+    @classmethod
+    def of(cls, error: GatewayError, *, closes: bool = False) -> ErrorEvent:
+        """The event for ``error``; ``closes``: the session ends with the error's close code."""
+        return cls(error.code, error.message, error.retryable, dict(error.extra),
+                   error.close_code if closes else None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "code": self.code, "message": self.message, "retryable": self.retryable,
+                **self.extra}

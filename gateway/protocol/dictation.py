@@ -29,13 +29,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from gateway.audio import parse_rate
 from gateway.codecs.formats import InputEncoding, parse_input_encoding
 from gateway.errors import BadMessage, BadRequest
-from gateway.protocol.common import Closed
+from gateway.protocol.common import Closed, ErrorEvent
 from gateway.protocol.json import message_type, parse_message
 
 MIN_SILENCE_MS = 200
@@ -165,6 +165,7 @@ class Ready:
 class SpeechStarted:
     utterance: int
     at: float
+    start_sample: int = field(default=0, compare=False)  # where its audio starts (16 kHz); not sent
     type: Literal["speech_started"] = "speech_started"
 
     def to_dict(self) -> dict[str, Any]:
@@ -194,6 +195,8 @@ class Final:
     end: float
     language: str
     words: list[dict[str, Any]] | None = None
+    lag_s: float = field(default=0.0, compare=False)  # how far the recognizer was behind; not sent
+    end_sample: int = field(default=0, compare=False)  # where its audio ends (16 kHz); not sent
     type: Literal["final"] = "final"
 
     def to_dict(self) -> dict[str, Any]:
@@ -255,14 +258,17 @@ class Discarded:
     """The utterance held no words (a cough, a door): it ends without a ``final``."""
 
     utterance: int
+    end_sample: int = field(default=0, compare=False)  # where its audio ends (16 kHz); not sent
     type: Literal["discarded"] = "discarded"
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": self.type, "utterance": self.utterance}
 
 
-ServerEvent = (Ready | SpeechStarted | Partial | EagerFinal | TurnResumed | Final | Discarded | Finalized
-               | Closed)
+# What the recognizer says about a stream's utterances.
+TranscriptEvent = SpeechStarted | Partial | EagerFinal | TurnResumed | Final | Discarded | Finalized
+# Every event a dictation session hands its transport; the transport turns it into its wire form.
+ServerEvent = Ready | TranscriptEvent | Closed | ErrorEvent
 
 
 def event_from_dict(data: Mapping[str, Any]) -> ServerEvent | dict[str, Any]:

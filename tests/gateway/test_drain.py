@@ -105,7 +105,7 @@ def test_tts_end_during_the_drain_ends_normally(tmp_path):
 def deliver(client: TestClient, fake: FakeSidecar, *events: dict) -> None:
     (stream,) = fake._streams.values()
     for event in events:
-        client.portal.call(stream.deliver, {"stream": stream.id, **event})
+        client.portal.call(fake.on_frame, {"stream": stream.id, **event})
 
 
 def test_dictation_waits_for_the_open_utterance_then_finalizes_and_closes_1001(tmp_path):

@@ -33,13 +33,19 @@ from gateway.errors import CLOSE_IDLE, CLOSE_SERVER_ERROR, GatewayError, OverCap
 from gateway.fronts.deepgram import messages as dg
 from gateway.fronts.deepgram.params import ListenParams, parse_listen_params
 from gateway.fronts.deepgram.refusal import new_request_id, refuse, request_headers
+from gateway.protocol.common import Closed, ErrorEvent
 from gateway.protocol.dictation import (
     MAX_AUDIO_MESSAGE_BYTES,
     MAX_TEXT_MESSAGE_BYTES,
     ClientMessage,
     End,
+    Final,
     Finalize,
+    Finalized,
     Keepalive,
+    Partial,
+    ServerEvent,
+    SpeechStarted,
 )
 from gateway.registry import client_label, client_share
 
@@ -101,31 +107,30 @@ class ListenTransport:
 
     # ---- session -> client
 
-    async def send_event(self, event: dict[str, Any], timeout_s: float) -> None:
+    async def send_event(self, event: ServerEvent, timeout_s: float) -> None:
         for message in self._translate(event):
             await asyncio.wait_for(self.websocket.send_json(message), timeout_s)
 
-    def _translate(self, event: dict[str, Any]) -> list[dict[str, Any]]:
-        kind = event.get("type")
+    def _translate(self, event: ServerEvent) -> list[dict[str, Any]]:
         p = self.params
-        if kind == "speech_started":
-            self._newest = max(self._newest, int(event["utterance"]))
-            return [dg.speech_started(float(event["at"]))] if p.vad_events else []
-        if kind == "partial":
+        if isinstance(event, SpeechStarted):
+            self._newest = max(self._newest, event.utterance)
+            return [dg.speech_started(event.at)] if p.vad_events else []
+        if isinstance(event, Partial):
             if not p.interim_results:
                 return []
-            return [self._results(event["text"], event["start"], event["end"], is_final=False)]
-        if kind == "final":
-            from_finalize = bool(self._waiting) and int(event["utterance"]) >= self._newest
+            return [self._results(event.text, event.start, event.end, is_final=False)]
+        if isinstance(event, Final):
+            from_finalize = bool(self._waiting) and event.utterance >= self._newest
             if from_finalize:
                 self._answered.add(self._waiting.popleft())
-            out = [self._results(event["text"], event["start"], event["end"], is_final=True,
+            out = [self._results(event.text, event.start, event.end, is_final=True,
                                  from_finalize=from_finalize)]
-            if p.utterance_end_ms is not None and event["text"]:
-                out.append(dg.utterance_end(float(event["end"])))
+            if p.utterance_end_ms is not None and event.text:
+                out.append(dg.utterance_end(event.end))
             return out
-        if kind == "finalized":
-            mark = str(event["id"])
+        if isinstance(event, Finalized):
+            mark = event.id
             if mark in self._answered:
                 self._answered.discard(mark)
                 return []
@@ -133,12 +138,12 @@ class ListenTransport:
                 self._waiting.remove(mark)
             return [self._results("", self._last_end, max(self._last_end, self.audio_s), is_final=True,
                                   from_finalize=True)]
-        if kind == "closed":
+        if isinstance(event, Closed):
             return [dg.listen_metadata(request_id=self.request_id, created=self.created, duration_s=self.audio_s,
                                        sha256=self._sha.hexdigest(), model=self.model)]
-        if kind == "error":
-            return [dg.listen_error(str(event.get("code", "internal_error")), str(event.get("message", "")))]
-        return []  # ready: Deepgram says nothing when a stream opens
+        if isinstance(event, ErrorEvent):
+            return [dg.listen_error(event.code, event.message)]
+        return []  # ready: Deepgram says nothing when a stream opens; eager finals are not asked for
 
     def _results(self, text: str, start: float, end: float, *, is_final: bool,
                  from_finalize: bool = False) -> dict[str, Any]:

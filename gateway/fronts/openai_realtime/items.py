@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gateway.fronts.openai_realtime.events import Events
+from gateway.protocol.dictation import Discarded, Final, Finalized, Partial, ServerEvent, SpeechStarted
 
 Event = dict[str, Any]
 
@@ -97,19 +98,17 @@ class ItemTracker:
 
     # ---- the dictation session's events
 
-    def on_event(self, event: dict[str, Any]) -> list[Event]:
-        kind = event.get("type")
-        if kind == "speech_started":
-            return self._speech_started(int(event["utterance"]), float(event["at"]))
-        if kind == "partial":
-            return self._partial(int(event["utterance"]), str(event["stable"]), float(event["start"]))
-        if kind == "final":
-            return self._final(int(event["utterance"]), str(event["text"]), float(event["start"]),
-                               float(event["end"]))
-        if kind == "discarded":
-            return self._dropped(int(event["utterance"]))
-        if kind == "finalized":
-            item = self._marks.pop(str(event["id"]), None)
+    def on_event(self, event: ServerEvent) -> list[Event]:
+        if isinstance(event, SpeechStarted):
+            return self._speech_started(event.utterance, event.at)
+        if isinstance(event, Partial):
+            return self._partial(event.utterance, event.stable, event.start)
+        if isinstance(event, Final):
+            return self._final(event.utterance, event.text, event.start, event.end)
+        if isinstance(event, Discarded):
+            return self._dropped(event.utterance)
+        if isinstance(event, Finalized):
+            item = self._marks.pop(event.id, None)
             return self._complete(item) if item is not None and not item.discarded else []
         return []
 

@@ -33,7 +33,8 @@ from auth.credentials import answer_subprotocol
 from engines.base import EngineState
 from gateway.config import Settings
 from gateway.dictation.faults import disabled_error, unavailable_error
-from gateway.dictation.session import GOING_AWAY_REASON, DictationSession
+from gateway.dictation.relay import GOING_AWAY_REASON
+from gateway.dictation.session import DictationSession
 from gateway.errors import (
     CLOSE_GOING_AWAY,
     CLOSE_IDLE,

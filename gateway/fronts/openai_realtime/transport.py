@@ -37,7 +37,8 @@ from gateway.errors import CLOSE_GOING_AWAY, CLOSE_TOO_BIG, BadMessage, GatewayE
 from gateway.fronts.openai_realtime.config import TranscriptionConfig, UpdateError, apply_update
 from gateway.fronts.openai_realtime.events import ClientEvent, ClientEventError, Events, read_client_event
 from gateway.fronts.openai_realtime.items import ItemTracker
-from gateway.protocol.dictation import ClientMessage, Finalize
+from gateway.protocol.common import ErrorEvent
+from gateway.protocol.dictation import ClientMessage, Finalize, Finalized, ServerEvent
 from gateway.tasks import cancel_and_wait
 
 log = logging.getLogger("voxgate.fronts.openai")
@@ -204,17 +205,15 @@ class RealtimeTransport:
 
     # ---- session -> client
 
-    async def send_event(self, event: dict[str, Any], timeout_s: float) -> None:
-        kind = event.get("type")
-        if kind == "error":
-            code = str(event.get("code", "internal_error"))
-            if code == "asr_unavailable" and event.get("retryable"):
+    async def send_event(self, event: ServerEvent, timeout_s: float) -> None:
+        if isinstance(event, ErrorEvent):
+            if event.code == "asr_unavailable" and event.retryable:
                 # the recognizer restarts and replays the audio: nothing is lost, the
                 # client need not act (OpenAI clients treat every error as fatal)
                 log.info("ASR sidecar restarting under an OpenAI Realtime session")
                 return
-            kind_ = "server_error" if code in SERVER_ERROR_CODES else "invalid_request_error"
-            await self._send(self.events.error(code, str(event.get("message", "")), kind=kind_), timeout_s)
+            kind = "server_error" if event.code in SERVER_ERROR_CODES else "invalid_request_error"
+            await self._send(self.events.error(event.code, event.message, kind=kind), timeout_s)
             return
         for out in self.items.on_event(event):
             await self._send(out, timeout_s)
@@ -279,5 +278,5 @@ class RealtimeTransport:
             return
         self._buffered_bytes = 0
         mark = f"m{next(self._marks)}"
-        for out in [*self.items.commit(mark), *self.items.on_event({"type": "finalized", "id": mark})]:
+        for out in [*self.items.commit(mark), *self.items.on_event(Finalized(mark, None))]:
             await self._send(out)

@@ -2,7 +2,8 @@
 
 ``FakeSidecar`` is a real ``AsrSupervisor`` (streams, retention, event filter)
 whose pipe is a list: ``frames`` records every frame the gateway writes, and
-tests play the sidecar by calling ``stream.deliver(event)`` on the event loop.
+tests play the sidecar by calling ``on_frame(header)`` on the event loop with
+the header the sidecar would send (it goes through the pipe codec).
 An ``end`` is answered with ``ended`` at once, like a sidecar with nothing left.
 """
 
@@ -14,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from engines.base import EngineState, EngineStatus
+from gateway.dictation.pipe import Ended, Hello
 from gateway.dictation.sidecar import AsrSupervisor
 
 
@@ -30,7 +32,7 @@ class FakeSidecar(AsrSupervisor):
     async def start(self) -> None:
         self._state = self._final_state
         if self._state.state is EngineState.READY:
-            self._hello = {"languages": self._languages, "multilingual": len(self._languages) > 1}
+            self._hello = Hello("tiny.en", len(self._languages) > 1, self._languages)
             self._ready.set()
         self._settled.set()
 
@@ -42,7 +44,7 @@ class FakeSidecar(AsrSupervisor):
         if header.get("op") == "end":
             stream = self._streams.get(header["stream"])
             if stream is not None:
-                stream.deliver({"ev": "ended", "stream": stream.id})
+                stream.deliver(Ended(0, 0.0))
 
     async def transcribe(self, samples: np.ndarray, *, language: str | None, word_timestamps: bool,
                          timeout_s: float) -> dict[str, Any]:

@@ -23,7 +23,7 @@ def stream_of(fake: FakeSidecar):
 def deliver(client, fake: FakeSidecar, *events: dict) -> None:
     stream = stream_of(fake)
     for event in events:
-        client.portal.call(stream.deliver, {"stream": stream.id, **event})
+        client.portal.call(fake.on_frame, {"stream": stream.id, **event})
 
 
 def test_ready_echoes_the_parameters_and_names_the_model(tmp_path):

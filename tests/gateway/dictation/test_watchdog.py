@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from gateway.dictation.pipe import read_event
 from gateway.dictation.watchdog import Watchdog
 
 
@@ -31,7 +32,7 @@ def test_an_idle_sidecar_that_answers_its_pings_is_never_hung() -> None:
         if dog.ping_due():
             asked.append(clock.now)
             clock.now += 0.5
-            dog.heard({"ev": "pong"})
+            dog.heard(read_event({"ev": "pong"}))
     assert dog.pings == len(asked) == 240  # one every 2.5 s: 2 s of quiet, then the answer
     assert asked[:3] == [102.0, 104.5, 107.0]
 
@@ -55,20 +56,20 @@ def test_a_decode_older_than_its_limit_is_a_hang_although_the_sidecar_talks() ->
     dog = watchdog(clock)
     for busy_s in range(1, 31):
         clock.now += 1.0
-        dog.heard({"ev": "lag", "streams": {}, "busy_s": float(busy_s)})
-        dog.heard({"ev": "pong"})
+        dog.heard(read_event({"ev": "lag", "streams": {}, "busy_s": float(busy_s)}))
+        dog.heard(read_event({"ev": "pong"}))
         assert dog.verdict() is None
         assert not dog.ping_due()
     clock.now += 1.0
     assert dog.verdict() == "a decode has run for 31 s"
-    dog.heard({"ev": "lag", "streams": {}, "busy_s": 0.0})  # it finished after all
+    dog.heard(read_event({"ev": "lag", "streams": {}, "busy_s": 0.0}))  # it finished after all
     assert dog.verdict() is None
 
 
 def test_a_new_process_starts_with_nothing_heard_nothing_busy_and_nothing_asked() -> None:
     clock = Clock()
     dog = watchdog(clock)
-    dog.heard({"ev": "lag", "busy_s": 5.0})
+    dog.heard(read_event({"ev": "lag", "busy_s": 5.0}))
     clock.now += 40.0
     assert dog.verdict() == "a decode has run for 45 s"
     dog.reset()

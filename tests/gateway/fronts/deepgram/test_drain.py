@@ -55,19 +55,19 @@ def test_listen_finishes_the_open_utterance_then_closes_1001(tmp_path):
         ws.send_bytes(b"\1\0" * 1600)
         wait_for(lambda: fake._streams, "the stream")
         (stream,) = fake._streams.values()
-        client.portal.call(stream.deliver, {"stream": stream.id, "ev": "speech_started", "utterance": 0, "at": 0.05,
+        client.portal.call(fake.on_frame, {"stream": stream.id, "ev": "speech_started", "utterance": 0, "at": 0.05,
                                             "start_sample": 800})
         assert receive(ws)["type"] == "SpeechStarted"
         drained = start_drain(client)
         wait_for(lambda: draining(client), "ready is 503")
         assert drain_marks(fake) == []  # the utterance is open: it is heard to its end
-        client.portal.call(stream.deliver, {"stream": stream.id, "ev": "final", "utterance": 0, "text": "every word",
+        client.portal.call(fake.on_frame, {"stream": stream.id, "ev": "final", "utterance": 0, "text": "every word",
                                             "start": 0.05, "end": 0.2, "language": "en"})
         final = receive(ws)
         assert (final["type"], final["is_final"], final["channel"]["alternatives"][0]["transcript"]) == (
             "Results", True, "every word")
         wait_for(lambda: drain_marks(fake), "the drain's finalize")
         (mark,) = drain_marks(fake)
-        client.portal.call(stream.deliver, {"stream": stream.id, "ev": "finalized", "id": mark, "utterance": None})
+        client.portal.call(fake.on_frame, {"stream": stream.id, "ev": "finalized", "id": mark, "utterance": None})
         assert next_close(ws) == (1001, "server stopping; every final is sent; retry on a new connection")
         assert drained.result(timeout=10) is True

@@ -25,7 +25,7 @@ def stream_of(fake: FakeSidecar):
 def deliver(client, fake: FakeSidecar, *events: dict) -> None:
     stream = stream_of(fake)
     for event in events:
-        client.portal.call(stream.deliver, {"stream": stream.id, **event})
+        client.portal.call(fake.on_frame, {"stream": stream.id, **event})
 
 
 def sync(ws) -> None:

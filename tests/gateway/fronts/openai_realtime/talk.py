@@ -27,7 +27,7 @@ def sync(ws) -> None:
 def deliver(client, fake: FakeSidecar, *events: dict) -> None:
     (stream,) = fake._streams.values()
     for event in events:
-        client.portal.call(stream.deliver, {"stream": stream.id, **event})
+        client.portal.call(fake.on_frame, {"stream": stream.id, **event})
 
 
 def opened(ws) -> str:

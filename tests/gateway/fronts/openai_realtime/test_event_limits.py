@@ -91,7 +91,7 @@ def test_the_drain_refuser_answers_a_huge_event_too_large_unparsed(tmp_path):
         refused_update = receive(ws)
         (mark,) = drain_marks(fake)
         stream = next(iter(fake._streams.values()))
-        client.portal.call(stream.deliver, {"stream": stream.id, "ev": "finalized", "id": mark})
+        client.portal.call(fake.on_frame, {"stream": stream.id, "ev": "finalized", "id": mark})
         assert next_close(ws) == GOING_AWAY
         assert drained.result(timeout=10) is True
     assert refused == {"type": "error", "event_id": f"event_{prefix}00003", "error": {

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from gateway.fronts.openai_realtime.events import Events
 from gateway.fronts.openai_realtime.items import ItemTracker
+from gateway.protocol.dictation import Discarded, Final, Finalized, Partial, ServerEvent, SpeechStarted
 
 
 def tracker(server_vad: bool) -> ItemTracker:
@@ -25,19 +26,19 @@ def brief(events: list[dict]) -> list[tuple]:
     return out
 
 
-def started(n: int, at: float) -> dict:
-    return {"type": "speech_started", "utterance": n, "at": at}
+def started(n: int, at: float) -> SpeechStarted:
+    return SpeechStarted(n, at)
 
 
-def partial(n: int, stable: str, start: float = 0.5) -> dict:
-    return {"type": "partial", "utterance": n, "text": stable + " ...", "stable": stable, "start": start, "end": 1.0}
+def partial(n: int, stable: str, start: float = 0.5) -> Partial:
+    return Partial(n, stable + " ...", stable, start, 1.0)
 
 
-def final(n: int, text: str, start: float, end: float) -> dict:
-    return {"type": "final", "utterance": n, "text": text, "start": start, "end": end, "language": "en"}
+def final(n: int, text: str, start: float, end: float) -> Final:
+    return Final(n, text, start, end, "en")
 
 
-def feed(t: ItemTracker, *events: dict) -> list[dict]:
+def feed(t: ItemTracker, *events: ServerEvent) -> list[dict]:
     return [out for event in events for out in t.on_event(event)]
 
 
@@ -77,7 +78,7 @@ def test_without_vad_one_item_gathers_utterances_until_the_commit():
     assert brief(got) == [("delta", "item_t0001", "Hello"), ("delta", "item_t0001", " world."),
                           ("delta", "item_t0001", " How are")]
     assert brief(t.commit("m1")) == [("committed", "item_t0001", None)]
-    got = feed(t, final(1, "How are you?", 7.0, 8.0), {"type": "finalized", "id": "m1", "utterance": 1})
+    got = feed(t, final(1, "How are you?", 7.0, 8.0), Finalized("m1", 1))
     assert brief(got) == [("delta", "item_t0001", " you?"),
                           ("completed", "item_t0001", "Hello world. How are you?")]
     assert got[-1]["usage"] == {"type": "duration", "seconds": 7.5}
@@ -87,7 +88,7 @@ def test_without_vad_speech_after_the_commit_goes_to_the_next_item():
     t = tracker(server_vad=False)
     assert brief(feed(t, started(0, 0.5), final(0, "First.", 0.5, 1.0))) == [("delta", "item_t0001", "First.")]
     t.commit("m1")
-    got = feed(t, started(1, 2.0), partial(1, "Second"), {"type": "finalized", "id": "m1", "utterance": None})
+    got = feed(t, started(1, 2.0), partial(1, "Second"), Finalized("m1", None))
     assert brief(got) == [("delta", "item_t0002", "Second"), ("completed", "item_t0001", "First.")]
     assert brief(t.commit("m2")) == [("committed", "item_t0002", "item_t0001")]
 
@@ -95,7 +96,7 @@ def test_without_vad_speech_after_the_commit_goes_to_the_next_item():
 def test_a_commit_with_nothing_heard_completes_an_empty_item():
     t = tracker(server_vad=False)
     assert brief(t.commit("m1")) == [("committed", "item_t0001", None)]
-    assert brief(feed(t, {"type": "finalized", "id": "m1", "utterance": None})) == [
+    assert brief(feed(t, Finalized("m1", None))) == [
         ("completed", "item_t0001", "")]
 
 
@@ -103,7 +104,7 @@ def test_a_commit_under_vad_completes_the_open_utterance_like_vad_would():
     t = tracker(server_vad=True)
     feed(t, started(0, 0.5))
     assert t.commit("m1") == []
-    got = feed(t, final(0, "Cut short", 0.5, 1.2), {"type": "finalized", "id": "m1", "utterance": 0})
+    got = feed(t, final(0, "Cut short", 0.5, 1.2), Finalized("m1", 0))
     assert brief(got) == [("speech_stopped", "item_t0001", 1200), ("committed", "item_t0001", None),
                           ("delta", "item_t0001", "Cut short"), ("completed", "item_t0001", "Cut short")]
 
@@ -111,7 +112,7 @@ def test_a_commit_under_vad_completes_the_open_utterance_like_vad_would():
 def test_a_commit_under_vad_with_nothing_open_commits_an_empty_item():
     t = tracker(server_vad=True)
     assert brief(t.commit("m1")) == [("committed", "item_t0001", None)]
-    assert brief(feed(t, {"type": "finalized", "id": "m1", "utterance": None})) == [
+    assert brief(feed(t, Finalized("m1", None))) == [
         ("completed", "item_t0001", "")]
 
 
@@ -121,7 +122,7 @@ def test_clear_drops_the_item_being_heard_and_the_next_one_is_normal():
         ("speech_started", "item_t0001", 500), ("delta", "item_t0001", "Forget")]
     t.clear()
     assert feed(t, partial(0, "Forget this"), final(0, "Forget this.", 0.5, 1.0),
-                {"type": "finalized", "id": "m1", "utterance": 0}) == []
+                Finalized("m1", 0)) == []
     assert brief(feed(t, started(1, 2.0), final(1, "Keep.", 2.0, 2.5)))[-1] == ("completed", "item_t0002", "Keep.")
 
 
@@ -131,13 +132,13 @@ def test_clear_without_vad_drops_the_gathering_item():
     t.clear()
     feed(t, started(1, 2.0), final(1, "Kept.", 2.0, 2.5))
     t.commit("m1")
-    got = feed(t, {"type": "finalized", "id": "m1", "utterance": None})
+    got = feed(t, Finalized("m1", None))
     assert brief(got) == [("completed", "item_t0002", "Kept.")]
 
 
 def test_an_utterance_the_recognizer_drops_still_stops_and_completes_empty():
     t = tracker(server_vad=True)
-    got = feed(t, started(0, 0.5), {"type": "discarded", "utterance": 0}, started(1, 4.0))
+    got = feed(t, started(0, 0.5), Discarded(0), started(1, 4.0))
     assert brief(got) == [("speech_started", "item_t0001", 500), ("speech_stopped", "item_t0001", 500),
                           ("committed", "item_t0001", None), ("completed", "item_t0001", ""),
                           ("speech_started", "item_t0002", 4000)]
@@ -150,7 +151,7 @@ def test_switching_vad_off_keeps_the_item_being_heard_open_until_the_commit():
     got = feed(t, final(0, "Half done.", 0.5, 1.0), started(1, 2.0), final(1, "More.", 2.0, 2.5))
     assert brief(got) == [("delta", "item_t0001", " done."), ("delta", "item_t0001", " More.")]
     assert brief(t.commit("m1")) == [("committed", "item_t0001", None)]
-    assert brief(feed(t, {"type": "finalized", "id": "m1", "utterance": 1})) == [
+    assert brief(feed(t, Finalized("m1", 1))) == [
         ("completed", "item_t0001", "Half done. More.")]
 
 

@@ -88,7 +88,7 @@ async def the_stream(fake: FakeSidecar) -> Any:
 def deliver(stream: Any, *events: dict[str, Any]) -> None:
     """Play the sidecar: ``events`` reach the gateway as if the recognizer sent them."""
     for event in events:
-        stream.deliver({"stream": stream.id, **event})
+        stream.owner.on_frame({"stream": stream.id, **event})
 
 
 def pcm(samples: np.ndarray) -> bytes:
