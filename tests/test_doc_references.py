@@ -78,3 +78,31 @@ def test_the_check_finds_a_stale_reference(tmp_path):
     text = doc.read_text()
     assert [n for n in PATH.findall(text) if not path_exists(doc, n)] == ["gateway/asr_client.py"]
     assert [n for n in MODULE.findall(text) if not module_exists(n)] == ["engines.asr.client"]
+
+
+LINK = re.compile(r"\]\(([^)#\s]*\.md)?#([^)\s]+)\)")
+
+
+def heading_anchors(path: Path) -> set[str]:
+    """The anchors GitHub gives a Markdown file's headings."""
+    anchors: set[str] = set()
+    seen: dict[str, int] = {}
+    for line in path.read_text().splitlines():
+        heading = re.match(r"#{1,6}\s+(.*)", line)
+        if heading is None:
+            continue
+        slug = re.sub(r"[^\w\- ]", "", heading.group(1).strip().lower()).replace(" ", "-")
+        count = seen.get(slug, 0)
+        seen[slug] = count + 1
+        anchors.add(slug if count == 0 else f"{slug}-{count}")
+    return anchors
+
+
+def test_links_to_sections_find_their_heading():
+    broken = []
+    for doc in [ROOT / "README.md", ROOT / "bench" / "RESULTS.md", *sorted((ROOT / "docs").rglob("*.md"))]:
+        for target, anchor in LINK.findall(doc.read_text()):
+            linked = (doc.parent / target).resolve() if target else doc
+            if not linked.is_file() or anchor not in heading_anchors(linked):
+                broken.append(f"{doc.relative_to(ROOT)}: {target}#{anchor}")
+    assert broken == [], "links to sections that do not exist:\n" + "\n".join(broken)
