@@ -130,7 +130,7 @@ def _local_settings(args: argparse.Namespace) -> tuple[Settings, str, str]:
         engine_id, why = "pocket", "--model-dir names a Pocket TTS model"
     else:
         auto = settings if args.engine is None else settings.replace(tts_engine="auto")
-        engine_id, why = default_tts_engine(auto, (*auto.engines, "piper"))
+        engine_id, why = default_tts_engine(auto, auto.engines)
     return settings.replace(engines=(engine_id,)), engine_id, why
 
 
