@@ -145,16 +145,17 @@ def _say_local(args: argparse.Namespace) -> int:
                          "pass --engine pocket")
     if args.seed is not None and engine_id == "piper":
         return _fail("--seed does not apply to Piper: its noise is drawn inside the voice's ONNX graph")
-    started = time.monotonic()
     try:
         wav = _voice_wav(args.voice)
+    except OSError as exc:
+        return _fail(f"--voice: cannot read {args.voice}: {exc.strerror}")
+    started = time.monotonic()
+    try:
         audio, rate, voice = asyncio.run(_synthesize(settings, engine_id, args, wav))
     except EngineError as exc:
         return _fail(str(exc), exc.hint)
     except _Refused as exc:
         return _fail(*exc.args)
-    except OSError as exc:
-        return _fail(f"--voice: cannot read {args.voice}: {exc.strerror}")
     try:
         args.output.write_bytes(write_wav(audio, rate, Encoding(args.encoding)))
     except OSError as exc:
