@@ -2,13 +2,13 @@
 
 Rules, in order:
 
-1. Finals first, strictly: a final (or speculative final) of any stream goes
-   before any partial or file window, round-robin across streams: of the
-   streams with a final due, the one whose last final was dispatched longest
-   ago goes first, and within a stream the oldest. A stream that sent a
-   minute of speech at once (its client was ahead of real time) has its
-   finals served one a round, so another stream's final waits for at most one
-   of them, not for all. Several finals of the same
+1. Finals first, strictly: a final (or a speculative final whose pause has
+   lasted ``speculate_after_s``) of any stream goes before any partial or file
+   window, round-robin across streams: of the streams with a final due, the one
+   whose last final was dispatched longest ago goes first, and within a stream
+   the oldest. A stream that sent a minute of speech at once (its client was
+   ahead of real time) has its finals served one a round, so another stream's
+   final waits for at most one of them, not for all. Several finals of the same
    encoder window are decoded together in one call (a final must decode the
    same in a batch as alone), as many as spread the waiting finals over about two
    rounds of the lanes, at most ``max_batch``: a batch is cheaper per final
@@ -21,9 +21,9 @@ Rules, in order:
    longest ago goes first (a stream that just got one waits for the others),
    up to ``partial_batch`` at a time (1 in the sidecar).
 4. Then early speculative finals: a stream whose speaker paused less than
-   160 ms ago already has its speculative final due; it runs on a lane that
-   nothing above wants (batched like finals), and if the pause lasts to 160 ms
-   it is a final (rule 1). So a speculation that a short pause may waste never
+   ``speculate_after_s`` (160 ms) ago already has its speculative final due; it
+   runs on a lane that nothing above wants (batched like finals), and if the
+   pause lasts that long it is a final (rule 1). So a speculation that a short pause may waste never
    takes a lane from other work, and when many streams stop together and
    nothing else is due, their finals start at once.
 

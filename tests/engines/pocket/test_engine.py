@@ -227,6 +227,24 @@ def test_voxgate_say_unknown_voice_and_missing_model(tiny_model_dir: Path, tmp_p
     assert not (tmp_path / "x.wav").exists()
 
 
+@pytest.mark.slow
+def test_voxgate_say_clones_a_wav_for_one_run(tiny_model_dir: Path, tmp_path: Path):
+    data = tmp_path / "data"
+    env = {**os.environ, "VOXGATE_TTS_THREADS": "1", "VOXGATE_DATA_DIR": str(data)}
+    clip, out = tmp_path / "clip.wav", tmp_path / "cloned.wav"
+    clip.write_bytes(_wav_bytes())
+    proc = subprocess.run([sys.executable, "-m", "gateway.cli", "say", "Hello from a clone.", "--voice", str(clip),
+                           "-o", str(out), "--model-dir", str(tiny_model_dir), "--temperature", "0"],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert f"at 24000 Hz, pocket voice cloned from {clip} (in " in proc.stderr
+    with wave.open(str(out)) as w:
+        assert (w.getnchannels(), w.getframerate()) == (1, 24000)
+        pcm = np.frombuffer(w.readframes(w.getnframes()), dtype="<i2")
+    assert len(pcm) > 0 and np.abs(pcm).max() > 0
+    assert list((data / "voices" / "pocket").glob("*")) == []  # the clone was for this run only
+
+
 # ---- against the reference (its outputs come from the session fixture ``tiny_reference``)
 
 @pytest.mark.slow
