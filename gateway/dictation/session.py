@@ -122,6 +122,7 @@ class DictationSession:
         self._stop_reading = asyncio.Event()  # the drain: finalize what was read and close
         self._open_utterances: set[int] = set()  # speech_started sent, final not yet
         self._drain_mark = f"drain-{secrets.token_hex(8)}"  # never relayed: the client did not ask
+        self._pacing_off: asyncio.Future[None] | None = None  # done: no more pacing (the sender ended, or end_pacing)
 
     def describe(self) -> dict[str, Any]:
         stream = self.stream
@@ -141,6 +142,14 @@ class DictationSession:
         if now or not self._open_utterances:
             self._stop_reading.set()
 
+    def end_pacing(self) -> None:
+        """Stop holding audio to real time from now on (a pause under way ends): a
+        front whose server drains reads the rest of what it took at once."""
+        if self._pacing_off is None:
+            self._pacing_off = asyncio.get_running_loop().create_future()
+        if not self._pacing_off.done():
+            self._pacing_off.set_result(None)
+
     async def run(self, session_id: str) -> None:
         asr = await self._usable_asr()
         if asr is None:
@@ -151,6 +160,9 @@ class DictationSession:
         self.stream = stream = await asr.open_stream(options)
         sender = asyncio.create_task(self._relay_events(stream), name=f"dictation-send-{session_id}")
         self._sender = sender
+        if self._pacing_off is None:
+            self._pacing_off = asyncio.get_running_loop().create_future()
+        sender.add_done_callback(lambda _: self.end_pacing())
         try:
             # a container carries its own rate: ready tells the one its audio decodes at
             rate = self._audio.decoder.sample_rate if self.params.encoding.is_container else self.params.sample_rate
@@ -273,9 +285,9 @@ class DictationSession:
             if audio is None:
                 return True
             await stream.send_audio(audio)
-            sender = self._sender
-            if sender is not None:  # past the pace limit, stop decoding and reading for a while
-                await self._pacer.hold(len(audio) / ASR_RATE, sender)
+            sender, pacing_off = self._sender, self._pacing_off
+            if sender is not None and pacing_off is not None:  # past the pace limit, stop decoding and reading
+                await self._pacer.hold(len(audio) / ASR_RATE, pacing_off)
                 if sender.done():
                     return False  # the sender closed the socket meanwhile
 

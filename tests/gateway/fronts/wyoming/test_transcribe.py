@@ -163,10 +163,11 @@ async def test_asr_that_is_not_ready_is_an_error(tmp_path):
 
 async def test_an_unsupported_language_is_refused(tmp_path):
     async with wyoming_server(tmp_path, asr=FakeSidecar()) as server, connect(server) as client:
-        await client.write_event(Transcribe(language="de").event())
+        await client.write_event(Transcribe(language="de-DE").event())
         await client.write_event(AudioStart(rate=RATE, width=2, channels=1).event())
         event = await read(client)
-    assert event.data == {"text": "language: the ASR model tiny.en does not support 'de' (available: en)",
+    assert event.data == {"text": "language: the ASR model tiny.en does not support 'de' (available: en); install "
+                                  "multilingual Whisper base: voxgate models install whisper-base",
                           "code": "unsupported_language"}
 
 
