@@ -257,3 +257,29 @@ async def until_streams(server, count: int) -> None:
             return
         await asyncio.sleep(0.01)
     raise AssertionError(f"never {count} streams: {sessions_of(server)}")
+
+
+async def test_chunks_follow_every_partial_but_its_newest_word_and_never_take_back_a_word(tmp_path):
+    fake = FakeSidecar()
+    async with wyoming_server(tmp_path, asr=fake) as server, connect(server) as client:
+        await client.write_event(AudioStart(rate=RATE, width=2, channels=1).event())
+        stream = await the_stream(fake)
+
+        def partial(text: str) -> None:
+            deliver(stream, {"ev": "partial", "utterance": 0, "text": text, "stable": "", "start": 0.1, "end": 0.5})
+
+        deliver(stream, {"ev": "speech_started", "utterance": 0, "at": 0.1, "start_sample": 1600})
+        assert (await read(client)).type == "transcript-start"
+        partial("Turn")  # one word: still being heard, nothing to send
+        partial("Turn on")
+        first = await read(client)
+        partial("Turn on the")
+        second = await read(client)
+        partial("Turn off the light")  # "on" was sent: the revision adds nothing
+        deliver(stream, {"ev": "final", "utterance": 0, "text": "Turn off the light.", "start": 0.1, "end": 1.3,
+                         "language": "en"})
+        await client.write_event(AudioStop().event())
+        rest = await read_until(client, "transcript-stop")
+    assert [(e.type, e.data) for e in (first, second, *rest)] == [
+        ("transcript-chunk", {"text": "Turn"}), ("transcript-chunk", {"text": " on"}),
+        ("transcript", {"text": "Turn off the light.", "language": "en"}), ("transcript-stop", {})]
