@@ -10,14 +10,10 @@ not read, the inbox fills and ``offer`` waits, so the connection reads no
 further event and TCP pushes back on the client. ``offer`` drops what it holds
 once the session reads no more (it ended, or the answer is out).
 
-Server side, per utterance: ``transcript-start`` at the first speech (once per
-transcription), then a ``transcript-chunk`` at every partial whose words,
-all but the newest, go past what was sent (the newest is still being heard, so
-it waits for the next partial), and the final's rest at its ``final``. Chunks
-are append-only: a partial that revises a word already sent adds nothing, so
-the chunks add up to the transcript unless the final itself revises a word
-already sent; the ``transcript`` event (all finals, space-joined) is the
-answer either way, then ``transcript-stop``.
+Server side: ``transcript-start`` at the first speech (once per
+transcription), a ``transcript-chunk`` whenever a partial or a final adds
+words (chunks.py says which), then the ``transcript`` event (all finals,
+space-joined: the answer) and ``transcript-stop``.
 
 Endpointing (``endpoint`` true, from ``vad_sensitivity``): the first final that
 holds words is the answer, sent at once; then ``receive`` tells the session
@@ -33,6 +29,7 @@ from typing import Any
 
 from gateway.errors import CLOSE_GOING_AWAY, CLOSE_NORMAL
 from gateway.fronts.wyoming import messages as msg
+from gateway.fronts.wyoming.chunks import Chunker
 from gateway.fronts.wyoming.link import Link, PeerGone
 from gateway.protocol.common import Closed
 from gateway.protocol.dictation import ClientMessage, Final, Partial, Ready, SpeechStarted, event_from_dict
@@ -55,8 +52,7 @@ class TranscriptTransport:
         self._ready = False  # the session opened the stream: an error now is the stream's, not a refusal
         self._started = False  # transcript-start sent
         self._finals: list[str] = []
-        self._sent = ""  # every chunk sent so far, concatenated
-        self._utterance_sent = ""  # what was sent of the open utterance
+        self._chunks = Chunker()
 
     @property
     def utterances(self) -> int:
@@ -122,7 +118,7 @@ class TranscriptTransport:
         elif isinstance(item, SpeechStarted):
             await self._start()
         elif isinstance(item, Partial):
-            await self._advance(_heard(item))
+            await self._chunk(self._chunks.partial(item.text, item.stable))
         elif isinstance(item, Final):
             await self._final(item)
         elif isinstance(item, Closed):
@@ -140,31 +136,18 @@ class TranscriptTransport:
             self._started = True
             await self.link.send(msg.transcript_start(self._language))
 
-    async def _advance(self, heard: str) -> None:
-        """Send what the utterance's text gained since the last chunk."""
-        if not heard.startswith(self._utterance_sent) or len(heard) == len(self._utterance_sent):
-            return
-        gained = heard[len(self._utterance_sent):]
-        if not self._utterance_sent:  # an utterance's first words: one space from the one before, none at the start
-            gained = gained.lstrip()
-            if not gained:
-                return
-            if self._sent:
-                gained = " " + gained
-        await self._start()
-        self._utterance_sent = heard
-        self._sent += gained
-        await self.link.send(msg.transcript_chunk(gained))
+    async def _chunk(self, chunk: str | None) -> None:
+        if chunk:
+            await self._start()
+            await self.link.send(msg.transcript_chunk(chunk))
 
     async def _final(self, final: Final) -> None:
-        full = final.text.rstrip()
-        text = full.strip()
+        text = final.text.strip()
         if final.language:
             self._language = final.language
+        await self._chunk(self._chunks.final(text))
         if text:
-            await self._advance(full if full.startswith(self._utterance_sent) else text)
             self._finals.append(text)
-        self._utterance_sent = ""
         if text and self.endpoint:
             await self.answer()
 
@@ -178,10 +161,3 @@ class TranscriptTransport:
         await self._start()
         await self.link.send(msg.transcript(" ".join(self._finals), self._language))
         await self.link.send(msg.transcript_stop())
-
-
-def _heard(partial: Partial) -> str:
-    """The partial's text but its newest word (cut at the audio's edge, still
-    revised), or its stable prefix when that is longer (both start the text)."""
-    head = partial.text.rstrip().rpartition(" ")[0].rstrip()
-    return partial.stable if len(partial.stable.strip()) > len(head.strip()) else head

@@ -259,7 +259,7 @@ async def until_streams(server, count: int) -> None:
     raise AssertionError(f"never {count} streams: {sessions_of(server)}")
 
 
-async def test_chunks_follow_every_partial_but_its_newest_word_and_never_take_back_a_word(tmp_path):
+async def test_chunks_follow_the_partials_and_a_revised_word_stays_as_sent(tmp_path):
     fake = FakeSidecar()
     async with wyoming_server(tmp_path, asr=fake) as server, connect(server) as client:
         await client.write_event(AudioStart(rate=RATE, width=2, channels=1).event())
@@ -270,16 +270,18 @@ async def test_chunks_follow_every_partial_but_its_newest_word_and_never_take_ba
 
         deliver(stream, {"ev": "speech_started", "utterance": 0, "at": 0.1, "start_sample": 1600})
         assert (await read(client)).type == "transcript-start"
-        partial("Turn")  # one word: still being heard, nothing to send
-        partial("Turn on")
-        first = await read(client)
+        partial("Turn")
+        partial("Turn on")  # "Turn" is in one partial but the newest word: not yet
         partial("Turn on the")
+        first = await read(client)  # two partials in a row hold "Turn", with more heard after it
+        partial("Turn on the light")
         second = await read(client)
-        partial("Turn off the light")  # "on" was sent: the revision adds nothing
-        deliver(stream, {"ev": "final", "utterance": 0, "text": "Turn off the light.", "start": 0.1, "end": 1.3,
+        partial("Turn off the light now")  # "on" was sent: the revision adds nothing
+        deliver(stream, {"ev": "final", "utterance": 0, "text": "Turn off the light now.", "start": 0.1, "end": 1.3,
                          "language": "en"})
         await client.write_event(AudioStop().event())
         rest = await read_until(client, "transcript-stop")
     assert [(e.type, e.data) for e in (first, second, *rest)] == [
         ("transcript-chunk", {"text": "Turn"}), ("transcript-chunk", {"text": " on"}),
-        ("transcript", {"text": "Turn off the light.", "language": "en"}), ("transcript-stop", {})]
+        ("transcript-chunk", {"text": " the light now."}),  # the final's words past the two sent
+        ("transcript", {"text": "Turn off the light now.", "language": "en"}), ("transcript-stop", {})]
