@@ -1,9 +1,10 @@
 """One Wyoming client connection: read events, answer them, own the work.
 
-The reader takes events in order and dispatches them; transcription runs on
-its own relay task and synthesis on its own worker (both owned here and
-ended when the connection ends), so audio keeps flowing out while events come
-in. A read is never cut off half-way: the pending read survives the idle
+The reader takes events in order and dispatches them; a transcription runs
+as a dictation session on its own task (asr.py) and synthesis on its own
+worker (both owned here and ended when the connection ends), so audio keeps
+flowing out while events come in. While the session holds its audio to real
+time, handing it an ``audio-chunk`` waits, so the reader reads no further. A read is never cut off half-way: the pending read survives the idle
 check, which closes a connection that sent nothing for ``idle_timeout_s``
 unless its synthesis is still going out.
 
@@ -13,7 +14,8 @@ Unknown event types are ignored, as the Wyoming spec asks of servers.
 
 The drain before a stop (``drain``; the server holds every connection in the
 session registry): a transcription under way gets its transcript for the
-audio read so far, as if ``audio-stop`` had come; a synthesis under way
+audio read so far (taken at once, no longer held to real time), as if
+``audio-stop`` had come; a synthesis under way
 finishes (an open streaming request as if ``synthesize-stop`` had come: its
 ``synthesize-stopped`` goes out); every event read after the drain began is
 answered ``error`` ``draining``; then the connection closes. An idle one
