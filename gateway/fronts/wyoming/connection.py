@@ -4,9 +4,10 @@ The reader takes events in order and dispatches them; a transcription runs
 as a dictation session on its own task (asr.py) and synthesis on its own
 worker (both owned here and ended when the connection ends), so audio keeps
 flowing out while events come in. While the session holds its audio to real
-time, handing it an ``audio-chunk`` waits, so the reader reads no further. A read is never cut off half-way: the pending read survives the idle
-check, which closes a connection that sent nothing for ``idle_timeout_s``
-unless its synthesis is still going out.
+time, handing it an ``audio-chunk`` waits, so the reader reads no further.
+A read is never cut off half-way: the pending read survives the idle check,
+which closes a connection that sent nothing for ``idle_timeout_s`` unless its
+synthesis is still going out.
 
 Errors that the client can fix (a bad field, an unknown voice, over capacity)
 are ``error`` events and the connection goes on; broken framing ends it.
