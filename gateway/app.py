@@ -25,6 +25,7 @@ from auth import AuthMiddleware, AuthState, ShareListener, auth_routes
 from auth.access import make_classifier
 from auth.store import AuthStore
 from engines.base import AsrService, TtsEngine
+from gateway import __version__
 from gateway.admission import AdmissionMiddleware, PendingSockets
 from gateway.codecs.decode_pool import DecodeLimits, DecoderPool
 from gateway.config import Settings, child_environment
@@ -176,8 +177,9 @@ def create_app(
         try:
             if app_settings.wyoming_uri:
                 from gateway.fronts.wyoming.server import WyomingServer
+                from gateway.lan_share import primary_lan_ipv4
 
-                wyoming = WyomingServer(app_settings, state)
+                wyoming = WyomingServer(app_settings, state, version=__version__, lan_ipv4=primary_lan_ipv4)
                 await wyoming.start()
                 state["wyoming"] = wyoming
             yield state

@@ -107,6 +107,7 @@ class DictationSession:
         self._sender: asyncio.Task[None] | None = None
         self._out = Outbox(transport, self.idle_timeout_s)
         self._drain = Drain()  # the drain: finalize what was read and close
+        self._pacing_off: asyncio.Future[None] | None = None  # done: no more pacing (the sender ended, or end_pacing)
 
     def describe(self) -> dict[str, Any]:
         stream = self.stream
@@ -124,6 +125,14 @@ class DictationSession:
         last finals and close 1001."""
         self._drain.begin(now)
 
+    def end_pacing(self) -> None:
+        """Stop holding audio to real time from now on (a pause under way ends): a
+        front whose server drains reads the rest of what it took at once."""
+        if self._pacing_off is None:
+            self._pacing_off = asyncio.get_running_loop().create_future()
+        if not self._pacing_off.done():
+            self._pacing_off.set_result(None)
+
     async def run(self, session_id: str) -> None:
         asr = await self._usable_asr()
         if asr is None:
@@ -135,6 +144,9 @@ class DictationSession:
         sender = asyncio.create_task(relay_events(stream, self._out, self._drain),
                                      name=f"dictation-send-{session_id}")
         self._sender = sender
+        if self._pacing_off is None:
+            self._pacing_off = asyncio.get_running_loop().create_future()
+        sender.add_done_callback(lambda _: self.end_pacing())
         try:
             # a container carries its own rate: ready tells the one its audio decodes at
             rate = self._audio.decoder.sample_rate if self.params.encoding.is_container else self.params.sample_rate
@@ -241,9 +253,9 @@ class DictationSession:
             if audio is None:
                 return True
             await stream.send_audio(audio)
-            sender = self._sender
-            if sender is not None:  # past the pace limit, stop decoding and reading for a while
-                await self._pacer.hold(len(audio) / ASR_RATE, sender)
+            sender, pacing_off = self._sender, self._pacing_off
+            if sender is not None and pacing_off is not None:  # past the pace limit, stop decoding and reading
+                await self._pacer.hold(len(audio) / ASR_RATE, pacing_off)
                 if sender.done():
                     return False  # the sender closed the socket meanwhile
 

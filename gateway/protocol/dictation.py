@@ -269,32 +269,3 @@ class Discarded:
 TranscriptEvent = SpeechStarted | Partial | EagerFinal | TurnResumed | Final | Discarded | Finalized
 # Every event a dictation session hands its transport; the transport turns it into its wire form.
 ServerEvent = Ready | TranscriptEvent | Closed | ErrorEvent
-
-
-def event_from_dict(data: Mapping[str, Any]) -> ServerEvent | dict[str, Any]:
-    """A typed event for a known ``type`` (clients use this); other dicts come back as is."""
-    kind = data.get("type")
-    if kind == "speech_started":
-        return SpeechStarted(int(data["utterance"]), float(data["at"]))
-    if kind == "discarded":
-        return Discarded(int(data["utterance"]))
-    if kind == "partial":
-        return Partial(int(data["utterance"]), str(data["text"]), str(data.get("stable", "")),
-                       float(data["start"]), float(data["end"]), float(data.get("lag_s", 0.0)))
-    if kind == "final":
-        return Final(int(data["utterance"]), str(data["text"]), float(data["start"]), float(data["end"]),
-                     str(data.get("language", "")), data.get("words"))
-    if kind == "eager_final":
-        return EagerFinal(int(data["utterance"]), str(data["text"]), float(data["start"]), float(data["end"]),
-                          str(data.get("language", "")), data.get("words"))
-    if kind == "turn_resumed":
-        return TurnResumed(int(data["utterance"]), float(data["at"]))
-    if kind == "finalized":
-        utterance = data.get("utterance")
-        return Finalized(str(data["id"]), int(utterance) if utterance is not None else None)
-    if kind == "closed":
-        return Closed(int(data["utterances"]), float(data["audio_s"]))
-    if kind == "ready":
-        return Ready(str(data["session"]), int(data["sample_rate"]), str(data["encoding"]),
-                     str(data["language"]), str(data["model"]), int(data.get("protocol", 1)))
-    return dict(data)

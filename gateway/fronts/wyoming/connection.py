@@ -1,11 +1,13 @@
 """One Wyoming client connection: read events, answer them, own the work.
 
-The reader takes events in order and dispatches them; transcription runs on
-its own relay task and synthesis on its own worker (both owned here and
-ended when the connection ends), so audio keeps flowing out while events come
-in. A read is never cut off half-way: the pending read survives the idle
-check, which closes a connection that sent nothing for ``idle_timeout_s``
-unless its synthesis is still going out.
+The reader takes events in order and dispatches them; a transcription runs
+as a dictation session on its own task (asr.py) and synthesis on its own
+worker (both owned here and ended when the connection ends), so audio keeps
+flowing out while events come in. While the session holds its audio to real
+time, handing it an ``audio-chunk`` waits, so the reader reads no further.
+A read is never cut off half-way: the pending read survives the idle check,
+which closes a connection that sent nothing for ``idle_timeout_s`` unless its
+synthesis is still going out.
 
 Errors that the client can fix (a bad field, an unknown voice, over capacity)
 are ``error`` events and the connection goes on; broken framing ends it.
@@ -13,7 +15,8 @@ Unknown event types are ignored, as the Wyoming spec asks of servers.
 
 The drain before a stop (``drain``; the server holds every connection in the
 session registry): a transcription under way gets its transcript for the
-audio read so far, as if ``audio-stop`` had come; a synthesis under way
+audio read so far (taken at once, no longer held to real time), as if
+``audio-stop`` had come; a synthesis under way
 finishes (an open streaming request as if ``synthesize-stop`` had come: its
 ``synthesize-stopped`` goes out); every event read after the drain began is
 answered ``error`` ``draining``; then the connection closes. An idle one
@@ -30,7 +33,6 @@ from typing import Any
 
 from engines.base import AsrService, TtsEngine
 from gateway.config import Settings
-from gateway.dictation.pacing import Pacer
 from gateway.errors import BadMessage, GatewayError
 from gateway.fronts.wyoming import messages as msg
 from gateway.fronts.wyoming.asr import Transcription
@@ -50,8 +52,9 @@ NOT_TAKEN = ("{} was not taken: the server is stopping; what was sent before it 
 
 class Connection:
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, client: str,
-                 settings: Settings, state: Mapping[str, Any]) -> None:
+                 settings: Settings, state: Mapping[str, Any], version: str) -> None:
         self.reader = reader
+        self.version = version
         self.writer = writer
         self.settings = settings
         self.engines: Mapping[str, TtsEngine] = state["tts"]
@@ -63,15 +66,13 @@ class Connection:
         self.transcription: Transcription | None = None
         self._refused = False  # the current audio was refused: drop it until audio-stop
         self._drain_begun = asyncio.Event()
-        self.pacer = Pacer(settings.dictation_max_ahead_s)  # audio read at most this far ahead of real time
-        self._pacing_off: asyncio.Future[None] = asyncio.get_running_loop().create_future()  # done: the drain began
 
     def drain(self, now: bool) -> None:
         """Finish the work under way, then close (see the module docstring);
         ``now``: synthesis stops at the next frame."""
         self._drain_begun.set()
-        if not self._pacing_off.done():
-            self._pacing_off.set_result(None)
+        if self.transcription is not None:  # a pause of its pacing ends: the dispatch under way returns
+            self.transcription.end_pacing()
         if now:
             self.speaker.halt()
 
@@ -148,7 +149,7 @@ class Connection:
     async def _dispatch(self, event: Event) -> None:
         kind = event.type
         if kind == "describe":
-            await self.link.send(build_info(self.engines, self.speaker.engine_id, self.asr))
+            await self.link.send(build_info(self.engines, self.speaker.engine_id, self.asr, self.version))
         elif kind == "ping":
             text = event.data.get("text")
             await self.link.send(msg.pong(text if isinstance(text, str) else None))
@@ -157,8 +158,7 @@ class Connection:
         elif kind == "transcribe":
             self.request = Transcribe.from_event(event)
         elif kind == "audio-start":
-            AudioFormat.from_event(event)
-            await self._start_audio()
+            await self._start_audio(AudioFormat.from_event(event))
         elif kind == "audio-chunk":
             await self._audio(event)
         elif kind == "audio-stop":
@@ -184,15 +184,15 @@ class Connection:
         programs = [ASR_PROGRAM, *(tts_program_name(e) for e in sorted(self.engines))]
         raise BadMessage(f"select-program: no program {name[:60]!r}; programs: {', '.join(programs)}")
 
-    async def _start_audio(self) -> None:
+    async def _start_audio(self, fmt: AudioFormat) -> None:
         if self.transcription is not None:  # a new stream replaces one that never saw audio-stop
             await self.transcription.close()
             self.transcription = None
         self._refused = False
         transcription = Transcription(self.link, self.asr, self.request or Transcribe(), self.sessions,
-                                      pacer=self.pacer, until=self._pacing_off)
+                                      self.settings, fmt)
         try:
-            await transcription.open()
+            transcription.open()
         except GatewayError:
             self._refused = True
             raise
@@ -203,7 +203,7 @@ class Connection:
         if self._refused:
             return
         if self.transcription is None:  # audio with no audio-start: start one, as other servers do
-            await self._start_audio()
+            await self._start_audio(fmt)
         assert self.transcription is not None
         await self.transcription.audio(fmt, event.payload)
 

@@ -8,7 +8,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from engines.base import AsrService, EngineState, TtsEngine
-from gateway import __version__
 from gateway.fronts.wyoming.wire import Event
 
 ASR_PROGRAM = "voxgate-asr"
@@ -30,12 +29,14 @@ def ordered_engines(engines: Mapping[str, TtsEngine], default: str) -> list[str]
     return sorted(engines, key=lambda name: (name != default, name))
 
 
-def build_info(engines: Mapping[str, TtsEngine], default_engine: str, asr: AsrService | None) -> Event:
+def build_info(engines: Mapping[str, TtsEngine], default_engine: str, asr: AsrService | None,
+               version: str) -> Event:
+    """``version``: the gateway's, given to the listener by the app that builds it."""
     data: dict[str, Any] = {"asr": [], "tts": [], "handle": [], "intent": [], "wake": [], "mic": [], "snd": []}
     if asr is not None:
-        data["asr"].append(_asr_program(asr))
+        data["asr"].append(_asr_program(asr, version))
     for name in ordered_engines(engines, default_engine):
-        data["tts"].append(_tts_program(name, engines[name]))
+        data["tts"].append(_tts_program(name, engines[name], version))
     return Event("info", data)
 
 
@@ -45,22 +46,22 @@ def _artifact(name: str, attribution: dict[str, str], installed: bool, descripti
             "version": version}
 
 
-def _asr_program(asr: AsrService) -> dict[str, Any]:
+def _asr_program(asr: AsrService, version: str) -> dict[str, Any]:
     ready = asr.status().state is EngineState.READY
     languages = list(asr.info().get("languages") or [])
     model = {**_artifact(asr.model_name, WHISPER, ready, f"Whisper {asr.model_name}", None),
              "languages": languages}
     return {**_artifact(ASR_PROGRAM, VOXGATE, ready,
-                        "voxgate dictation: faster-whisper with Silero VAD, streaming partials", __version__),
+                        "voxgate dictation: faster-whisper with Silero VAD, streaming partials", version),
             "models": [model], "supports_transcript_streaming": True, "requires_external_vad": False,
             "prefers_auto_gain_enabled": True, "prefers_noise_reduction_enabled": True}
 
 
-def _tts_program(name: str, engine: TtsEngine) -> dict[str, Any]:
+def _tts_program(name: str, engine: TtsEngine, version: str) -> dict[str, Any]:
     ready = engine.status().state is EngineState.READY
     attribution = ENGINE_ATTRIBUTION.get(name, VOXGATE)
     voices = [{**_artifact(v.id, attribution, ready, f"{name} voice {v.name or v.id}", None),
                "languages": [v.language], "speakers": None} for v in engine.voices()]
     return {**_artifact(tts_program_name(name), VOXGATE, ready, f"voxgate {name} TTS, streamed per sentence",
-                        __version__),
+                        version),
             "voices": voices, "supports_synthesize_streaming": True}

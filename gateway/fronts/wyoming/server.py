@@ -27,7 +27,7 @@ from gateway.fronts.wyoming.connection import Connection
 from gateway.fronts.wyoming.link import Link, PeerGone
 from gateway.fronts.wyoming.trust import client_allowed
 from gateway.fronts.wyoming.wire import MAX_LINE_BYTES, Event
-from gateway.fronts.wyoming.zeroconf import Announcement, announce
+from gateway.fronts.wyoming.zeroconf import Announcement, LanAddress, announce
 from gateway.registry import SessionRegistry
 
 log = logging.getLogger("voxgate.wyoming")
@@ -36,13 +36,17 @@ STOP_TIMEOUT_S = 10.0
 
 
 class WyomingServer:
-    def __init__(self, settings: Settings, state: Mapping[str, Any]) -> None:
+    def __init__(self, settings: Settings, state: Mapping[str, Any], *, version: str, lan_ipv4: LanAddress) -> None:
+        """``version`` (the gateway's, for ``info``) and ``lan_ipv4`` (the address
+        zeroconf announces for a wildcard bind) come from the app that builds it."""
         address = settings.wyoming_address
         if address is None:
             raise ValueError("WyomingServer needs settings.wyoming_uri")
         self.host, self.port = address
         self.settings = settings
         self.state = state
+        self.version = version
+        self.lan_ipv4 = lan_ipv4
         self.connections = 0  # served since start, refused ones included
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -56,7 +60,7 @@ class WyomingServer:
             self.port = int(sockets[0].getsockname()[1])  # the real port when 0 was asked for
         log.info("Wyoming listening on tcp://%s:%d", self.host, self.port)
         if self.settings.wyoming_zeroconf:
-            self._announcement = await announce(self.host, self.port)
+            self._announcement = await announce(self.host, self.port, self.lan_ipv4)
 
     @property
     def uri(self) -> str:
@@ -94,7 +98,7 @@ class WyomingServer:
                     f"this Wyoming server serves loopback and VOXGATE_TRUSTED_NETWORKS clients only; {host} is "
                     "neither", LOOPBACK_REQUIRED))
                 return
-            connection = Connection(reader, writer, client, self.settings, self.state)
+            connection = Connection(reader, writer, client, self.settings, self.state, self.version)
             sessions: SessionRegistry = self.state["sessions"]
             try:
                 hold = sessions.hold(f"wyoming:{client}", connection.drain)

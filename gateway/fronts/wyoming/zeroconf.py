@@ -7,10 +7,10 @@ from __future__ import annotations
 import ipaddress
 import logging
 import socket
+from collections.abc import Callable
 from typing import Any
 
 from auth.bind import is_loopback_host
-from gateway.lan_share import primary_lan_ipv4
 
 log = logging.getLogger("voxgate.wyoming")
 
@@ -32,13 +32,16 @@ class Announcement:
             await self._zeroconf.async_close()
 
 
-def announce_address(host: str) -> str | None:
-    """The IPv4 address to announce for a listener on ``host``, or None when it
-    must not (or cannot) be announced."""
+LanAddress = Callable[[], str | None]  # the machine's IPv4 LAN address (None: none), from the app
+
+
+def announce_address(host: str, lan_ipv4: LanAddress) -> str | None:
+    """The IPv4 address to announce for a listener on ``host`` (``lan_ipv4`` for
+    a wildcard bind), or None when it must not (or cannot) be announced."""
     if is_loopback_host(host):
         return None
     if host in ("0.0.0.0", "::", ""):
-        return primary_lan_ipv4()
+        return lan_ipv4()
     try:
         address = ipaddress.ip_address(host)
     except ValueError:
@@ -50,9 +53,9 @@ def service_name(port: int) -> str:
     return f"voxgate-{socket.gethostname().split('.')[0]}-{port}.{SERVICE_TYPE}"
 
 
-async def announce(host: str, port: int) -> Announcement | None:
+async def announce(host: str, port: int, lan_ipv4: LanAddress) -> Announcement | None:
     """Register the service; None (with the reason logged) when it is not announced."""
-    address = announce_address(host)
+    address = announce_address(host, lan_ipv4)
     if address is None:
         log.warning("Wyoming zeroconf: not announcing %s:%d (loopback or no IPv4 LAN address to announce)",
                     host, port)

@@ -20,6 +20,7 @@ from tests.gateway.dictation.fakes import FakeSidecar
 
 READ_TIMEOUT_S = 10.0
 RATE = 16000  # of the audio the transcription tests send
+VERSION = "0.0.test"  # what the app would pass in: its own version
 
 
 @contextlib.asynccontextmanager
@@ -32,7 +33,7 @@ async def wyoming_server(tmp_path: Any, *, tts: Mapping[str, TtsEngine] | None =
     if asr is not None:
         await asr.start()
     state = {"settings": settings, "tts": dict(tts or {}), "asr": asr, "sessions": sessions}
-    server = WyomingServer(settings, state)
+    server = WyomingServer(settings, state, version=VERSION, lan_ipv4=lambda: "192.0.2.7")
     await server.start()
     try:
         yield server

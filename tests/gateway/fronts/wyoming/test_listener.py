@@ -118,9 +118,13 @@ def test_wyoming_addresses_parse_ipv6_brackets():
 
 
 async def test_zeroconf_never_announces_a_loopback_listener(caplog):
-    assert announce_address("127.0.0.1") is None and announce_address("::1") is None
-    assert announce_address("192.168.1.5") == "192.168.1.5"
-    assert await announce("127.0.0.1", 10300) is None
+    def lan() -> str:
+        return "192.0.2.7"
+
+    assert announce_address("127.0.0.1", lan) is None and announce_address("::1", lan) is None
+    assert announce_address("192.168.1.5", lan) == "192.168.1.5"
+    assert announce_address("0.0.0.0", lan) == "192.0.2.7"  # a wildcard bind announces the app's LAN address
+    assert await announce("127.0.0.1", 10300, lan) is None
     assert "Wyoming zeroconf: not announcing 127.0.0.1:10300" in caplog.text
 
 

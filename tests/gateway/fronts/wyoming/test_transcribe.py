@@ -163,10 +163,11 @@ async def test_asr_that_is_not_ready_is_an_error(tmp_path):
 
 async def test_an_unsupported_language_is_refused(tmp_path):
     async with wyoming_server(tmp_path, asr=FakeSidecar()) as server, connect(server) as client:
-        await client.write_event(Transcribe(language="de").event())
+        await client.write_event(Transcribe(language="de-DE").event())
         await client.write_event(AudioStart(rate=RATE, width=2, channels=1).event())
         event = await read(client)
-    assert event.data == {"text": "language: the ASR model tiny.en does not support 'de' (available: en)",
+    assert event.data == {"text": "language: the ASR model tiny.en does not support 'de' (available: en); install "
+                                  "multilingual Whisper base: voxgate models install whisper-base",
                           "code": "unsupported_language"}
 
 
@@ -256,3 +257,31 @@ async def until_streams(server, count: int) -> None:
             return
         await asyncio.sleep(0.01)
     raise AssertionError(f"never {count} streams: {sessions_of(server)}")
+
+
+async def test_chunks_follow_the_partials_and_a_revised_word_stays_as_sent(tmp_path):
+    fake = FakeSidecar()
+    async with wyoming_server(tmp_path, asr=fake) as server, connect(server) as client:
+        await client.write_event(AudioStart(rate=RATE, width=2, channels=1).event())
+        stream = await the_stream(fake)
+
+        def partial(text: str) -> None:
+            deliver(stream, {"ev": "partial", "utterance": 0, "text": text, "stable": "", "start": 0.1, "end": 0.5})
+
+        deliver(stream, {"ev": "speech_started", "utterance": 0, "at": 0.1, "start_sample": 1600})
+        assert (await read(client)).type == "transcript-start"
+        partial("Turn")
+        partial("Turn on")  # "Turn" is in one partial but the newest word: not yet
+        partial("Turn on the")
+        first = await read(client)  # two partials in a row hold "Turn", with more heard after it
+        partial("Turn on the light")
+        second = await read(client)
+        partial("Turn off the light now")  # "on" was sent: the revision adds nothing
+        deliver(stream, {"ev": "final", "utterance": 0, "text": "Turn off the light now.", "start": 0.1, "end": 1.3,
+                         "language": "en"})
+        await client.write_event(AudioStop().event())
+        rest = await read_until(client, "transcript-stop")
+    assert [(e.type, e.data) for e in (first, second, *rest)] == [
+        ("transcript-chunk", {"text": "Turn"}), ("transcript-chunk", {"text": " on"}),
+        ("transcript-chunk", {"text": " the light now."}),  # the final's words past the two sent
+        ("transcript", {"text": "Turn off the light now.", "language": "en"}), ("transcript-stop", {})]
