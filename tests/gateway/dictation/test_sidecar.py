@@ -15,6 +15,7 @@ import pytest
 from engines.asr.models import install_whisper_base
 from engines.base import EngineState
 from gateway.dictation.sidecar import AsrSupervisor
+from gateway.protocol.common import ErrorEvent
 from tests.gateway.helpers import make_client
 from tests.support.speech import espeak_say, piper_say, resample, silence, wer
 
@@ -103,8 +104,8 @@ async def test_a_killed_sidecar_restarts_and_replays_the_open_utterance(tmp_path
         events = []
         while not events or type(events[-1]).__name__ != "Closed":
             events.append(await asyncio.wait_for(stream.events.get(), 60))
-        errors = [e for e in events if isinstance(e, dict)]
-        assert errors[0]["code"] == "asr_unavailable" and errors[0]["retryable"] is True
+        errors = [e for e in events if isinstance(e, ErrorEvent)]
+        assert (errors[0].code, errors[0].retryable) == ("asr_unavailable", True)
         finals = [e for e in events if type(e).__name__ == "Final"]
         assert len(finals) == 1 and wer(text, finals[0].text) <= 0.25, finals
         assert asr.restarts == 1 and asr.pid not in (None, first_pid)
