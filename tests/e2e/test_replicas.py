@@ -48,7 +48,9 @@ def start_cluster(stack: ExitStack, work: Path, engines: str) -> Cluster:
     redis = stack.enter_context(running_redis(work / "redis"))
     env = {"VOXGATE_SERVER_MODE": "1", "VOXGATE_API_KEY": KEY, "VOXGATE_FORWARDED_ALLOW_IPS": "127.0.0.1/32",
            "VOXGATE_REDIS_URL": redis.url, "VOXGATE_ASR_THREADS": "1", "VOXGATE_SHARE_HOST": "127.0.0.1",
-           "VOXGATE_DRAIN_S": "5"}
+           "VOXGATE_DRAIN_S": "5",
+           # one client holds several sockets here: the balancing, not the per-client share, is under test
+           "VOXGATE_MAX_DICTATION_STREAMS_PER_CLIENT": "8"}
     a = stack.enter_context(running_gateway(work / "a", engines, env={**env, "VOXGATE_SHARE_PORT": str(free_port())}))
     b = stack.enter_context(running_gateway(work / "b", engines, env={**env, "VOXGATE_SHARE_PORT": str(free_port())}))
     lb = stack.enter_context(running_haproxy(work / "lb", [port_of(a.url), port_of(b.url)]))
