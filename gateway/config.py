@@ -4,6 +4,8 @@ Every option is declared once in ``OPTIONS`` (name, env var, parser, default,
 help). ``Settings.from_env`` and the CLI both go through it, so a bad value
 always names the variable and says why, and the README table can be checked
 against this list. Nothing below the app factory reads ``os.environ``.
+
+Longer than 300 lines on purpose: each setting is a line in ``OPTIONS`` and one in ``Settings`` (the two tables take ~125).
 """
 
 from __future__ import annotations
