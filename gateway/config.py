@@ -284,19 +284,6 @@ def _read_key_file(path: Path) -> str:
     return key
 
 
-# Environment variables a child process never inherits: every VOXGATE_* (a child is
-# configured by its arguments) and anything named like a credential.
-SECRET_NAME_PARTS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
-
-
-def child_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment for the gateway's child processes (the ASR sidecar): this
-    process's (or ``environ``), less ``VOXGATE_*`` and credential-like variables."""
-    env = os.environ if environ is None else environ
-    return {name: value for name, value in env.items()
-            if not name.upper().startswith(ENV_PREFIX) and not any(p in name.upper() for p in SECRET_NAME_PARTS)}
-
-
 def parse_option(name: str, raw: str) -> Any:
     opt = _BY_NAME[name]
     try:
