@@ -24,6 +24,8 @@ speaks the text it was sent, its buffer flushed as if the input had ended,
 then the context gets its ``isFinal``; new text and new contexts get a
 ``draining`` error; the socket closes 1001 once no context is left (at once
 when none is open).
+
+Longer than 300 lines on purpose: reading, dispatching and the contexts act on one socket's state.
 """
 
 from __future__ import annotations
