@@ -113,7 +113,7 @@ class DictationSession:
                 "audio_s": round(stream.audio_s, 3) if stream else 0.0,
                 "utterances": stream.finals if stream else 0,
                 "lag_s": round(stream.lag_s, 3) if stream else 0.0,
-                "ahead_s": round(self._pacer.ahead_s, 3)}
+                "ahead_s": round(self._pacer.ahead_s, 3), "idle_timeout_s": self.idle_timeout_s}
 
     # ---- lifecycle
 

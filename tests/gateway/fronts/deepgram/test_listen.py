@@ -215,5 +215,5 @@ def test_deepgrams_idle_close_is_held_to_the_gateways_idle_timeout(tmp_path, gat
             client.websocket_connect("/v1/listen"):
         registry = client.app_state["sessions"]
         wait_for(lambda: len(registry) == 1, "the stream is registered")
-        (entry,) = registry._entries.values()
-        assert entry.describe.__self__.idle_timeout_s == listen_idle_s  # the session's own idle rule
+        (entry,) = client.get("/v1/admin/sessions").json()["sessions"]
+        assert entry["idle_timeout_s"] == listen_idle_s  # the session's own idle rule
