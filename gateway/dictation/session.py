@@ -43,15 +43,12 @@ from gateway.dictation.pacing import Pacer
 from gateway.dictation.relay import Drain, Outbox, relay_events
 from gateway.dictation.transport import DictationTransport
 from gateway.errors import (
-    CLOSE_BAD_REQUEST,
-    CLOSE_IDLE,
-    CLOSE_SERVER_ERROR,
-    CLOSE_TOO_BIG,
     BadAudio,
     BadMessage,
     BadRequest,
     GatewayError,
     TooLarge,
+    close_code_for,
 )
 from gateway.protocol.common import ErrorEvent
 from gateway.protocol.dictation import ClientMessage, DictationParams, End, Finalize, Ready
@@ -116,7 +113,7 @@ class DictationSession:
                 "audio_s": round(stream.audio_s, 3) if stream else 0.0,
                 "utterances": stream.finals if stream else 0,
                 "lag_s": round(stream.lag_s, 3) if stream else 0.0,
-                "ahead_s": round(self._pacer.ahead_s, 3)}
+                "ahead_s": round(self._pacer.ahead_s, 3), "idle_timeout_s": self.idle_timeout_s}
 
     # ---- lifecycle
 
@@ -217,12 +214,12 @@ class DictationSession:
                     await stream.send_audio(await self._audio.flush())
                     await stream.finalize(self._drain.mark)
                     return True
-                await self._out.close(CLOSE_IDLE, f"no audio or message for {idle_s:.0f} s")
+                await self._out.close(close_code_for("idle_timeout"), f"no audio or message for {idle_s:.0f} s")
                 return False
             try:
                 message = receive.result()
             except TooLarge as exc:
-                await self._out.close(CLOSE_TOO_BIG, exc.message)
+                await self._out.close(exc.close_code, exc.message)
                 return False
             except GatewayError as exc:
                 await self._out.send(ErrorEvent.of(exc))
@@ -268,7 +265,7 @@ class DictationSession:
             return True
         error = BadAudio(f"{exc}; the {self.params.encoding.value} stream cannot be read past this point")
         await self._out.send(ErrorEvent.of(error))
-        await self._out.close(CLOSE_BAD_REQUEST, error.message)
+        await self._out.close(close_code_for("bad_request"), error.message)
         return False
 
     async def _on_message(self, stream: AsrStreamHandle, message: ClientMessage) -> None:
@@ -291,4 +288,5 @@ class DictationSession:
         try:
             await asyncio.wait_for(asyncio.shield(sender), END_WAIT_S)
         except asyncio.TimeoutError:
-            await self._out.close(CLOSE_SERVER_ERROR, f"the last transcripts did not arrive within {END_WAIT_S:.0f} s")
+            await self._out.close(close_code_for("internal_error"),
+                                  f"the last transcripts did not arrive within {END_WAIT_S:.0f} s")
