@@ -22,6 +22,7 @@ from starlette.routing import BaseRoute
 from starlette.websockets import WebSocket
 
 from auth.access import RouteClass, http_route, ws_route
+from engines.asr.framing import SAMPLE_RATE as ASR_RATE
 from engines.base import EngineState
 from gateway.audio import AudioFormatError, AudioTooLong
 from gateway.codecs.decode_pool import DecoderPool
@@ -40,7 +41,6 @@ MAX_UPLOAD_BYTES = 25 * 1024 * 1024  # OpenAI's own limit
 MAX_AUDIO_S = 15 * 60
 MULTIPART_OVERHEAD_BYTES = 64 * 1024  # the form's other fields and part headers
 RESPONSE_FORMATS = ("json", "text", "verbose_json")
-ASR_RATE = 16000
 
 
 async def dictation_socket(websocket: WebSocket) -> None:

@@ -34,10 +34,11 @@ from typing import Any
 
 from starlette.websockets import WebSocketDisconnect
 
+from engines.asr.framing import SAMPLE_RATE as ASR_RATE
 from engines.base import AsrService, AsrStreamHandle, EngineState
 from gateway.audio import AudioFormatError
 from gateway.config import Settings
-from gateway.dictation.audio_in import ASR_RATE, AudioPath
+from gateway.dictation.audio_in import AudioPath
 from gateway.dictation.faults import disabled_error, unavailable_error
 from gateway.dictation.pacing import Pacer
 from gateway.dictation.relay import Drain, Outbox, relay_events
