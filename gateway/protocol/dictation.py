@@ -37,6 +37,7 @@ from gateway.codecs.formats import InputEncoding, parse_input_encoding
 from gateway.errors import BadMessage, BadRequest
 from gateway.protocol.common import Closed, ErrorEvent
 from gateway.protocol.json import message_type, parse_message
+from gateway.protocol.query import query_bool
 from gateway.protocol.wire import OMIT_NONE, WireMessage, internal
 
 MIN_SILENCE_MS = 200
@@ -59,18 +60,6 @@ class DictationParams:
     word_timestamps: bool = False
     silence_ms: int = 500
     eager: bool = False
-
-
-def _bool_param(query: Mapping[str, str], name: str, default: bool) -> bool:
-    raw = query.get(name)
-    if raw is None or raw == "":
-        return default
-    low = raw.lower()
-    if low in ("true", "1", "yes", "on"):
-        return True
-    if low in ("false", "0", "no", "off"):
-        return False
-    raise BadRequest(f"{name}: {raw[:20]!r} is not a boolean (use true or false)")
 
 
 def parse_dictation_params(query: Mapping[str, str]) -> DictationParams:
@@ -99,9 +88,9 @@ def parse_dictation_params(query: Mapping[str, str]) -> DictationParams:
         if not MIN_SILENCE_MS <= silence_ms <= MAX_SILENCE_MS:
             raise BadRequest(f"silence_ms: {silence_ms} must be between {MIN_SILENCE_MS} and {MAX_SILENCE_MS}")
     return DictationParams(sample_rate=rate, encoding=encoding, language=language,
-                           interim=_bool_param(query, "interim", True),
-                           word_timestamps=_bool_param(query, "word_timestamps", False),
-                           silence_ms=silence_ms, eager=_bool_param(query, "eager", False))
+                           interim=query_bool(query, "interim", True),
+                           word_timestamps=query_bool(query, "word_timestamps", False),
+                           silence_ms=silence_ms, eager=query_bool(query, "eager", False))
 
 
 # ---- client -> server
