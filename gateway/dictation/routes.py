@@ -23,11 +23,10 @@ from starlette.websockets import WebSocket
 
 from auth.access import RouteClass, http_route, ws_route
 from engines.asr.framing import SAMPLE_RATE as ASR_RATE
-from engines.base import EngineState
 from gateway.audio import AudioFormatError, AudioTooLong
 from gateway.codecs.decode_pool import DecoderPool
 from gateway.config import Settings
-from gateway.dictation.faults import disabled_error, unavailable_error
+from gateway.dictation.asr_gate import asr_refusal, language_refusal
 from gateway.dictation.session import DictationSession
 from gateway.dictation.transport import NativeDictationTransport
 from gateway.errors import BadRequest, GatewayError, OverCapacity, TooLarge, refuse_socket
@@ -81,10 +80,9 @@ async def transcriptions(request: Request) -> Response:
 
 async def _transcribe(request: Request) -> Response:
     asr = request.state.asr
-    if asr is None:
-        raise disabled_error()
-    if asr.status().state in (EngineState.MISSING, EngineState.FAILED):
-        raise unavailable_error(asr.status())
+    refusal = asr_refusal(asr)
+    if refusal is not None:
+        raise refusal
     if not request.headers.get("content-type", "").startswith("multipart/form-data"):
         raise BadRequest("the body must be multipart/form-data with a 'file' field")
     try:
@@ -110,10 +108,9 @@ async def _transcribe(request: Request) -> Response:
         raise BadRequest(f"response_format: {response_format[:20]!r} must be one of: {', '.join(RESPONSE_FORMATS)}")
     if language == "auto":
         language = None
-    languages = asr.info()["languages"]
-    if language is not None and languages and language not in languages:
-        raise BadRequest(f"language: the ASR model {asr.model_name} does not support {language[:10]!r} "
-                         f"(available: {', '.join(languages[:20])})", code="unsupported_language")
+    unsupported = language_refusal(asr, language, install_hint=False)
+    if unsupported is not None:
+        raise unsupported
     decoders: DecoderPool = request.state.decoders
     try:  # in a child process: a file chooses what its decode costs, so it must not cost the gateway
         decoded = await decoders.decode(data, ASR_RATE, MAX_AUDIO_S)
