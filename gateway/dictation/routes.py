@@ -15,7 +15,6 @@ and CPU are capped.
 
 from __future__ import annotations
 
-from starlette.datastructures import UploadFile
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute
@@ -31,14 +30,13 @@ from gateway.dictation.session import DictationSession
 from gateway.dictation.transport import NativeDictationTransport
 from gateway.errors import BadRequest, GatewayError, OverCapacity, TooLarge, refuse_socket
 from gateway.protocol.dictation import parse_dictation_params
-from gateway.protocol.json import bounded_request
+from gateway.protocol.multipart import multipart_form, read_file_field
 from gateway.registry import client_label, client_share
 
 MAX_UPLOAD_BYTES = 25 * 1024 * 1024  # OpenAI's own limit
 # Decoded length cap: the audio goes to the sidecar as one float32 frame at 16 kHz,
 # and a frame holds at most 64 MiB (17.4 min); 15 min keeps a margin.
 MAX_AUDIO_S = 15 * 60
-MULTIPART_OVERHEAD_BYTES = 64 * 1024  # the form's other fields and part headers
 RESPONSE_FORMATS = ("json", "text", "verbose_json")
 
 
@@ -83,27 +81,13 @@ async def _transcribe(request: Request) -> Response:
     refusal = asr_refusal(asr)
     if refusal is not None:
         raise refusal
-    if not request.headers.get("content-type", "").startswith("multipart/form-data"):
-        raise BadRequest("the body must be multipart/form-data with a 'file' field")
-    try:
-        form = await bounded_request(request, MAX_UPLOAD_BYTES + MULTIPART_OVERHEAD_BYTES).form(
-            max_files=1, max_fields=20)
-    except TooLarge:
-        raise
-    except Exception as exc:  # the multipart parser's own errors: malformed body, too many parts
-        raise BadRequest(f"the multipart body cannot be parsed: {exc}") from None
-    try:
-        upload = form.get("file")
-        if not isinstance(upload, UploadFile):
-            raise BadRequest("file: missing; send the audio as a multipart file field named 'file'")
-        data = await upload.read(MAX_UPLOAD_BYTES + 1)
-        if len(data) > MAX_UPLOAD_BYTES:
-            raise TooLarge(f"file: larger than {MAX_UPLOAD_BYTES} bytes")
+    async with multipart_form(request, MAX_UPLOAD_BYTES, max_fields=20,
+                              not_multipart="the body must be multipart/form-data with a 'file' field") as form:
+        data = await read_file_field(form, "file", MAX_UPLOAD_BYTES,
+                                     missing="file: missing; send the audio as a multipart file field named 'file'")
         response_format = str(form.get("response_format") or "json")
         language = str(form.get("language") or "").strip().lower() or None
         granularities = [str(v) for v in form.getlist("timestamp_granularities[]")]
-    finally:
-        await form.close()
     if response_format not in RESPONSE_FORMATS:
         raise BadRequest(f"response_format: {response_format[:20]!r} must be one of: {', '.join(RESPONSE_FORMATS)}")
     if language == "auto":
