@@ -242,7 +242,7 @@ class SidecarServer:
             self.streams.pop(sid, None)
             self.scheduler.forget(sid)
             self.emit({"ev": "ended", "stream": sid, "utterances": policy.utterances,
-                       "audio_s": round(policy.audio_samples / 16000, 3)})
+                       "audio_s": round(policy.audio_samples / RATE, 3)})
 
     # ---- decode results and scheduling
 

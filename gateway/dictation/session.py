@@ -34,18 +34,19 @@ from typing import Any
 
 from starlette.websockets import WebSocketDisconnect
 
+from engines.asr.framing import SAMPLE_RATE as ASR_RATE
 from engines.base import AsrService, AsrStreamHandle, EngineState
 from gateway.audio import AudioFormatError
 from gateway.config import Settings
-from gateway.dictation.audio_in import ASR_RATE, AudioPath
-from gateway.dictation.faults import disabled_error, unavailable_error
+from gateway.dictation.asr_gate import asr_refusal, language_refusal
+from gateway.dictation.audio_in import AudioPath
+from gateway.dictation.faults import unavailable_error
 from gateway.dictation.pacing import Pacer
 from gateway.dictation.relay import Drain, Outbox, relay_events
 from gateway.dictation.transport import DictationTransport
 from gateway.errors import (
     BadAudio,
     BadMessage,
-    BadRequest,
     GatewayError,
     TooLarge,
     close_code_for,
@@ -163,23 +164,15 @@ class DictationSession:
     async def _usable_asr(self) -> AsrService | None:
         """The ASR service, or None after refusing the socket (error event + close)."""
         asr = self.asr
-        if asr is None:
-            await self._out.refuse(disabled_error())
-            return None
-        state = asr.status().state
-        if state in (EngineState.MISSING, EngineState.FAILED) or (
-                state is EngineState.LOADING and asr.restarts == 0 and not await asr.wait_ready(ASR_START_WAIT_S)):
-            await self._out.refuse(unavailable_error(asr.status()))
-            return None
-        languages = asr.info()["languages"]
-        language = self.params.language
-        if language != "auto" and languages and language not in languages:
-            shown = ", ".join(languages[:20]) + (" ..." if len(languages) > 20 else "")
-            hint = "; install multilingual Whisper base: voxgate models install whisper-base" \
-                if languages == ["en"] else ""
-            await self._out.refuse(BadRequest(f"language: the ASR model {asr.model_name} does not support "
-                                              f"{language!r} (available: {shown}){hint}",
-                                              code="unsupported_language"))
+        refusal: GatewayError | None = asr_refusal(asr)
+        if asr is not None and refusal is None:
+            if asr.status().state is EngineState.LOADING and asr.restarts == 0 \
+                    and not await asr.wait_ready(ASR_START_WAIT_S):
+                refusal = unavailable_error(asr.status())
+            else:
+                refusal = language_refusal(asr, self.params.language, install_hint=True)
+        if refusal is not None:
+            await self._out.refuse(refusal)
             return None
         return asr
 

@@ -18,13 +18,14 @@ field and says why, so the route only has to translate it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from gateway.audio import parse_rate
 from gateway.codecs.formats import SOCKET_OUTPUTS, OutputFormat, parse_output_format
 from gateway.errors import BadMessage, BadRequest
 from gateway.protocol.json import message_type, parse_message
+from gateway.protocol.wire import WireMessage, rounded
 
 MAX_ID_CHARS = 128
 MAX_VOICE_CHARS = 128
@@ -194,64 +195,45 @@ def parse_tts_params(query: Mapping[str, str], default_engine: str) -> TtsParams
 # ---- server -> client
 
 
-@dataclass(frozen=True)
-class Ready:
+@dataclass(frozen=True, kw_only=True)
+class Ready(WireMessage):
+    protocol: int = 1
+    session: str
     engine: str
     voice: str | None
     sample_rate: int
     encoding: str
     frame_samples: int
-    session: str
-    protocol: int = 1
     type: Literal["ready"] = "ready"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"type": self.type, "protocol": self.protocol, "session": self.session, "engine": self.engine,
-                "voice": self.voice, "sample_rate": self.sample_rate, "encoding": self.encoding,
-                "frame_samples": self.frame_samples}
 
 
 @dataclass(frozen=True)
-class Start:
+class Start(WireMessage):
     id: str
     text: str
     type: Literal["start"] = "start"
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"type": self.type, "id": self.id, "text": self.text}
-
 
 @dataclass(frozen=True)
-class UtteranceEnd:
+class UtteranceEnd(WireMessage):
     id: str
     frames: int
-    audio_s: float
-    ttfa_ms: float | None
-    rtf: float | None
+    audio_s: float = field(metadata=rounded(3))
+    ttfa_ms: float | None = field(metadata=rounded(1))
+    rtf: float | None = field(metadata=rounded(3))
     type: Literal["end"] = "end"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"type": self.type, "id": self.id, "frames": self.frames, "audio_s": round(self.audio_s, 3),
-                "ttfa_ms": None if self.ttfa_ms is None else round(self.ttfa_ms, 1),
-                "rtf": None if self.rtf is None else round(self.rtf, 3)}
 
 
 @dataclass(frozen=True)
-class Flushed:
+class Flushed(WireMessage):
     """Every utterance queued before the ``flush`` that asked for it has been sent."""
 
     id: str
     type: Literal["flushed"] = "flushed"
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"type": self.type, "id": self.id}
-
 
 @dataclass(frozen=True)
-class Cancelled:
+class Cancelled(WireMessage):
     id: str | None
     frames_sent: int
     type: Literal["cancelled"] = "cancelled"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"type": self.type, "id": self.id, "frames_sent": self.frames_sent}

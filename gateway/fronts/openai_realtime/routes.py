@@ -30,9 +30,8 @@ from starlette.websockets import WebSocket
 
 from auth.access import RouteClass, ws_route
 from auth.credentials import answer_subprotocol
-from engines.base import EngineState
 from gateway.config import Settings
-from gateway.dictation.faults import disabled_error, unavailable_error
+from gateway.dictation.asr_gate import asr_refusal
 from gateway.dictation.relay import GOING_AWAY_REASON
 from gateway.dictation.session import DictationSession
 from gateway.errors import (
@@ -108,10 +107,9 @@ async def realtime_socket(websocket: WebSocket) -> None:
     transport = RealtimeTransport(websocket, TranscriptionConfig(), languages, settings.idle_timeout_s)
     try:
         _check_query(websocket.query_params)
-        if asr is None:
-            raise disabled_error()
-        if asr.status().state in (EngineState.MISSING, EngineState.FAILED):
-            raise unavailable_error(asr.status())
+        refusal = asr_refusal(asr)
+        if refusal is not None:
+            raise refusal
     except GatewayError as exc:
         await _refuse(transport, exc)
         return
