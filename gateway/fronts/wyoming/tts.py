@@ -86,7 +86,7 @@ class Speaker:
         if not texts:
             raise BadMessage("synthesize: \"text\" is empty")
         self._pick(voice)  # unknown voice or engine not ready: answer now, queue nothing
-        self._check_room(1 + len(texts))
+        self._check_room(1)
         self._queue(Request(voice, streamed=False, texts=deque(texts), input_done=True))
 
     async def start(self, voice: VoiceRequest) -> None:
@@ -136,9 +136,10 @@ class Speaker:
         return self._current is not None or bool(self._requests)
 
     def _check_room(self, adding: int) -> None:
-        """Every request and every utterance text waiting counts against ``MAX_QUEUED``."""
-        waiting = [*self._requests, *([self._current[0]] if self._current else [])]
-        queued = len(self._requests) + sum(len(r.texts) for r in waiting)
+        """A request waiting counts once against ``MAX_QUEUED``, a streaming request each sentence it holds."""
+        queued = sum(len(r.texts) if r.streamed else 1 for r in self._requests)
+        if self._current is not None and self._current[0].streamed:
+            queued += len(self._current[0].texts)
         if queued + adding > MAX_QUEUED:
             raise GatewayError(f"{queued} requests are already queued on this connection (the limit is "
                                f"{MAX_QUEUED}); wait for their audio", code="too_many_utterances")
@@ -248,7 +249,9 @@ class Speaker:
         finally:
             self.sessions.remove(entry.id)
         if not transport.completed:  # the client left, read nothing or sent nothing for too long
-            log.info("wyoming %s: synthesis ended (close %s), closing", self.link.client, transport.close_code)
+            if not self._closed:
+                log.info("wyoming %s: synthesis ended (close %s), closing", self.link.client,
+                         transport.close_code)
             self.link.hang_up()
             raise PeerGone("the synthesis session ended before its answer")
 

@@ -80,3 +80,17 @@ async def test_a_client_that_reads_nothing_pauses_its_synthesis_then_is_closed(t
         (stream,) = engine.streams
     assert stream.cancelled
     assert stream.produced < stream.total  # generation waited for the reader, then stopped
+
+
+async def test_past_64_waiting_requests_one_more_is_refused_and_the_connection_goes_on(tmp_path):
+    engine = FakeTtsEngine(frame_delay_s=0.02, frames_by_text={"Endless.": 100_000})
+    async with wyoming_server(tmp_path, tts={"pocket": engine}) as server, connect(server) as client:
+        await client.write_event(Synthesize(text="Endless.").event())
+        assert (await read(client)).type == "audio-start"  # running: it waits no more
+        for _ in range(65):
+            await client.write_event(Synthesize(text="Queued.").event())
+        while (event := await read(client)).type == "audio-chunk":
+            pass
+    assert (event.type, event.data) == ("error", {
+        "text": "64 requests are already queued on this connection (the limit is 64); wait for their audio",
+        "code": "too_many_utterances"})
