@@ -78,6 +78,9 @@ class TtsSession:
     encoding: OutputFormat
     config: SessionConfig
     state: TtsState = TtsState.OPEN
+    # SynthesisOptions.extra for every utterance (a front's per-request options, e.g. Wyoming's speaker);
+    # an utterance's own options win
+    engine_options: dict[str, str] = field(default_factory=dict)
     _pending: deque[QueueItem] = field(default_factory=deque)  # not started yet
     _live: list[Utterance] = field(default_factory=list)  # queued or not fully sent
     _next_id: int = 0
@@ -211,7 +214,7 @@ class TtsSession:
                  options: dict[str, str] | None = None) -> None:
         self._next_id += 1
         utt = Utterance(id=utt_id or f"u{self._next_id}", text=text, voice=voice, seed=seed,
-                        options=dict(options or {}))
+                        options={**self.engine_options, **(options or {})})
         self._queue(utt)
         self._live.append(utt)
 
