@@ -40,7 +40,7 @@ from .decoder import Transcript, WhisperDecoder
 from .files import FileJob
 from .framing import FrameError, FrameRejected, encode_frame, pcm_from_bytes, read_frame
 from .lanes import DecodeLanes
-from .policy import DecodeJob, StreamOptions, StreamPolicy
+from .policy import RATE, DecodeJob, StreamOptions, StreamPolicy
 from .scheduler import Scheduler
 from .tuning import PolicyTuning
 from .utterance import FINAL_WINDOWS
