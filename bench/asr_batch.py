@@ -32,12 +32,12 @@ sys.path.insert(0, str(ROOT))
 
 from engines.asr.decoder import (  # noqa: E402
     FRAMES_PER_S,
-    SAMPLE_RATE,
     ShortWindow,
     WhisperDecoder,
     _pad_or_trim,
     short_window_frames,
 )
+from engines.asr.framing import SAMPLE_RATE  # noqa: E402
 from engines.asr.tuning import PolicyTuning  # noqa: E402
 from tests.support.speech import SENTENCES, piper_say, resample, silence  # noqa: E402
 

@@ -29,7 +29,7 @@ from auth.client_address import resolve_client
 from auth.credentials import answer_subprotocol
 from auth.inband import is_pending
 from auth.middleware import STATE_KEY as AUTH_STATE_KEY
-from gateway.errors import CLOSE_TRY_AGAIN
+from gateway.errors import close_code_for
 from gateway.serving import WS_MAX_SIZE, WS_MAX_SIZE_EXTENSION
 
 log = logging.getLogger("voxgate")
@@ -135,4 +135,4 @@ async def _refuse(scope: Scope, receive: Receive, send: Send, reason: str) -> No
     if message["type"] != "websocket.connect":  # the client left before the handshake
         return
     await send({"type": "websocket.accept", "subprotocol": answer_subprotocol(scope)})
-    await send({"type": "websocket.close", "code": CLOSE_TRY_AGAIN, "reason": reason})
+    await send({"type": "websocket.close", "code": close_code_for("over_capacity"), "reason": reason})

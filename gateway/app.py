@@ -27,8 +27,9 @@ from auth.store import AuthStore
 from engines.base import AsrService, TtsEngine
 from gateway import __version__
 from gateway.admission import AdmissionMiddleware, PendingSockets
+from gateway.child_env import child_environment
 from gateway.codecs.decode_pool import DecodeLimits, DecoderPool
-from gateway.config import Settings, child_environment
+from gateway.config import Settings
 from gateway.dictation.routes import dictation_routes
 from gateway.drain import Drainer
 from gateway.errors import GatewayError

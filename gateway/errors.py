@@ -6,7 +6,9 @@ does, it is an ``error`` event and the session goes on) and whether a client
 should retry. A ``GatewayError`` carries a code and a human message; it becomes
 an HTTP response, an ``error`` event or a close here and nowhere else, and
 every socket closes through ``close_socket``, which keeps the reason within the
-123 bytes a close frame allows.
+123 bytes a close frame allows. A close that is no error (a normal end, ...) is
+a named row of ``ENDS``; a site asks ``close_code_for`` the code of what
+happened, so every close code and its meaning is written here and nowhere else.
 
 The auth middleware's refusals have codes too (auth/codes.py); they are rows of
 the same table so clients switch on one vocabulary.
@@ -119,6 +121,42 @@ _ROWS = (
 )
 
 CODES: dict[str, WireCode] = {row.code: row for row in _ROWS}
+
+
+@dataclass(frozen=True)
+class SocketEnd:
+    """A close that is no error: the session ended the way its protocol says."""
+
+    name: str
+    close_code: int
+    meaning: str
+
+
+# Every close the gateway sends is an error's (its row of ``CODES``) or one of these.
+_ENDS = (
+    SocketEnd("normal_end", CLOSE_NORMAL,
+              "the session ended as asked (after `closed`, or the front's own last message)"),
+    SocketEnd("events_overflowed", CLOSE_SERVER_ERROR,
+              "the client read so slowly that a transcript event could not be queued; closed rather than lose it"),
+    SocketEnd("policy_violation", CLOSE_POLICY,
+              "a message the front's protocol does not allow there (an ElevenLabs socket whose first message is "
+              "not text)"),
+)
+
+ENDS: dict[str, SocketEnd] = {end.name: end for end in _ENDS}  # no name is also a row of CODES
+
+
+def close_code_for(name: str) -> int:
+    """The close code of ``name``: a row of ``CODES`` that closes a socket
+    (``idle_timeout``, ``going_away``, ``too_large`` ...) or an end of ``ENDS``.
+    Sites name what happened; the number comes from here."""
+    end = ENDS.get(name)
+    if end is not None:
+        return end.close_code
+    row = CODES.get(name)
+    if row is None or row.close_code is None:
+        raise ValueError(f"{name!r} is neither an end of gateway.errors.ENDS nor a code that closes a socket")
+    return row.close_code
 
 
 def markdown_table() -> str:

@@ -4,6 +4,6 @@
 framed protocol on stdin/stdout (framing.py), with one streaming policy per
 stream (policy.py: Silero VAD and utterances; partials.py with agreement.py;
 speculation.py; finals.py), tuned by one ``PolicyTuning`` (tuning.py), and
-decode lanes fed by a scheduler (server.py, scheduler.py). The gateway side
+decode lanes (lanes.py) fed by a scheduler (server.py, scheduler.py). The gateway side
 is gateway/dictation/sidecar.py. Nothing here imports the gateway.
 """

@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
+from .framing import SAMPLE_RATE
 from .tuning import PolicyTuning
 
-SAMPLE_RATE = 16000
 MAX_COMPRESSION_RATIO = 2.4
 NO_SPEECH_PROB = 0.6
 # Above this the model is sure there is no speech, whatever its text's log-probability

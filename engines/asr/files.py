@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 
 from .decoder import WhisperDecoder, Word
+from .framing import SAMPLE_RATE as RATE
 from .tuning import PolicyTuning
 
-RATE = 16000
 MAX_GROUP_S = 28.0
 BEAM = PolicyTuning.final_beam  # the live finals' default search, so the two compare
 

@@ -19,7 +19,8 @@ from collections import deque
 from typing import Any
 
 from .agreement import keep_stable_words
-from .decoder import SAMPLE_RATE, Transcript
+from .decoder import Transcript
+from .framing import SAMPLE_RATE
 from .utterance import ClosedUtterance, DecodeJob
 
 

@@ -21,7 +21,7 @@ import numpy as np
 
 MAX_HEADER_BYTES = 64 * 1024
 MAX_PAYLOAD_BYTES = 64 * 1024 * 1024  # a 30-minute file for /v1/audio/transcriptions
-SAMPLE_RATE = 16000
+SAMPLE_RATE = 16000  # the recognizer's rate: every payload and sample position on the pipe is at it
 
 
 class FrameError(ValueError):

@@ -18,7 +18,8 @@ from __future__ import annotations
 from typing import Any
 
 from .agreement import split_words
-from .decoder import SAMPLE_RATE, Transcript
+from .decoder import Transcript
+from .framing import SAMPLE_RATE
 from .tuning import PolicyTuning
 from .utterance import DecodeJob, OpenUtterance, StreamOptions
 

@@ -34,8 +34,8 @@ import numpy as np
 
 from .agreement import Agreement, split_words
 from .decoder import FULL_WINDOW_FRAMES, Transcript, short_window_frames
-from .decoder import SAMPLE_RATE as RATE
 from .finals import PendingFinals
+from .framing import SAMPLE_RATE as RATE
 from .partials import Partials
 from .speculation import Speculation
 from .stream_audio import StreamAudio

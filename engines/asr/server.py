@@ -4,7 +4,8 @@ Threads and who owns what:
 - a reader thread turns stdin frames into inbox items (and blocks when the
   inbox is full, which pushes back on the gateway through the pipe);
 - ``lanes`` decode threads each run one unit of work at a time on the shared
-  model (a batch of ``DecodeJob``s decoded together, or one file window);
+  model (a batch of ``DecodeJob``s decoded together, or one file window;
+  lanes.py);
 - the main thread owns every ``StreamPolicy``, asks the scheduler
   (scheduler.py) for the next work whenever a lane is free, and writes every
   outgoing frame, so stream state is never shared between threads.
@@ -35,9 +36,10 @@ import time
 from collections import deque
 from typing import Any, BinaryIO
 
-from .decoder import Transcript, WhisperDecoder, window_frames
+from .decoder import Transcript, WhisperDecoder
 from .files import FileJob
 from .framing import FrameError, FrameRejected, encode_frame, pcm_from_bytes, read_frame
+from .lanes import DecodeLanes
 from .policy import RATE, DecodeJob, StreamOptions, StreamPolicy
 from .scheduler import Scheduler
 from .tuning import PolicyTuning
@@ -67,7 +69,7 @@ class SidecarServer:
         self.final_window = final_window
         self.tuning = tuning or PolicyTuning()  # every stream's policy and the scheduler share it
         self.scheduler = Scheduler(lanes=lanes, max_batch=max_batch, tuning=self.tuning)
-        self._work: queue.Queue = queue.Queue(maxsize=lanes)
+        self.decode_lanes = DecodeLanes(self.decoder, self.inbox, lanes)
         self._busy = 0
         self._last_lag_report = 0.0
 
@@ -106,55 +108,12 @@ class SidecarServer:
         target = {"req": req} if isinstance(req, str) else {"stream": sid if isinstance(sid, str) else None}
         self.emit({"ev": "error", **target, "code": exc.code, "message": str(exc)})
 
-    def _work_loop(self) -> None:
-        while True:
-            work = self._work.get()
-            if work is None:
-                return
-            if isinstance(work, FileJob):
-                try:
-                    work.step(self.decoder)
-                    result: FileJob | Exception = work
-                except Exception as exc:  # a failed decode is reported, the sidecar goes on
-                    log.exception("file decode failed")
-                    result = exc
-                self.inbox.put(("file", work, result))
-            else:
-                self.inbox.put(("results", work, self._decode(work)))
-
-    def _decode(self, jobs: list[DecodeJob]) -> list[Transcript | Exception]:
-        """Decode a batch: word-timed jobs one by one, the others in groups of one encoder window."""
-        results: dict[int, Transcript | Exception] = {}
-        windows = {i: j.window() for i, j in enumerate(jobs) if not j.word_timestamps}
-        same: dict[tuple[bool, int], list[int]] = {}  # only windows of one encoder window decode together
-        for i, w in windows.items():
-            same.setdefault((w.full, window_frames(w)), []).append(i)
-        groups = [*same.values(), *([i] for i, j in enumerate(jobs) if j.word_timestamps)]
-        for group in groups:
-            try:
-                if jobs[group[0]].word_timestamps:
-                    job = jobs[group[0]]
-                    decoded = [self.decoder.decode(job.audio, language=job.language, beam_size=job.beam_size,
-                                                   prefix=job.prefix, word_timestamps=True,
-                                                   offset_s=job.start_sample / RATE)]
-                else:
-                    decoded = self.decoder.decode_batch([windows[i] for i in group],
-                                                        beam_size=jobs[group[0]].beam_size)
-                results.update(zip(group, decoded, strict=True))
-            except Exception as exc:  # a failed decode is reported, the sidecar goes on
-                log.exception("decode failed")
-                results.update((i, exc) for i in group)
-        return [results[i] for i in range(len(jobs))]
-
     def serve(self, stdin: BinaryIO) -> int:
         self.emit({"ev": "ready", "model": self.model_id, "multilingual": self.decoder.multilingual,
                    "languages": self.languages})
         reader = threading.Thread(target=self._read_loop, args=(stdin,), name="asr-reader", daemon=True)
-        workers = [threading.Thread(target=self._work_loop, name=f"asr-decoder-{n}", daemon=True)
-                   for n in range(self.lanes)]
         reader.start()
-        for worker in workers:
-            worker.start()
+        self.decode_lanes.start()
         try:
             while True:
                 try:
@@ -179,8 +138,7 @@ class SidecarServer:
                 self._dispatch(now)
                 self._report_lag(now)
         finally:
-            for _ in workers:
-                self._work.put(None)
+            self.decode_lanes.stop()
 
     def _handle(self, kind: str, a: Any, b: Any) -> bool:
         """One inbox item; False at the end of the input."""
@@ -284,7 +242,7 @@ class SidecarServer:
             self.streams.pop(sid, None)
             self.scheduler.forget(sid)
             self.emit({"ev": "ended", "stream": sid, "utterances": policy.utterances,
-                       "audio_s": round(policy.audio_samples / 16000, 3)})
+                       "audio_s": round(policy.audio_samples / RATE, 3)})
 
     # ---- decode results and scheduling
 
@@ -320,7 +278,7 @@ class SidecarServer:
             if work is None:
                 return
             self._busy += 1
-            self._work.put(work)
+            self.decode_lanes.submit(work)
 
     def _report_lag(self, now: float) -> None:
         busy_s = self.decoder.oldest_s(now)

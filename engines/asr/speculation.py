@@ -26,7 +26,8 @@ from __future__ import annotations
 from typing import Any
 
 from .agreement import keep_stable_words
-from .decoder import SAMPLE_RATE, Transcript
+from .decoder import Transcript
+from .framing import SAMPLE_RATE
 from .tuning import PolicyTuning
 from .utterance import ClosedUtterance, DecodeJob, OpenUtterance, StreamOptions
 

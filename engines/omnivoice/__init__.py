@@ -2,6 +2,7 @@
 
 - engine.py      ``OmniVoiceEngine``: the ``TtsEngine`` the gateway calls
 - stream.py      one utterance, sentence by sentence, cut into 80 ms frames
+- options.py     the per-utterance options (instruct, language), checked against the package
 - synthesis.py   what each sentence asks of the model; voice prompts through the cache
 - worker.py      the one thread that touches the model (bounded queue, idle unload)
 - backend.py     loading the package's model; generate / make_prompt behind ``Backend``

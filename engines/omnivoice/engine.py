@@ -39,6 +39,7 @@ from engines.base import (
     Voice,
 )
 from engines.omnivoice.backend import Backend, LoadSpec, PackageChecks, WeightsMissing, load_backend, package_checks
+from engines.omnivoice.options import instruct_option, language_option
 from engines.omnivoice.prompts import PromptCache
 from engines.omnivoice.runtime import PACKAGE_HINT, RuntimeMissing
 from engines.omnivoice.stream import SentenceStream
@@ -213,8 +214,8 @@ class OmniVoiceEngine:
         if not isinstance(text, str) or not text.strip():
             raise EngineError("text: nothing to say (empty or whitespace only)", code="bad_request")
         options = options or SynthesisOptions()
-        instruct = self._instruct(options.extra.get("instruct"))
-        language = self._language(options.extra.get("language"))
+        instruct = instruct_option(self._checks, options.extra.get("instruct"))
+        language = language_option(self._checks, options.extra.get("language"))
         chosen: DesignedVoice | ClonedVoice | None = DESIGNED[DEFAULT_VOICE]
         if voice is not None:
             chosen = DESIGNED.get(voice) or self.store.get(voice)
@@ -235,28 +236,6 @@ class OmniVoiceEngine:
 
     def _release(self) -> None:
         self._active = max(0, self._active - 1)
-
-    def _instruct(self, value: object) -> str | None:
-        if value is None or (isinstance(value, str) and not value.strip()):
-            return None
-        if not isinstance(value, str):
-            raise EngineError("instruct: must be a string such as \"female, low pitch, british accent\"",
-                              code="bad_request")
-        check = self._checks.check_instruct if self._checks is not None else None
-        if check is not None:
-            try:
-                check(value)
-            except ValueError as exc:
-                raise EngineError(f"instruct: {exc}", code="bad_request") from None
-        return value.strip()
-
-    def _language(self, value: object) -> str | None:
-        if value is None or value == "":
-            return None
-        if not isinstance(value, str) or self._checks is None or self._checks.language(value) is None:
-            raise EngineError(f"language: {str(value)[:40]!r} is not a language OmniVoice knows; use an ISO 639 code "
-                              "(en, zh, ja, de, ...) or an English name (English, German, ...)", code="bad_request")
-        return self._checks.language(value)
 
     # ---- voices
     async def clone_voice(self, voice_id: str, wav_bytes: bytes, transcript: str | None = None) -> Voice:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from engines.asr.framing import SAMPLE_RATE as ASR_RATE
 from gateway.audio import AudioFormatError, Encoding, read_wav, resample
 from gateway.config import Settings
 
@@ -48,7 +49,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"voxgate transcribe: {args.file}: {exc}", file=sys.stderr)
         return 2
     if rate > 48000 or rate < 8000:
-        samples, rate = resample(samples, rate, 16000), 16000
+        samples, rate = resample(samples, rate, ASR_RATE), ASR_RATE
     return asyncio.run(transcribe(url, samples, rate, args, api_key=settings.api_key))
 
 

@@ -21,12 +21,12 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from engines.asr.framing import SAMPLE_RATE as ASR_RATE
 from gateway.audio import AudioFormatError
 from gateway.codecs.decoders import concat, stream_decoder
 from gateway.codecs.formats import InputEncoding
 from gateway.resampling import LowDelayResampler
 
-ASR_RATE = 16000
 STEP_SAMPLES = ASR_RATE  # a step ends once it holds a second of recognizer audio (plus at most one packet)
 
 

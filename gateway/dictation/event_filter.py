@@ -15,10 +15,9 @@ Pure bookkeeping, no I/O; used from one asyncio task at a time.
 
 from __future__ import annotations
 
+from engines.asr.framing import SAMPLE_RATE as ASR_RATE
 from gateway.dictation.pipe import StreamItem
 from gateway.protocol.dictation import Discarded, EagerFinal, Final, Finalized, Partial, SpeechStarted, TurnResumed
-
-RATE = 16000
 
 
 class EventFilter:
@@ -96,5 +95,5 @@ class EventFilter:
         if held is None or n <= self.finished:
             return None
         if isinstance(event, Discarded):
-            return TurnResumed(n, round(event.end_sample / RATE, 3))
+            return TurnResumed(n, round(event.end_sample / ASR_RATE, 3))
         return None if event.text == held else TurnResumed(n, event.end)

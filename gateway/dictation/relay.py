@@ -19,7 +19,7 @@ import secrets
 
 from engines.base import AsrStreamHandle
 from gateway.dictation.transport import DictationTransport
-from gateway.errors import CLOSE_GOING_AWAY, CLOSE_IDLE, CLOSE_NORMAL, CLOSE_SERVER_ERROR, GatewayError
+from gateway.errors import GatewayError, close_code_for
 from gateway.protocol.common import Closed, ErrorEvent
 from gateway.protocol.dictation import Final, Finalized, ServerEvent, SpeechStarted
 
@@ -81,14 +81,14 @@ async def relay_events(stream: AsrStreamHandle, out: Outbox, drain: Drain) -> No
     """Send the stream's events until the session ends (the close is done here)."""
     while True:
         if stream.overflowed:
-            await out.close(CLOSE_SERVER_ERROR, "the client is not reading transcript events")
+            await out.close(close_code_for("events_overflowed"), "the client is not reading transcript events")
             return
         try:
             item: ServerEvent = await asyncio.wait_for(stream.events.get(), POLL_S)
         except asyncio.TimeoutError:
             continue
         if isinstance(item, Finalized) and item.id == drain.mark:
-            await out.close(CLOSE_GOING_AWAY, GOING_AWAY_REASON)
+            await out.close(close_code_for("going_away"), GOING_AWAY_REASON)
             return
         if isinstance(item, ErrorEvent) and item.close_code is not None:  # the stream was dropped
             with contextlib.suppress(Exception):
@@ -98,9 +98,9 @@ async def relay_events(stream: AsrStreamHandle, out: Outbox, drain: Drain) -> No
         try:
             await out.send(item)
         except asyncio.TimeoutError:
-            await out.close(CLOSE_IDLE, f"the client did not read for {out.timeout_s:.0f} s")
+            await out.close(close_code_for("idle_timeout"), f"the client did not read for {out.timeout_s:.0f} s")
             return
         drain.sent(item)
         if isinstance(item, Closed):
-            await out.close(CLOSE_NORMAL)
+            await out.close(close_code_for("normal_end"))
             return

@@ -22,11 +22,11 @@ from typing import Any
 
 import numpy as np
 
+from engines.asr.framing import SAMPLE_RATE as ASR_RATE
 from gateway.dictation.event_filter import EventFilter
 
-RATE = 16000
-IDLE_KEEP_SAMPLES = 3 * RATE
-MAX_KEEP_SAMPLES = 60 * RATE  # bounds memory while a sidecar stays down; a forced cut comes at 25 s anyway
+IDLE_KEEP_SAMPLES = 3 * ASR_RATE
+MAX_KEEP_SAMPLES = 60 * ASR_RATE  # bounds memory while a sidecar stays down; a forced cut comes at 25 s anyway
 
 
 @dataclass(frozen=True)

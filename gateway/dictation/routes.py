@@ -15,32 +15,29 @@ and CPU are capped.
 
 from __future__ import annotations
 
-from starlette.datastructures import UploadFile
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute
 from starlette.websockets import WebSocket
 
 from auth.access import RouteClass, http_route, ws_route
-from engines.base import EngineState
+from engines.asr.framing import SAMPLE_RATE as ASR_RATE
 from gateway.audio import AudioFormatError, AudioTooLong
 from gateway.codecs.decode_pool import DecoderPool
 from gateway.config import Settings
-from gateway.dictation.faults import disabled_error, unavailable_error
+from gateway.dictation.asr_gate import asr_refusal, language_refusal
 from gateway.dictation.session import DictationSession
 from gateway.dictation.transport import NativeDictationTransport
 from gateway.errors import BadRequest, GatewayError, OverCapacity, TooLarge, refuse_socket
 from gateway.protocol.dictation import parse_dictation_params
-from gateway.protocol.json import bounded_request
+from gateway.protocol.multipart import multipart_form, read_file_field
 from gateway.registry import client_label, client_share
 
 MAX_UPLOAD_BYTES = 25 * 1024 * 1024  # OpenAI's own limit
 # Decoded length cap: the audio goes to the sidecar as one float32 frame at 16 kHz,
 # and a frame holds at most 64 MiB (17.4 min); 15 min keeps a margin.
 MAX_AUDIO_S = 15 * 60
-MULTIPART_OVERHEAD_BYTES = 64 * 1024  # the form's other fields and part headers
 RESPONSE_FORMATS = ("json", "text", "verbose_json")
-ASR_RATE = 16000
 
 
 async def dictation_socket(websocket: WebSocket) -> None:
@@ -81,39 +78,23 @@ async def transcriptions(request: Request) -> Response:
 
 async def _transcribe(request: Request) -> Response:
     asr = request.state.asr
-    if asr is None:
-        raise disabled_error()
-    if asr.status().state in (EngineState.MISSING, EngineState.FAILED):
-        raise unavailable_error(asr.status())
-    if not request.headers.get("content-type", "").startswith("multipart/form-data"):
-        raise BadRequest("the body must be multipart/form-data with a 'file' field")
-    try:
-        form = await bounded_request(request, MAX_UPLOAD_BYTES + MULTIPART_OVERHEAD_BYTES).form(
-            max_files=1, max_fields=20)
-    except TooLarge:
-        raise
-    except Exception as exc:  # the multipart parser's own errors: malformed body, too many parts
-        raise BadRequest(f"the multipart body cannot be parsed: {exc}") from None
-    try:
-        upload = form.get("file")
-        if not isinstance(upload, UploadFile):
-            raise BadRequest("file: missing; send the audio as a multipart file field named 'file'")
-        data = await upload.read(MAX_UPLOAD_BYTES + 1)
-        if len(data) > MAX_UPLOAD_BYTES:
-            raise TooLarge(f"file: larger than {MAX_UPLOAD_BYTES} bytes")
+    refusal = asr_refusal(asr)
+    if refusal is not None:
+        raise refusal
+    async with multipart_form(request, MAX_UPLOAD_BYTES, max_fields=20,
+                              not_multipart="the body must be multipart/form-data with a 'file' field") as form:
+        data = await read_file_field(form, "file", MAX_UPLOAD_BYTES,
+                                     missing="file: missing; send the audio as a multipart file field named 'file'")
         response_format = str(form.get("response_format") or "json")
         language = str(form.get("language") or "").strip().lower() or None
         granularities = [str(v) for v in form.getlist("timestamp_granularities[]")]
-    finally:
-        await form.close()
     if response_format not in RESPONSE_FORMATS:
         raise BadRequest(f"response_format: {response_format[:20]!r} must be one of: {', '.join(RESPONSE_FORMATS)}")
     if language == "auto":
         language = None
-    languages = asr.info()["languages"]
-    if language is not None and languages and language not in languages:
-        raise BadRequest(f"language: the ASR model {asr.model_name} does not support {language[:10]!r} "
-                         f"(available: {', '.join(languages[:20])})", code="unsupported_language")
+    unsupported = language_refusal(asr, language, install_hint=False)
+    if unsupported is not None:
+        raise unsupported
     decoders: DecoderPool = request.state.decoders
     try:  # in a child process: a file chooses what its decode costs, so it must not cost the gateway
         decoded = await decoders.decode(data, ASR_RATE, MAX_AUDIO_S)

@@ -34,24 +34,22 @@ from typing import Any
 
 from starlette.websockets import WebSocketDisconnect
 
+from engines.asr.framing import SAMPLE_RATE as ASR_RATE
 from engines.base import AsrService, AsrStreamHandle, EngineState
 from gateway.audio import AudioFormatError
 from gateway.config import Settings
-from gateway.dictation.audio_in import ASR_RATE, AudioPath
-from gateway.dictation.faults import disabled_error, unavailable_error
+from gateway.dictation.asr_gate import asr_refusal, language_refusal
+from gateway.dictation.audio_in import AudioPath
+from gateway.dictation.faults import unavailable_error
 from gateway.dictation.pacing import Pacer
 from gateway.dictation.relay import Drain, Outbox, relay_events
 from gateway.dictation.transport import DictationTransport
 from gateway.errors import (
-    CLOSE_BAD_REQUEST,
-    CLOSE_IDLE,
-    CLOSE_SERVER_ERROR,
-    CLOSE_TOO_BIG,
     BadAudio,
     BadMessage,
-    BadRequest,
     GatewayError,
     TooLarge,
+    close_code_for,
 )
 from gateway.protocol.common import ErrorEvent
 from gateway.protocol.dictation import ClientMessage, DictationParams, End, Finalize, Ready
@@ -116,7 +114,7 @@ class DictationSession:
                 "audio_s": round(stream.audio_s, 3) if stream else 0.0,
                 "utterances": stream.finals if stream else 0,
                 "lag_s": round(stream.lag_s, 3) if stream else 0.0,
-                "ahead_s": round(self._pacer.ahead_s, 3)}
+                "ahead_s": round(self._pacer.ahead_s, 3), "idle_timeout_s": self.idle_timeout_s}
 
     # ---- lifecycle
 
@@ -166,23 +164,15 @@ class DictationSession:
     async def _usable_asr(self) -> AsrService | None:
         """The ASR service, or None after refusing the socket (error event + close)."""
         asr = self.asr
-        if asr is None:
-            await self._out.refuse(disabled_error())
-            return None
-        state = asr.status().state
-        if state in (EngineState.MISSING, EngineState.FAILED) or (
-                state is EngineState.LOADING and asr.restarts == 0 and not await asr.wait_ready(ASR_START_WAIT_S)):
-            await self._out.refuse(unavailable_error(asr.status()))
-            return None
-        languages = asr.info()["languages"]
-        language = self.params.language
-        if language != "auto" and languages and language not in languages:
-            shown = ", ".join(languages[:20]) + (" ..." if len(languages) > 20 else "")
-            hint = "; install multilingual Whisper base: voxgate models install whisper-base" \
-                if languages == ["en"] else ""
-            await self._out.refuse(BadRequest(f"language: the ASR model {asr.model_name} does not support "
-                                              f"{language!r} (available: {shown}){hint}",
-                                              code="unsupported_language"))
+        refusal: GatewayError | None = asr_refusal(asr)
+        if asr is not None and refusal is None:
+            if asr.status().state is EngineState.LOADING and asr.restarts == 0 \
+                    and not await asr.wait_ready(ASR_START_WAIT_S):
+                refusal = unavailable_error(asr.status())
+            else:
+                refusal = language_refusal(asr, self.params.language, install_hint=True)
+        if refusal is not None:
+            await self._out.refuse(refusal)
             return None
         return asr
 
@@ -217,12 +207,12 @@ class DictationSession:
                     await stream.send_audio(await self._audio.flush())
                     await stream.finalize(self._drain.mark)
                     return True
-                await self._out.close(CLOSE_IDLE, f"no audio or message for {idle_s:.0f} s")
+                await self._out.close(close_code_for("idle_timeout"), f"no audio or message for {idle_s:.0f} s")
                 return False
             try:
                 message = receive.result()
             except TooLarge as exc:
-                await self._out.close(CLOSE_TOO_BIG, exc.message)
+                await self._out.close(exc.close_code, exc.message)
                 return False
             except GatewayError as exc:
                 await self._out.send(ErrorEvent.of(exc))
@@ -268,7 +258,7 @@ class DictationSession:
             return True
         error = BadAudio(f"{exc}; the {self.params.encoding.value} stream cannot be read past this point")
         await self._out.send(ErrorEvent.of(error))
-        await self._out.close(CLOSE_BAD_REQUEST, error.message)
+        await self._out.close(close_code_for("bad_request"), error.message)
         return False
 
     async def _on_message(self, stream: AsrStreamHandle, message: ClientMessage) -> None:
@@ -291,4 +281,5 @@ class DictationSession:
         try:
             await asyncio.wait_for(asyncio.shield(sender), END_WAIT_S)
         except asyncio.TimeoutError:
-            await self._out.close(CLOSE_SERVER_ERROR, f"the last transcripts did not arrive within {END_WAIT_S:.0f} s")
+            await self._out.close(close_code_for("internal_error"),
+                                  f"the last transcripts did not arrive within {END_WAIT_S:.0f} s")

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from engines.asr.framing import MAX_PAYLOAD_BYTES, encode_frame, pcm_to_bytes
+from engines.asr.framing import SAMPLE_RATE as ASR_RATE
 from engines.asr.models import ModelMissing, ResolvedModel, resolve_model
 from engines.base import EngineState, EngineStatus
 from gateway.config import Settings
@@ -164,10 +165,10 @@ class AsrSupervisor:
 
     async def transcribe(self, samples: np.ndarray, *, language: str | None, word_timestamps: bool,
                          timeout_s: float) -> dict[str, Any]:
-        """Transcribe a whole file (16 kHz float32). Raises Unavailable / GatewayError."""
+        """Transcribe a whole file (float32 at ASR_RATE). Raises Unavailable / GatewayError."""
         if len(samples) * 4 > MAX_PAYLOAD_BYTES:  # one frame carries it; a larger one the sidecar would refuse
-            raise TooLarge(f"{len(samples) / 16000 / 60:.1f} min of audio is more than one transcription takes "
-                           f"({MAX_PAYLOAD_BYTES // 4 / 16000 / 60:.1f} min)")
+            raise TooLarge(f"{len(samples) / ASR_RATE / 60:.1f} min of audio is more than one transcription takes "
+                           f"({MAX_PAYLOAD_BYTES // 4 / ASR_RATE / 60:.1f} min)")
         if not await self.wait_ready(min(timeout_s, 30.0)):
             raise unavailable_error(self._state)
         req, future = self._table.new_request()

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from engines.asr.framing import SAMPLE_RATE as ASR_RATE
 from engines.asr.framing import pcm_to_bytes
 from gateway.dictation.event_filter import EventFilter
 from gateway.dictation.pipe import Ended, StreamItem, audio_op, close_op, end_op, finalize_op
@@ -34,7 +35,6 @@ from gateway.protocol.dictation import (
     TurnResumed,
 )
 
-RATE = 16000
 EVENT_QUEUE_SIZE = 512
 ESSENTIAL = (EagerFinal, TurnResumed, Final, Finalized)  # never dropped: a client that loses one is told
 
@@ -98,7 +98,7 @@ class AsrStream:
 
     @property
     def audio_s(self) -> float:
-        return self.retention.pos / RATE
+        return self.retention.pos / ASR_RATE
 
     @property
     def in_utterance(self) -> bool:

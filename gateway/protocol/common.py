@@ -7,23 +7,21 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from gateway.errors import GatewayError
+from gateway.protocol.wire import INLINE, WireMessage, internal, rounded
 
 
 @dataclass(frozen=True)
-class Closed:
+class Closed(WireMessage):
     """The last event of a session the client ended with ``end``: how many
     utterances it had and how much audio (seconds) went through it."""
 
     utterances: int
-    audio_s: float
+    audio_s: float = field(metadata=rounded(3))
     type: Literal["closed"] = "closed"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"type": self.type, "utterances": self.utterances, "audio_s": round(self.audio_s, 3)}
 
 
 @dataclass(frozen=True)
-class ErrorEvent:
+class ErrorEvent(WireMessage):
     """An ``error`` event: a machine code of gateway/errors.py and why.
     ``close_code`` is None when the session goes on after it, else the code the
     socket closes with once it is sent (it is not part of the event)."""
@@ -31,8 +29,8 @@ class ErrorEvent:
     code: str
     message: str
     retryable: bool
-    extra: Mapping[str, Any] = field(default_factory=dict)
-    close_code: int | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict, metadata=INLINE)
+    close_code: int | None = internal(None)
     type: Literal["error"] = "error"
 
     @classmethod
@@ -40,7 +38,3 @@ class ErrorEvent:
         """The event for ``error``; ``closes``: the session ends with the error's close code."""
         return cls(error.code, error.message, error.retryable, dict(error.extra),
                    error.close_code if closes else None)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"type": self.type, "code": self.code, "message": self.message, "retryable": self.retryable,
-                **self.extra}

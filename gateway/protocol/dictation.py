@@ -37,6 +37,8 @@ from gateway.codecs.formats import InputEncoding, parse_input_encoding
 from gateway.errors import BadMessage, BadRequest
 from gateway.protocol.common import Closed, ErrorEvent
 from gateway.protocol.json import message_type, parse_message
+from gateway.protocol.query import query_bool
+from gateway.protocol.wire import OMIT_NONE, WireMessage, internal
 
 MIN_SILENCE_MS = 200
 MAX_SILENCE_MS = 5000
@@ -58,18 +60,6 @@ class DictationParams:
     word_timestamps: bool = False
     silence_ms: int = 500
     eager: bool = False
-
-
-def _bool_param(query: Mapping[str, str], name: str, default: bool) -> bool:
-    raw = query.get(name)
-    if raw is None or raw == "":
-        return default
-    low = raw.lower()
-    if low in ("true", "1", "yes", "on"):
-        return True
-    if low in ("false", "0", "no", "off"):
-        return False
-    raise BadRequest(f"{name}: {raw[:20]!r} is not a boolean (use true or false)")
 
 
 def parse_dictation_params(query: Mapping[str, str]) -> DictationParams:
@@ -98,9 +88,9 @@ def parse_dictation_params(query: Mapping[str, str]) -> DictationParams:
         if not MIN_SILENCE_MS <= silence_ms <= MAX_SILENCE_MS:
             raise BadRequest(f"silence_ms: {silence_ms} must be between {MIN_SILENCE_MS} and {MAX_SILENCE_MS}")
     return DictationParams(sample_rate=rate, encoding=encoding, language=language,
-                           interim=_bool_param(query, "interim", True),
-                           word_timestamps=_bool_param(query, "word_timestamps", False),
-                           silence_ms=silence_ms, eager=_bool_param(query, "eager", False))
+                           interim=query_bool(query, "interim", True),
+                           word_timestamps=query_bool(query, "word_timestamps", False),
+                           silence_ms=silence_ms, eager=query_bool(query, "eager", False))
 
 
 # ---- client -> server
@@ -145,35 +135,27 @@ def parse_client_message(raw: str) -> ClientMessage:
 # ---- server -> client
 
 
-@dataclass(frozen=True)
-class Ready:
+@dataclass(frozen=True, kw_only=True)
+class Ready(WireMessage):
     session: str
+    protocol: int = 1
     sample_rate: int
     encoding: str
     language: str
     model: str
-    protocol: int = 1
     type: Literal["ready"] = "ready"
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"type": self.type, "session": self.session, "protocol": self.protocol,
-                "sample_rate": self.sample_rate, "encoding": self.encoding, "language": self.language,
-                "model": self.model}
-
 
 @dataclass(frozen=True)
-class SpeechStarted:
+class SpeechStarted(WireMessage):
     utterance: int
     at: float
-    start_sample: int = field(default=0, compare=False)  # where its audio starts (16 kHz); not sent
+    start_sample: int = internal(0, compare=False)  # where its audio starts (at ASR_RATE)
     type: Literal["speech_started"] = "speech_started"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"type": self.type, "utterance": self.utterance, "at": self.at}
 
 
 @dataclass(frozen=True)
-class Partial:
+class Partial(WireMessage):
     utterance: int
     text: str
     stable: str
@@ -182,33 +164,22 @@ class Partial:
     lag_s: float = 0.0
     type: Literal["partial"] = "partial"
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"type": self.type, "utterance": self.utterance, "text": self.text, "stable": self.stable,
-                "start": self.start, "end": self.end, "lag_s": self.lag_s}
-
 
 @dataclass(frozen=True)
-class Final:
+class Final(WireMessage):
     utterance: int
     text: str
     start: float
     end: float
     language: str
-    words: list[dict[str, Any]] | None = None
-    lag_s: float = field(default=0.0, compare=False)  # how far the recognizer was behind; not sent
-    end_sample: int = field(default=0, compare=False)  # where its audio ends (16 kHz); not sent
+    words: list[dict[str, Any]] | None = field(default=None, metadata=OMIT_NONE)
+    lag_s: float = internal(0.0, compare=False)  # how far the recognizer was behind
+    end_sample: int = internal(0, compare=False)  # where its audio ends (at ASR_RATE)
     type: Literal["final"] = "final"
-
-    def to_dict(self) -> dict[str, Any]:
-        out = {"type": self.type, "utterance": self.utterance, "text": self.text, "start": self.start,
-               "end": self.end, "language": self.language}
-        if self.words is not None:
-            out["words"] = self.words
-        return out
 
 
 @dataclass(frozen=True)
-class EagerFinal:
+class EagerFinal(WireMessage):
     """The utterance's final as it stands if the silence lasts; ``turn_resumed``
     withdraws it, otherwise the ``final`` repeats its text."""
 
@@ -217,31 +188,21 @@ class EagerFinal:
     start: float
     end: float
     language: str
-    words: list[dict[str, Any]] | None = None
+    words: list[dict[str, Any]] | None = field(default=None, metadata=OMIT_NONE)
     type: Literal["eager_final"] = "eager_final"
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"type": self.type, "utterance": self.utterance, "text": self.text,
-                               "start": self.start, "end": self.end, "language": self.language}
-        if self.words is not None:
-            out["words"] = self.words
-        return out
 
 
 @dataclass(frozen=True)
-class TurnResumed:
+class TurnResumed(WireMessage):
     """The last ``eager_final`` of the utterance no longer stands: speech came back at ``at``."""
 
     utterance: int
     at: float
     type: Literal["turn_resumed"] = "turn_resumed"
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"type": self.type, "utterance": self.utterance, "at": self.at}
-
 
 @dataclass(frozen=True)
-class Finalized:
+class Finalized(WireMessage):
     """The answer to a ``finalize`` with an id: every final of the audio sent before
     it is out. ``utterance`` is the one it closed (None: none was open)."""
 
@@ -249,20 +210,14 @@ class Finalized:
     utterance: int | None
     type: Literal["finalized"] = "finalized"
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"type": self.type, "id": self.id, "utterance": self.utterance}
-
 
 @dataclass(frozen=True)
-class Discarded:
+class Discarded(WireMessage):
     """The utterance held no words (a cough, a door): it ends without a ``final``."""
 
     utterance: int
-    end_sample: int = field(default=0, compare=False)  # where its audio ends (16 kHz); not sent
+    end_sample: int = internal(0, compare=False)  # where its audio ends (at ASR_RATE)
     type: Literal["discarded"] = "discarded"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"type": self.type, "utterance": self.utterance}
 
 
 # What the recognizer says about a stream's utterances.

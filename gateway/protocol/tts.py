@@ -18,13 +18,14 @@ field and says why, so the route only has to translate it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from gateway.audio import parse_rate
-from gateway.codecs.formats import HTTP_OUTPUTS, OPENAI_OUTPUTS, SOCKET_OUTPUTS, OutputFormat, parse_output_format
-from gateway.errors import BadMessage, BadRequest, TooLarge
+from gateway.codecs.formats import SOCKET_OUTPUTS, OutputFormat, parse_output_format
+from gateway.errors import BadMessage, BadRequest
 from gateway.protocol.json import message_type, parse_message
+from gateway.protocol.wire import WireMessage, rounded
 
 MAX_ID_CHARS = 128
 MAX_VOICE_CHARS = 128
@@ -191,166 +192,48 @@ def parse_tts_params(query: Mapping[str, str], default_engine: str) -> TtsParams
     return TtsParams(engine=engine, voice=voice, sample_rate=rate, encoding=encoding)
 
 
-# ---- HTTP request bodies
-
-@dataclass(frozen=True)
-class SynthesisRequest:
-    """The body of ``POST /v1/tts``."""
-
-    text: str
-    engine: str | None = None
-    voice: str | None = None
-    format: OutputFormat = OutputFormat.WAV
-    sample_rate: int | None = None  # None: the format's default (G.711: 8 kHz; others: the engine's rate)
-    seed: int | None = None
-    language: str | None = None
-    instruct: str | None = None
-
-    def engine_options(self) -> dict[str, str]:
-        return engine_options(self.language, self.instruct)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any], limits: TextLimits) -> SynthesisRequest:
-        """Raises ``BadRequest`` (or ``TooLarge`` for the text) naming the field."""
-        raw_format = data.get("format", "wav")
-        try:
-            fmt = parse_output_format(raw_format if isinstance(raw_format, str) else "", HTTP_OUTPUTS)
-        except ValueError as exc:
-            raise BadRequest(f"format: {exc}") from None
-        rate = data.get("sample_rate")
-        if rate is not None:
-            if isinstance(rate, bool) or not isinstance(rate, int):
-                raise BadRequest("sample_rate: must be an integer")
-            try:
-                rate = parse_rate(rate)
-                fmt.check_rate(rate)
-            except ValueError as exc:
-                raise BadRequest(f"sample_rate: {exc}") from None
-        seed = data.get("seed")
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED):
-            raise BadRequest(f"seed: must be an integer between 0 and {MAX_SEED}")
-        return cls(text=body_text(data, "text", limits), engine=body_str(data, "engine"),
-                   voice=body_str(data, "voice"), format=fmt, sample_rate=rate, seed=seed,
-                   language=body_str(data, "language", MAX_LANGUAGE_CHARS),
-                   instruct=body_str(data, "instruct", MAX_INSTRUCT_CHARS))
-
-
-@dataclass(frozen=True)
-class SpeechRequest:
-    """The body of the OpenAI-compatible ``POST /v1/audio/speech``."""
-
-    input: str
-    model: str | None = None
-    voice: str | None = None
-    response_format: str = "mp3"  # OpenAI's default
-
-    @property
-    def output(self) -> OutputFormat:
-        return OPENAI_OUTPUTS[self.response_format]
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any], limits: TextLimits) -> SpeechRequest:
-        text = body_text(data, "input", limits)
-        fmt = data.get("response_format") or "mp3"
-        if not isinstance(fmt, str) or fmt not in OPENAI_OUTPUTS:
-            raise BadRequest(f"response_format: {str(fmt)[:20]!r} is not supported; use one of: "
-                             f"{', '.join(OPENAI_OUTPUTS)}")
-        if data.get("stream_format") not in (None, "audio"):
-            raise BadRequest("stream_format: only 'audio' is supported")
-        speed = data.get("speed")
-        if speed is not None and (isinstance(speed, bool) or not isinstance(speed, (int, float)) or speed != 1):
-            raise BadRequest("speed: only 1.0 is supported")
-        model = data.get("model")
-        voice = data.get("voice")
-        if isinstance(voice, dict):  # newer clients may send {"id": "..."}
-            voice = voice.get("id")
-        if voice is not None and not isinstance(voice, str):
-            raise BadRequest("voice: must be a string")
-        return cls(input=text, model=model if isinstance(model, str) else None, voice=voice or None,
-                   response_format=fmt)
-
-
-def body_text(data: Mapping[str, Any], field: str, limits: TextLimits) -> str:
-    text = data.get(field)
-    if not isinstance(text, str) or not text.strip():
-        raise BadRequest(f"{field}: required, a non-empty string")
-    if len(text) > limits.max_chars:
-        raise TooLarge(f"{field}: {len(text)} characters; the limit is {limits.max_chars}", code="text_too_long")
-    return text
-
-
-def body_str(data: Mapping[str, Any], field: str, max_chars: int | None = None) -> str | None:
-    value = data.get(field)
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value.strip():
-        raise BadRequest(f"{field}: must be a non-empty string")
-    if max_chars is not None and len(value) > max_chars:
-        raise BadRequest(f"{field}: longer than {max_chars} characters")
-    return value
-
-
 # ---- server -> client
 
 
-@dataclass(frozen=True)
-class Ready:
+@dataclass(frozen=True, kw_only=True)
+class Ready(WireMessage):
+    protocol: int = 1
+    session: str
     engine: str
     voice: str | None
     sample_rate: int
     encoding: str
     frame_samples: int
-    session: str
-    protocol: int = 1
     type: Literal["ready"] = "ready"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"type": self.type, "protocol": self.protocol, "session": self.session, "engine": self.engine,
-                "voice": self.voice, "sample_rate": self.sample_rate, "encoding": self.encoding,
-                "frame_samples": self.frame_samples}
 
 
 @dataclass(frozen=True)
-class Start:
+class Start(WireMessage):
     id: str
     text: str
     type: Literal["start"] = "start"
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"type": self.type, "id": self.id, "text": self.text}
-
 
 @dataclass(frozen=True)
-class UtteranceEnd:
+class UtteranceEnd(WireMessage):
     id: str
     frames: int
-    audio_s: float
-    ttfa_ms: float | None
-    rtf: float | None
+    audio_s: float = field(metadata=rounded(3))
+    ttfa_ms: float | None = field(metadata=rounded(1))
+    rtf: float | None = field(metadata=rounded(3))
     type: Literal["end"] = "end"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"type": self.type, "id": self.id, "frames": self.frames, "audio_s": round(self.audio_s, 3),
-                "ttfa_ms": None if self.ttfa_ms is None else round(self.ttfa_ms, 1),
-                "rtf": None if self.rtf is None else round(self.rtf, 3)}
 
 
 @dataclass(frozen=True)
-class Flushed:
+class Flushed(WireMessage):
     """Every utterance queued before the ``flush`` that asked for it has been sent."""
 
     id: str
     type: Literal["flushed"] = "flushed"
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"type": self.type, "id": self.id}
-
 
 @dataclass(frozen=True)
-class Cancelled:
+class Cancelled(WireMessage):
     id: str | None
     frames_sent: int
     type: Literal["cancelled"] = "cancelled"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"type": self.type, "id": self.id, "frames_sent": self.frames_sent}

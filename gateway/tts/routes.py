@@ -5,7 +5,7 @@
 - ``POST /v1/audio/speech``: the OpenAI speech request and response formats (MP3 by default).
 - the voice routes live in gateway/tts/voices.py.
 
-Bodies are parsed by their request shapes (gateway/protocol/tts.py); every
+Bodies are parsed by their request shapes (gateway/protocol/tts_http.py); every
 route is declared with its access class, which the auth middleware enforces.
 """
 
@@ -26,7 +26,8 @@ from gateway.codecs.formats import OutputFormat
 from gateway.codecs.pyav import load_av
 from gateway.errors import GatewayError, OverCapacity, refuse_socket
 from gateway.protocol.json import read_json_object
-from gateway.protocol.tts import Ready, SpeechRequest, SynthesisRequest, TextLimits, parse_tts_params
+from gateway.protocol.tts import Ready, TextLimits, parse_tts_params
+from gateway.protocol.tts_http import SpeechRequest, SynthesisRequest
 from gateway.registry import client_label, client_share
 from gateway.streaming import StallGuardedResponse
 from gateway.tts.frames import AudioBytes, open_audio

@@ -37,14 +37,10 @@ from starlette.websockets import WebSocketDisconnect
 from engines.base import EngineError, SynthesisOptions, TtsEngine
 from gateway.codecs.formats import OutputFormat
 from gateway.errors import (
-    CLOSE_GOING_AWAY,
-    CLOSE_IDLE,
-    CLOSE_NORMAL,
-    CLOSE_SERVER_ERROR,
-    CLOSE_TOO_BIG,
     BadMessage,
     GatewayError,
     TooLarge,
+    close_code_for,
 )
 from gateway.protocol.common import Closed
 from gateway.protocol.tts import (
@@ -82,6 +78,9 @@ class TtsSession:
     encoding: OutputFormat
     config: SessionConfig
     state: TtsState = TtsState.OPEN
+    # SynthesisOptions.extra for every utterance (a front's per-request options, e.g. Wyoming's speaker);
+    # an utterance's own options win
+    engine_options: dict[str, str] = field(default_factory=dict)
     _pending: deque[QueueItem] = field(default_factory=deque)  # not started yet
     _live: list[Utterance] = field(default_factory=list)  # queued or not fully sent
     _next_id: int = 0
@@ -127,11 +126,11 @@ class TtsSession:
 
     def _outcome(self, task: asyncio.Task[Closing | None]) -> Closing | None:
         if task.cancelled():
-            return Closing(CLOSE_SERVER_ERROR, "internal error")
+            return Closing(close_code_for("internal_error"), "internal error")
         exc = task.exception()
         if exc is not None:
             log.error("TTS session task %s failed", task.get_name(), exc_info=exc)
-            return Closing(CLOSE_SERVER_ERROR, "internal error")
+            return Closing(close_code_for("internal_error"), "internal error")
         return task.result()
 
     def describe(self) -> dict[str, Any]:
@@ -155,13 +154,13 @@ class TtsSession:
                 self._last_activity = time.monotonic()
                 self.handle(msg)
             except TooLarge as exc:
-                return Closing(CLOSE_TOO_BIG, exc.message)
+                return Closing(exc.close_code, exc.message)
             except GatewayError as exc:
                 self._last_activity = time.monotonic()
                 if not self._emit(exc.to_event()):
-                    return Closing(CLOSE_IDLE, "client is not reading")
+                    return Closing(close_code_for("idle_timeout"), "client is not reading")
             except Stalled:
-                return Closing(CLOSE_IDLE, "client is not reading")
+                return Closing(close_code_for("idle_timeout"), "client is not reading")
 
     def handle(self, msg: ClientMessage) -> None:
         """Apply one parsed client message. Raises ``GatewayError`` for the client."""
@@ -215,7 +214,7 @@ class TtsSession:
                  options: dict[str, str] | None = None) -> None:
         self._next_id += 1
         utt = Utterance(id=utt_id or f"u{self._next_id}", text=text, voice=voice, seed=seed,
-                        options=dict(options or {}))
+                        options={**self.engine_options, **(options or {})})
         self._queue(utt)
         self._live.append(utt)
 
@@ -241,7 +240,7 @@ class TtsSession:
             self._work.set()
             self.state = TtsState.DRAINING
         if now and self.state is not TtsState.CLOSING:
-            self._halt = Closing(CLOSE_GOING_AWAY, GOING_AWAY_REASON)
+            self._halt = Closing(close_code_for("going_away"), GOING_AWAY_REASON)
 
     def _cancel_all(self) -> None:
         head = self._live[0] if self._live else None
@@ -285,14 +284,15 @@ class TtsSession:
                 self._emit(Flushed(item.id).to_dict())
                 continue
             if isinstance(item, DrainMark):  # sent after everything before it, then the close
-                self.outbound.put_event(OutItem(final=True, close=(CLOSE_GOING_AWAY, GOING_AWAY_REASON)))
+                self.outbound.put_event(OutItem(final=True, close=(close_code_for("going_away"), GOING_AWAY_REASON)))
                 return None
             if item.cancelled:
                 continue
             try:
                 await self._synthesize(item)
             except Stalled:
-                return Closing(CLOSE_IDLE, f"client read no audio for {self.config.idle_timeout_s:g} s")
+                idle_s = self.config.idle_timeout_s
+                return Closing(close_code_for("idle_timeout"), f"client read no audio for {idle_s:g} s")
 
     async def _synthesize(self, utt: Utterance) -> None:
         try:
@@ -364,7 +364,7 @@ class TtsSession:
                 self._sending_since = None
             self._last_activity = time.monotonic()
             if item.final:
-                return Closing(*item.close) if item.close is not None else Closing(CLOSE_NORMAL)
+                return Closing(*item.close) if item.close is not None else Closing(close_code_for("normal_end"))
 
     def _count_sent(self, item: OutItem) -> None:
         utt: Utterance = item.owner
@@ -386,9 +386,10 @@ class TtsSession:
                 return self._halt
             now = time.monotonic()
             if self._sending_since is not None and now - self._sending_since > idle_s:
-                return Closing(CLOSE_IDLE, f"client read nothing for {idle_s:g} s")
+                return Closing(close_code_for("idle_timeout"), f"client read nothing for {idle_s:g} s")
             if self._is_idle() and now - self._last_activity > idle_s:
-                return Closing(CLOSE_IDLE, f"idle: no message for {idle_s:g} s (send keepalive to stay open)")
+                return Closing(close_code_for("idle_timeout"),
+                               f"idle: no message for {idle_s:g} s (send keepalive to stay open)")
 
     def _is_idle(self) -> bool:
         return (self.state is TtsState.OPEN and not self._pending and self._synthesizing is None

@@ -14,7 +14,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-from starlette.datastructures import UploadFile
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute
@@ -23,12 +22,11 @@ from auth.access import RouteClass, http_route
 from engines.base import CloneRefused, EngineError
 from engines.files import write_bytes_atomically
 from gateway.audio import AudioFormatError, read_wav
-from gateway.errors import BadRequest, GatewayError, TooLarge
-from gateway.protocol.json import bounded_request
+from gateway.errors import BadRequest, GatewayError
+from gateway.protocol.multipart import multipart_form, read_file_field
 from gateway.tts.selection import check_ready, gateway_error, pick_engine, voice_ids, voice_not_found
 
 MAX_UPLOAD_BYTES = 10 * 1024 * 1024
-MULTIPART_OVERHEAD_BYTES = 64 * 1024  # the form's other fields and part headers
 MIN_CLONE_S = 1.0
 MAX_CLONE_S = 30.0
 MAX_REF_TEXT_CHARS = 1000
@@ -58,10 +56,8 @@ async def add_voice(request: Request) -> Response:
     """Clone a voice: multipart form with ``id``, ``file`` (WAV, 1-30 s), optional ``engine`` and
     optional ``ref_text`` (what the clip says; OmniVoice needs it unless it can transcribe the clip)."""
     state = request.state
-    if not request.headers.get("content-type", "").startswith("multipart/form-data"):
-        raise BadRequest("body: send multipart/form-data with the fields id and file (a WAV)")
-    async with bounded_request(request, MAX_UPLOAD_BYTES + MULTIPART_OVERHEAD_BYTES).form(
-            max_files=1, max_fields=8) as form:
+    not_multipart = "body: send multipart/form-data with the fields id and file (a WAV)"
+    async with multipart_form(request, MAX_UPLOAD_BYTES, max_fields=8, not_multipart=not_multipart) as form:
         voice_id = form.get("id")
         if not isinstance(voice_id, str) or not VOICE_ID.match(voice_id):
             raise BadRequest("id: required, 1-64 characters of letters, digits, '_' or '-', starting with a letter "
@@ -74,12 +70,7 @@ async def add_voice(request: Request) -> Response:
         ref_text = ref_field.strip() if ref_field else None
         if ref_text is not None and len(ref_text) > MAX_REF_TEXT_CHARS:
             raise BadRequest(f"ref_text: {len(ref_text)} characters; the limit is {MAX_REF_TEXT_CHARS}")
-        upload = form.get("file")
-        if not isinstance(upload, UploadFile):
-            raise BadRequest("file: required, a WAV file")
-        data = await upload.read(MAX_UPLOAD_BYTES + 1)
-    if len(data) > MAX_UPLOAD_BYTES:
-        raise TooLarge(f"file: larger than {MAX_UPLOAD_BYTES} bytes")
+        data = await read_file_field(form, "file", MAX_UPLOAD_BYTES, missing="file: required, a WAV file")
     try:
         samples, rate = read_wav(data)
     except AudioFormatError as exc:

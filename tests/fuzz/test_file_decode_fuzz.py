@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
 from tests.gateway.codecs.test_files import made
-from tests.gateway.dictation.fakes import FakeSidecar
 from tests.gateway.helpers import dictation_client
+from tests.support.fake_sidecar import FakeSidecar
 from tests.support.file_bombs import fragmented_mp4, honest_pcm_m4a
 
 KINDS = ("wav", "flac", "mp3", "ogg-opus", "ogg-flac", "webm", "m4a", "mp4", "aac", "pcm-m4a", "fragmented-mp4")

@@ -23,6 +23,7 @@ from gateway.errors import CODES, GatewayError
 from gateway.fronts.wyoming.wire import MAX_LINE_BYTES, WireError, read_event
 from gateway.protocol import dictation as dictation_protocol
 from gateway.protocol import tts as tts_protocol
+from gateway.protocol import tts_http
 from gateway.protocol.json import parse_body
 from tests.fuzz.strategies import JSON_VALUES, messages, queries, wav_files
 
@@ -73,8 +74,8 @@ def test_dictation_query_parameters(query: dict[str, str]) -> None:
 @example({"format": []})  # once a 500: the format was looked up in a dict before its type was checked
 @example({"input": "0", "response_format": [None]})  # likewise OpenAI's response_format
 def test_http_request_bodies(data: dict[str, Any]) -> None:
-    assert_clear(outcome(lambda: tts_protocol.SynthesisRequest.from_dict(data, LIMITS)))
-    assert_clear(outcome(lambda: tts_protocol.SpeechRequest.from_dict(data, LIMITS)))
+    assert_clear(outcome(lambda: tts_http.SynthesisRequest.from_dict(data, LIMITS)))
+    assert_clear(outcome(lambda: tts_http.SpeechRequest.from_dict(data, LIMITS)))
 
 
 @given(messages(["x"]).map(str.encode) | st.binary(max_size=200))

@@ -19,9 +19,9 @@ from starlette.websockets import WebSocketDisconnect
 
 from gateway.errors import CODES
 from tests.fuzz.strategies import JSON_VALUES, messages, queries
-from tests.gateway.dictation.fakes import FakeSidecar
 from tests.gateway.fakes import FakeTtsEngine
 from tests.gateway.helpers import LOOPBACK, make_app
+from tests.support.fake_sidecar import FakeSidecar
 from tests.support.sockets import receive
 
 # ``end`` finishes a session on purpose; everything else must leave it open.

@@ -47,7 +47,7 @@ def tts_client(tmp_path: Path, engine: TtsEngine | None = None, **settings: Any)
 def dictation_client(tmp_path: Path, asr: AsrService | None = None, *, client: tuple[str, int] = LOOPBACK,
                      **settings: Any) -> TestClient:
     """A loopback TestClient over the app with ``asr`` (default a ready ``FakeSidecar``) and no TTS."""
-    from tests.gateway.dictation.fakes import FakeSidecar
+    from tests.support.fake_sidecar import FakeSidecar
 
     return make_client(tmp_path, client=client, asr=asr or FakeSidecar(), **settings)
 

@@ -5,11 +5,10 @@ queue, then 1001. (SIGTERM on a real process: tests/e2e/test_drain.py.)"""
 from __future__ import annotations
 
 import pytest
-from starlette.testclient import TestClient
 
-from tests.gateway.dictation.fakes import FakeSidecar
 from tests.gateway.fakes import FakeTtsEngine, frames_for
 from tests.gateway.helpers import dictation_client, drain_marks, start_drain, tts_client, wait_for
+from tests.support.fake_sidecar import FakeSidecar
 from tests.support.sockets import close_code, receive
 
 TTS_GOING_AWAY = (1001, "server stopping; retry on a new connection")
@@ -102,39 +101,28 @@ def test_tts_end_during_the_drain_ends_normally(tmp_path):
         assert drained.result(timeout=10) is True
 
 
-def deliver(client: TestClient, fake: FakeSidecar, *events: dict) -> None:
-    (stream,) = fake._streams.values()
-    for event in events:
-        client.portal.call(fake.on_frame, {"stream": stream.id, **event})
-
-
 def test_dictation_waits_for_the_open_utterance_then_finalizes_and_closes_1001(tmp_path):
     fake = FakeSidecar()
     with dictation_client(tmp_path, fake) as client, client.websocket_connect("/v1/dictation") as ws:
         receive(ws)
         ws.send_bytes(b"\1\0" * 1600)
-        deliver(client, fake, {"ev": "speech_started", "utterance": 0, "at": 0.05, "start_sample": 800})
+        fake.play_from_thread(client, {"ev": "speech_started", "utterance": 0, "at": 0.05, "start_sample": 800})
         assert receive(ws) == {"type": "speech_started", "utterance": 0, "at": 0.05}
         drained = start_drain(client)
         wait_for(lambda: client.get("/health/ready").status_code == 503, "ready is 503")
         # the utterance is open: audio is still read and forwarded, nothing is finalized yet
         ws.send_bytes(b"\2\0" * 1600)
         ws.send_json({"type": "keepalive"})
-        wait_for(lambda: len(fake.audio_sent(fake_stream_id(fake))) == 3200, "the audio after the drain began")
+        wait_for(lambda: len(fake.audio_sent(fake.the_stream().id)) == 3200, "the audio after the drain began")
         assert drain_marks(fake) == []
-        deliver(client, fake, {"ev": "final", "utterance": 0, "text": "every word", "start": 0.05, "end": 0.2,
-                               "language": "en", "end_sample": 3200})
+        fake.play_from_thread(client, {"ev": "final", "utterance": 0, "text": "every word", "start": 0.05, "end": 0.2,
+                                             "language": "en", "end_sample": 3200})
         assert receive(ws)["text"] == "every word"
         wait_for(lambda: drain_marks(fake), "the drain's finalize")
         (mark,) = drain_marks(fake)
-        deliver(client, fake, {"ev": "finalized", "id": mark, "utterance": None})
+        fake.play_from_thread(client, {"ev": "finalized", "id": mark, "utterance": None})
         assert close_code(ws) == DICTATION_GOING_AWAY  # the mark itself is never relayed
         assert drained.result(timeout=10) is True
-
-
-def fake_stream_id(fake: FakeSidecar) -> str:
-    (stream,) = fake._streams.values()
-    return stream.id
 
 
 def test_dictation_with_no_open_utterance_stops_at_once_and_gets_every_final(tmp_path):
@@ -143,15 +131,15 @@ def test_dictation_with_no_open_utterance_stops_at_once_and_gets_every_final(tmp
         receive(ws)
         ws.send_bytes(b"\1\0" * 1600)
         ws.send_json({"type": "keepalive"})
-        wait_for(lambda: len(fake.audio_sent(fake_stream_id(fake))) == 1600, "the audio")
+        wait_for(lambda: len(fake.audio_sent(fake.the_stream().id)) == 1600, "the audio")
         drained = start_drain(client)
         wait_for(lambda: drain_marks(fake), "the drain's finalize")
         (mark,) = drain_marks(fake)
         # the sidecar had speech in that audio that the gateway had not seen yet: its final comes first
-        deliver(client, fake, {"ev": "speech_started", "utterance": 0, "at": 0.0, "start_sample": 0},
-                {"ev": "final", "utterance": 0, "text": "late words", "start": 0.0, "end": 0.1, "language": "en",
-                 "end_sample": 1600},
-                {"ev": "finalized", "id": mark, "utterance": 0})
+        fake.play_from_thread(client, {"ev": "speech_started", "utterance": 0, "at": 0.0, "start_sample": 0},
+                              {"ev": "final", "utterance": 0, "text": "late words", "start": 0.0, "end": 0.1, "language": "en",
+                               "end_sample": 1600},
+                              {"ev": "finalized", "id": mark, "utterance": 0})
         assert receive(ws) == {"type": "speech_started", "utterance": 0, "at": 0.0}
         assert receive(ws)["text"] == "late words"
         assert close_code(ws) == DICTATION_GOING_AWAY
@@ -163,14 +151,14 @@ def test_dictation_at_the_deadline_finalizes_the_open_utterance(tmp_path):
     with dictation_client(tmp_path, fake, drain_s=0.3) as client, client.websocket_connect("/v1/dictation") as ws:
         receive(ws)
         ws.send_bytes(b"\1\0" * 1600)
-        deliver(client, fake, {"ev": "speech_started", "utterance": 0, "at": 0.05, "start_sample": 800})
+        fake.play_from_thread(client, {"ev": "speech_started", "utterance": 0, "at": 0.05, "start_sample": 800})
         assert receive(ws)["type"] == "speech_started"
         drained = start_drain(client)
         wait_for(lambda: drain_marks(fake), "the finalize at the deadline")
         (mark,) = drain_marks(fake)
-        deliver(client, fake, {"ev": "final", "utterance": 0, "text": "cut at the deadline", "start": 0.05,
-                               "end": 0.1, "language": "en", "end_sample": 1600},
-                {"ev": "finalized", "id": mark, "utterance": 0})
+        fake.play_from_thread(client, {"ev": "final", "utterance": 0, "text": "cut at the deadline", "start": 0.05,
+                                             "end": 0.1, "language": "en", "end_sample": 1600},
+                              {"ev": "finalized", "id": mark, "utterance": 0})
         assert receive(ws)["text"] == "cut at the deadline"
         assert close_code(ws) == DICTATION_GOING_AWAY
         assert drained.result(timeout=10) is False

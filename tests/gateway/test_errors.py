@@ -11,11 +11,13 @@ from auth import codes as auth_codes
 from auth.policy import DETAIL_CODES
 from gateway.errors import (
     CODES,
+    ENDS,
     MAX_CLOSE_REASON_BYTES,
     BadMessage,
     GatewayError,
     OverCapacity,
     Unavailable,
+    close_code_for,
     close_reason,
     markdown_table,
 )
@@ -79,3 +81,31 @@ def test_close_reasons_fit_a_close_frame_without_splitting_a_character(text):
     assert len(data) <= MAX_CLOSE_REASON_BYTES
     assert text.startswith(reason)
     assert len(text.encode("utf-8")) <= MAX_CLOSE_REASON_BYTES or len(data) > MAX_CLOSE_REASON_BYTES - 4
+
+
+def test_a_close_is_named_for_what_happened_and_its_code_comes_from_the_table():
+    named = {name: close_code_for(name) for name in
+             ("normal_end", "going_away", "idle_timeout", "too_large", "bad_request", "over_capacity",
+              "internal_error", "events_overflowed", "policy_violation")}
+    assert named == {"normal_end": 1000, "going_away": 1001, "idle_timeout": 4408, "too_large": 1009,
+                     "bad_request": 4400, "over_capacity": 1013, "internal_error": 1011, "events_overflowed": 1011,
+                     "policy_violation": 1008}
+
+
+def test_an_end_is_never_also_an_error_code():
+    assert not set(ENDS) & set(CODES)
+
+
+@pytest.mark.parametrize("name", ["bad_message", "no_such_close"])
+def test_a_name_that_closes_nothing_is_a_programming_error(name):
+    with pytest.raises(ValueError) as info:
+        close_code_for(name)
+    assert str(info.value) == (f"{name!r} is neither an end of gateway.errors.ENDS nor a code that closes a socket")
+
+
+def test_every_close_code_sent_is_in_the_protocol_docs_close_table():
+    doc = (ROOT / "docs" / "protocol.md").read_text()
+    table = doc.split("### Close codes", 1)[1].split("\n## ", 1)[0]
+    documented = {int(line.split("|")[1]) for line in table.splitlines() if line.startswith(("| 1", "| 4"))}
+    sent = {row.close_code for row in CODES.values() if row.close_code is not None}
+    assert sent | {end.close_code for end in ENDS.values()} == documented

@@ -9,10 +9,10 @@ from collections.abc import Iterator
 
 from starlette.testclient import TestClient
 
-from tests.gateway.dictation.fakes import FakeSidecar
 from tests.gateway.fakes import FakeTtsEngine
 from tests.gateway.helpers import LOOPBACK, make_app
 from tests.support.asgi import post_chunks
+from tests.support.fake_sidecar import FakeSidecar
 
 CHUNK = b"\0" * 65536
 BOUNDARY = "vgboundary"

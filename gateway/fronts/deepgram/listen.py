@@ -29,7 +29,13 @@ from starlette.websockets import WebSocket
 from auth.credentials import answer_subprotocol
 from gateway.config import Settings
 from gateway.dictation.session import DictationSession
-from gateway.errors import CLOSE_IDLE, CLOSE_SERVER_ERROR, GatewayError, OverCapacity, TooLarge, close_socket
+from gateway.errors import (
+    GatewayError,
+    OverCapacity,
+    TooLarge,
+    close_code_for,
+    close_socket,
+)
 from gateway.fronts.deepgram import messages as dg
 from gateway.fronts.deepgram.params import ListenParams, parse_listen_params
 from gateway.fronts.deepgram.refusal import new_request_id, refuse, request_headers
@@ -154,8 +160,8 @@ class ListenTransport:
                           end=float(end), is_final=is_final, speech_final=speech_final, from_finalize=from_finalize)
 
     async def close(self, code: int, reason: str) -> None:
-        if code == CLOSE_IDLE:  # Deepgram's idle close: 1011 with NET-0001
-            code, reason = CLOSE_SERVER_ERROR, NET_0001
+        if code == close_code_for("idle_timeout"):  # Deepgram closes an idle socket as a server error, NET-0001
+            code, reason = close_code_for("internal_error"), NET_0001
         await close_socket(self.websocket, code, reason)
 
 

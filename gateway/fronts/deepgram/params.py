@@ -17,6 +17,7 @@ from gateway.audio import parse_rate
 from gateway.codecs.formats import InputEncoding, OutputFormat
 from gateway.errors import BadRequest
 from gateway.protocol.dictation import MAX_SILENCE_MS, MIN_SILENCE_MS, DictationParams
+from gateway.protocol.query import query_bool
 
 ENCODINGS = ("linear16", "mulaw", "alaw")
 G711_RATE = 8000
@@ -44,18 +45,6 @@ class SpeakParams:
     encoding: str  # one of ENCODINGS: what the client gets
     sample_rate: int
     model: str
-
-
-def _bool(query: Mapping[str, str], name: str, default: bool) -> bool:
-    raw = query.get(name)
-    if raw is None or raw == "":
-        return default
-    low = raw.lower()
-    if low in ("true", "1"):
-        return True
-    if low in ("false", "0"):
-        return False
-    raise BadRequest(f"{name}: {raw[:20]!r} is not a boolean (use true or false)")
 
 
 def _int(query: Mapping[str, str], name: str) -> int | None:
@@ -107,7 +96,7 @@ def parse_listen_params(query: Mapping[str, str]) -> ListenParams:
     channels = _int(query, "channels")
     if channels not in (None, 1):
         raise BadRequest(f"channels: {channels} is not supported; send mono audio (channels=1)")
-    if _bool(query, "multichannel", False):
+    if query_bool(query, "multichannel", False):
         raise BadRequest("multichannel: only one channel is transcribed; use multichannel=false")
     raw_endpointing = (query.get("endpointing") or "").lower()
     endpointing = raw_endpointing != "false"
@@ -120,15 +109,15 @@ def parse_listen_params(query: Mapping[str, str]) -> ListenParams:
     if utterance_end_ms is not None and not endpointing:
         # without endpointing, the utterance-end gap is the only silence rule the client asked for
         silence_ms = min(max(utterance_end_ms, MIN_SILENCE_MS), MAX_SILENCE_MS)
-    interim = _bool(query, "interim_results", False)
-    _bool(query, "punctuate", False)
-    _bool(query, "smart_format", False)
+    interim = query_bool(query, "interim_results", False)
+    query_bool(query, "punctuate", False)
+    query_bool(query, "smart_format", False)
     language = query.get("language") or "en"
     dictation = DictationParams(sample_rate=rate, encoding=INPUT_ENCODINGS[encoding], language=_language(language),
                                 interim=interim, word_timestamps=False, silence_ms=silence_ms)
     return ListenParams(encoding=encoding, sample_rate=rate, model=(query.get("model") or "")[:64],
                         language=language[:20], interim_results=interim, endpointing=endpointing,
-                        utterance_end_ms=utterance_end_ms, vad_events=_bool(query, "vad_events", False),
+                        utterance_end_ms=utterance_end_ms, vad_events=query_bool(query, "vad_events", False),
                         dictation=dictation)
 
 

@@ -24,6 +24,8 @@ speaks the text it was sent, its buffer flushed as if the input had ended,
 then the context gets its ``isFinal``; new text and new contexts get a
 ``draining`` error; the socket closes 1001 once no context is left (at once
 when none is open).
+
+Longer than 300 lines on purpose: reading, dispatching and the contexts act on one socket's state.
 """
 
 from __future__ import annotations
@@ -42,14 +44,11 @@ from auth.inband import settle
 from auth.policy import Refusal
 from engines.base import TtsEngine
 from gateway.errors import (
-    CLOSE_GOING_AWAY,
-    CLOSE_IDLE,
-    CLOSE_NORMAL,
     CLOSE_TIMEOUT_S,
-    CLOSE_TOO_BIG,
     Draining,
     GatewayError,
     OverCapacity,
+    close_code_for,
     close_socket,
 )
 from gateway.fronts.elevenlabs.context import TEXT_NOT_TAKEN, Context, ContextTransport, Sender
@@ -126,7 +125,7 @@ class Connection:
         own), then the socket closes 1001."""
         self._draining = True
         if not self.contexts:
-            self._finish(CLOSE_GOING_AWAY, GOING_AWAY_REASON)
+            self._finish(close_code_for("going_away"), GOING_AWAY_REASON)
 
     # ---- reading
 
@@ -134,7 +133,7 @@ class Connection:
         """The close a socket with no context is due after ``inactivity_timeout``
         without a message. Contexts keep their own time."""
         if not self.contexts and time.monotonic() - self._quiet_since >= self.params.inactivity_timeout_s:
-            return CLOSE_IDLE, self.params.idle_reason()
+            return close_code_for("idle_timeout"), self.params.idle_reason()
         return None
 
     async def _read_loop(self) -> None:
@@ -169,7 +168,8 @@ class Connection:
             return
         size = len(text.encode("utf-8", "surrogatepass"))
         if size > TEXT_LIMITS.max_message_bytes:
-            self._finish(CLOSE_TOO_BIG, f"message of {size} bytes; the limit is {TEXT_LIMITS.max_message_bytes}")
+            self._finish(close_code_for("too_large"),
+                         f"message of {size} bytes; the limit is {TEXT_LIMITS.max_message_bytes}")
             return
         try:
             parsed = parse_client_message(text, TEXT_LIMITS)
@@ -240,7 +240,7 @@ class Connection:
             try:
                 await context.put(message, self.params.inactivity_timeout_s)
             except asyncio.TimeoutError:
-                self._finish(CLOSE_IDLE, "a context is not taking messages")
+                self._finish(close_code_for("idle_timeout"), "a context is not taking messages")
                 return
 
     async def _close_all(self) -> None:
@@ -248,7 +248,7 @@ class Connection:
         for context in list(self.contexts.values()):
             await self._put(context, context.close_messages())
         if not self.contexts:
-            self._finish(CLOSE_NORMAL)
+            self._finish(close_code_for("normal_end"))
 
     # ---- contexts
 
@@ -288,17 +288,17 @@ class Connection:
             if self.contexts.get(context.key) is context:
                 del self.contexts[context.key]
             self._quiet_since = time.monotonic()
-        code, reason = context.transport.close_code or (CLOSE_NORMAL, "")
+        code, reason = context.transport.close_code or (close_code_for("normal_end"), "")
         ended = context.transport.close_code is not None and not context.transport.final_sent
-        if ended and (self.multi or code == CLOSE_GOING_AWAY):
+        if ended and (self.multi or code == close_code_for("going_away")):
             # ended by the drain, its inactivity timeout or an error: the client still learns it is over
             await self._send_quietly(self.sender.send(final_message(context.key), CLOSE_TIMEOUT_S))
         if not self.multi:
             self._finish(code, reason)
         elif self._draining and not self.contexts:
-            self._finish(CLOSE_GOING_AWAY, GOING_AWAY_REASON)
+            self._finish(close_code_for("going_away"), GOING_AWAY_REASON)
         elif self._closing_socket and not self.contexts:
-            self._finish(CLOSE_NORMAL)
+            self._finish(close_code_for("normal_end"))
 
     # ---- errors
 

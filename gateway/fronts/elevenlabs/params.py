@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from engines.base import TtsEngine
 from gateway.codecs.formats import MPEG_RATES, OutputFormat
 from gateway.errors import BadRequest
+from gateway.protocol.query import query_bool
 from gateway.tts.selection import voice_ids
 
 DEFAULT_FORMAT = "mp3_44100_128"  # ElevenLabs' default, on its sockets and its HTTP routes
@@ -66,18 +67,6 @@ def parse_output_format(raw: str | None) -> AudioFormat:
     raise BadRequest(f"output_format: {name[:30]!r} is not supported; use one of: {offered}")
 
 
-def _bool(query: Mapping[str, str], name: str, default: bool) -> bool:
-    raw = query.get(name)
-    if raw is None or raw == "":
-        return default
-    low = raw.lower()
-    if low in ("true", "1"):
-        return True
-    if low in ("false", "0"):
-        return False
-    raise BadRequest(f"{name}: {raw[:20]!r} is not a boolean (use true or false)")
-
-
 @dataclass(frozen=True)
 class SocketParams:
     model_id: str
@@ -115,10 +104,10 @@ def parse_socket_params(query: Mapping[str, str]) -> SocketParams:
         if not 1 <= timeout <= MAX_INACTIVITY_S:
             raise BadRequest(f"inactivity_timeout: {timeout} must be between 1 and {MAX_INACTIVITY_S} seconds")
     for name in ("enable_logging", "enable_ssml_parsing"):
-        _bool(query, name, False)
+        query_bool(query, name, False)
     return SocketParams(model_id=(query.get("model_id") or "")[:128], audio=parse_output_format(
         query.get("output_format")), inactivity_timeout_s=float(timeout), requested_inactivity_s=timeout,
-        sync_alignment=_bool(query, "sync_alignment", False), auto_mode=_bool(query, "auto_mode", False))
+        sync_alignment=query_bool(query, "sync_alignment", False), auto_mode=query_bool(query, "auto_mode", False))
 
 
 def voice_for(engine: TtsEngine, voice_id: str) -> str | None:

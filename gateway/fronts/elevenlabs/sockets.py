@@ -28,7 +28,13 @@ from auth.inband import is_pending, settle
 from auth.policy import Refusal
 from gateway.admission import settled
 from gateway.codecs.pyav import load_av
-from gateway.errors import CLOSE_POLICY, CLOSE_TIMEOUT_S, CLOSE_TOO_BIG, GatewayError, OverCapacity, close_socket
+from gateway.errors import (
+    CLOSE_TIMEOUT_S,
+    GatewayError,
+    OverCapacity,
+    close_code_for,
+    close_socket,
+)
 from gateway.fronts.elevenlabs.connection import Connection
 from gateway.fronts.elevenlabs.messages import credential_of, error_message
 from gateway.fronts.elevenlabs.params import engine_id_for, parse_socket_params, voice_for
@@ -51,15 +57,16 @@ async def settle_first(websocket: WebSocket, auth: AuthState, wait_s: float) -> 
     if text is not None:
         size = utf8_size(text)
         if size > PRE_AUTH_MAX_MESSAGE_BYTES:
-            await close_socket(websocket, CLOSE_TOO_BIG, f"first message of {size} bytes; the limit before "
-                               f"authentication is {PRE_AUTH_MAX_MESSAGE_BYTES}")
+            limit = PRE_AUTH_MAX_MESSAGE_BYTES
+            await close_socket(websocket, close_code_for("too_large"),
+                               f"first message of {size} bytes; the limit before authentication is {limit}")
             return None
     decision = await settle(websocket.scope, auth, credential_of(text) if text is not None else None)
     if isinstance(decision, Refusal):
         await close_socket(websocket, decision.close_code, decision.detail)
         return None
     if text is None:
-        await close_socket(websocket, CLOSE_POLICY, "")
+        await close_socket(websocket, close_code_for("policy_violation"), "")
         return None
     settled(websocket.scope)
     return str(text)

@@ -19,7 +19,8 @@ from gateway.codecs.pyav import load_av
 from gateway.errors import BadRequest, GatewayError
 from gateway.fronts.elevenlabs.params import engine_id_for, parse_output_format, voice_for
 from gateway.protocol.json import read_json_object
-from gateway.protocol.tts import MAX_SEED, TextLimits, body_text
+from gateway.protocol.tts import MAX_SEED, TextLimits
+from gateway.protocol.tts_http import body_text
 from gateway.tts.routes import speech_response
 from gateway.tts.selection import check_ready, pick_engine
 

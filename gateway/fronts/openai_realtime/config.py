@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from gateway.codecs.formats import InputEncoding
+from gateway.dictation.asr_gate import shown_languages, supports_language
 from gateway.protocol.dictation import MAX_SILENCE_MS, MIN_SILENCE_MS, DictationParams
 
 PCM_RATE = 24000  # OpenAI's audio/pcm is 16-bit mono at 24 kHz, nothing else
@@ -161,9 +162,9 @@ def _transcription(config: TranscriptionConfig, value: Any, languages: list[str]
         if not isinstance(language, str) or not _LANGUAGE.match(language.lower()):
             raise UpdateError(f"{param}.language", f"{param}.language must be an ISO-639-1 code such as 'en'")
         language = language.lower()
-        if languages and language not in languages:
+        if not supports_language(languages, language):
             raise UpdateError(f"{param}.language", f"language {language!r} is not supported by the recognizer "
-                              f"here (available: {', '.join(languages[:20])})", code="unsupported_language")
+                              f"here (available: {shown_languages(languages)})", code="unsupported_language")
     prompt = value.get("prompt", config.prompt)
     if prompt is None:
         prompt = ""

@@ -30,18 +30,16 @@ from starlette.websockets import WebSocket
 
 from auth.access import RouteClass, ws_route
 from auth.credentials import answer_subprotocol
-from engines.base import EngineState
 from gateway.config import Settings
-from gateway.dictation.faults import disabled_error, unavailable_error
+from gateway.dictation.asr_gate import asr_refusal
 from gateway.dictation.relay import GOING_AWAY_REASON
 from gateway.dictation.session import DictationSession
 from gateway.errors import (
-    CLOSE_GOING_AWAY,
-    CLOSE_IDLE,
     CLOSE_TIMEOUT_S,
     BadRequest,
     GatewayError,
     OverCapacity,
+    close_code_for,
     close_socket,
 )
 from gateway.fronts.openai_realtime.config import TranscriptionConfig
@@ -109,10 +107,9 @@ async def realtime_socket(websocket: WebSocket) -> None:
     transport = RealtimeTransport(websocket, TranscriptionConfig(), languages, settings.idle_timeout_s)
     try:
         _check_query(websocket.query_params)
-        if asr is None:
-            raise disabled_error()
-        if asr.status().state in (EngineState.MISSING, EngineState.FAILED):
-            raise unavailable_error(asr.status())
+        refusal = asr_refusal(asr)
+        if refusal is not None:
+            raise refusal
     except GatewayError as exc:
         await _refuse(transport, exc)
         return
@@ -128,10 +125,11 @@ async def realtime_socket(websocket: WebSocket) -> None:
         try:
             started = await _first_audio(transport, settings.idle_timeout_s)
         except asyncio.TimeoutError:
-            await close_socket(websocket, CLOSE_IDLE, f"no audio for {settings.idle_timeout_s:.0f} s")
+            idle_s = settings.idle_timeout_s
+            await close_socket(websocket, close_code_for("idle_timeout"), f"no audio for {idle_s:.0f} s")
             return
         if started is None:
-            await close_socket(websocket, CLOSE_GOING_AWAY, GOING_AWAY_REASON)
+            await close_socket(websocket, close_code_for("going_away"), GOING_AWAY_REASON)
             return
         if not started:
             return

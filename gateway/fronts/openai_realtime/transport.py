@@ -33,7 +33,13 @@ from typing import Any
 
 from starlette.websockets import WebSocket
 
-from gateway.errors import CLOSE_GOING_AWAY, CLOSE_TOO_BIG, BadMessage, GatewayError, TooLarge, close_socket
+from gateway.errors import (
+    BadMessage,
+    GatewayError,
+    TooLarge,
+    close_code_for,
+    close_socket,
+)
 from gateway.fronts.openai_realtime.config import TranscriptionConfig, UpdateError, apply_update
 from gateway.fronts.openai_realtime.events import ClientEvent, ClientEventError, Events, read_client_event
 from gateway.fronts.openai_realtime.items import ItemTracker
@@ -81,7 +87,7 @@ class RealtimeTransport:
             try:
                 message = await self._next()
             except TooLarge as exc:
-                await self.close(CLOSE_TOO_BIG, exc.message)
+                await self.close(exc.close_code, exc.message)
                 return False
             except GatewayError as exc:
                 await self.send_error(exc)
@@ -230,7 +236,7 @@ class RealtimeTransport:
             await asyncio.wait_for(self.websocket.send_json(event), timeout_s or self.send_timeout_s)
 
     async def close(self, code: int, reason: str) -> None:
-        if code == CLOSE_GOING_AWAY and self.draining:
+        if code == close_code_for("going_away") and self.draining:
             with contextlib.suppress(Exception):  # the client left: the close below is a no-op then
                 await self._commit_at_drain()
         await self.stop_refusing()

@@ -25,7 +25,7 @@ from engines.base import AsrService
 from gateway.codecs.formats import InputEncoding
 from gateway.config import Settings
 from gateway.dictation.session import DictationSession
-from gateway.errors import CLOSE_BAD_REQUEST, CLOSE_IDLE, CLOSE_TOO_BIG
+from gateway.errors import close_code_for
 from gateway.fronts.wyoming import messages as msg
 from gateway.fronts.wyoming.link import Link, PcmIn
 from gateway.fronts.wyoming.messages import AudioFormat, Transcribe
@@ -36,7 +36,8 @@ from gateway.registry import SessionEntry, SessionRegistry
 DEFAULT_SILENCE_MS = 500
 END_WAIT_S = 150.0  # after audio-stop: beyond the session's own wait for the last finals (120 s)
 # the wire code of the session's close, for the error a later audio-stop gets
-CLOSE_CODES = {CLOSE_IDLE: "idle_timeout", CLOSE_TOO_BIG: "too_large", CLOSE_BAD_REQUEST: "bad_audio"}
+CLOSE_CODES = {close_code_for("idle_timeout"): "idle_timeout", close_code_for("too_large"): "too_large",
+               close_code_for("bad_request"): "bad_audio"}
 
 
 def session_language(language: str | None) -> str:

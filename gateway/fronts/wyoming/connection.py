@@ -61,7 +61,7 @@ class Connection:
         self.asr: AsrService | None = state["asr"]
         self.sessions: SessionRegistry = state["sessions"]
         self.link = Link(writer, client, settings.idle_timeout_s)
-        self.speaker = Speaker(self.link, self.engines, settings.tts_engine, self.sessions)
+        self.speaker = Speaker(self.link, self.engines, settings.tts_engine, self.sessions, settings.idle_timeout_s)
         self.request: Transcribe | None = None  # the last transcribe, for the next audio
         self.transcription: Transcription | None = None
         self._refused = False  # the current audio was refused: drop it until audio-stop

@@ -37,6 +37,10 @@ class Link:
         peer = self.writer.get_extra_info("peername") or ("?", 0)
         return address_share(str(peer[0]))
 
+    def hang_up(self) -> None:
+        """Close the connection from this side (the reader then sees its end)."""
+        self.writer.close()
+
     async def send(self, event: Event) -> None:
         async with self._lock:
             if self.writer.is_closing():

@@ -26,7 +26,7 @@ import asyncio
 import contextlib
 import logging
 
-from gateway.errors import CLOSE_GOING_AWAY, CLOSE_NORMAL
+from gateway.errors import close_code_for
 from gateway.fronts.wyoming import messages as msg
 from gateway.fronts.wyoming.chunks import Chunker
 from gateway.fronts.wyoming.link import Link, PeerGone
@@ -98,10 +98,10 @@ class TranscriptTransport:
     async def close(self, code: int, reason: str) -> None:
         """The session is over. Its drain (1001) answers with the finals so far; any
         other close but the normal one is a failure the connection reports."""
-        if code == CLOSE_GOING_AWAY and not self.answered:
+        if code == close_code_for("going_away") and not self.answered:
             with contextlib.suppress(PeerGone):  # the client left: nobody to answer
                 await self.answer()
-        elif code != CLOSE_NORMAL and not self.answered:
+        elif code != close_code_for("normal_end") and not self.answered:
             self.failure = (code, reason)
         self.ended.set()
 

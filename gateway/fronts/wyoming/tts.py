@@ -1,20 +1,23 @@
-"""The TTS side of one Wyoming connection, on the gateway's TTS engines.
+"""The TTS side of one Wyoming connection, on the gateway's shared TTS session.
 
 Requests are queued (bounded) and run in order by one task owned by the
-connection. ``synthesize`` gives one ``audio-start``, the audio of the whole
-text, one ``audio-stop``. A streaming request (``synthesize-start``, chunks,
-``synthesize-stop``) cuts the text into sentences as it arrives (the same
-sentence buffer as /v1/tts); the first sentence starts speaking at once, and
-the sentences that completed while it played are spoken together next (the
-engine then prepares each while the one before plays), each group framed by
-``audio-start`` / ``audio-stop``; ``synthesize-stopped`` follows the last.
-The compatibility ``synthesize`` a streaming client sends inside its stream
-is ignored.
+connection; each runs as a ``TtsSession`` (gateway/tts/session.py) of the
+engine its voice belongs to, with a ``SpeechTransport`` (speech.py) that
+turns the session's audio and events into Wyoming's. ``synthesize`` gives one
+``audio-start``, the audio of the whole text, one ``audio-stop``. A streaming
+request (``synthesize-start``, chunks, ``synthesize-stop``) cuts the text into
+sentences as it arrives (the same sentence buffer as /v1/tts); the first
+sentence starts speaking at once, and the sentences that completed while it
+played are spoken together next, each group framed by ``audio-start`` /
+``audio-stop``; ``synthesize-stopped`` follows the last. The compatibility
+``synthesize`` a streaming client sends inside its stream is ignored.
 
 Audio goes out at the engine's own rate, 16-bit mono, one ``audio-chunk`` per
-engine frame (80 ms), as soon as the frame exists. A client that stops reading
-pauses only its own synthesis; a client that leaves cancels it at the next
-frame boundary.
+engine frame (80 ms), as soon as the frame exists. The session holds at most
+``max_buffer_s`` of audio for a client that stops reading, then pauses only
+its own synthesis; a client that leaves cancels it at the next frame boundary;
+a session that ends otherwise (the client read nothing, or sent nothing while
+its streaming request waited, for ``idle_timeout_s``) ends the connection.
 
 The drain: ``finish`` ends an open streaming request as ``synthesize-stop``
 would and returns once everything queued is spoken; ``halt`` (its deadline)
@@ -29,52 +32,48 @@ import contextlib
 import logging
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
 
-from engines.base import EngineError, SynthesisOptions, TtsEngine
+from engines.base import TtsEngine
+from gateway.codecs.formats import OutputFormat
 from gateway.errors import BadMessage, BadRequest, GatewayError, OverCapacity
 from gateway.fronts.wyoming import messages as msg
-from gateway.fronts.wyoming.link import Link, PeerGone, pcm16
+from gateway.fronts.wyoming.link import Link, PeerGone
 from gateway.fronts.wyoming.messages import VoiceRequest
+from gateway.fronts.wyoming.speech import Request, SpeechTransport
 from gateway.protocol.tts import TextLimits
 from gateway.registry import SessionRegistry
-from gateway.tts.selection import check_ready, gateway_error, unknown_voice
+from gateway.tts.selection import check_ready, unknown_voice
 from gateway.tts.sentences import SentenceBuffer, split_sentences
+from gateway.tts.session import TtsSession
+from gateway.tts.states import SessionConfig
 
 log = logging.getLogger("voxgate.wyoming")
 
 MAX_QUEUED = 64
+CLOSE_WAIT_S = SessionConfig.close_timeout_s + 1.0  # a session ending its own tasks, when the client left
 MAX_TEXT_CHARS = 20 * TextLimits().max_chars  # one synthesize event; each utterance stays within max_chars
-
-
-@dataclass
-class Job:
-    texts: list[str]
-    voice: VoiceRequest
-    streamed: bool = False  # a sentence of a streaming request (may be joined with the ones queued after it)
-    stopped: bool = False  # the end of a streaming request: answer synthesize-stopped
 
 
 class Speaker:
     """Queue and run the connection's synthesis (see module docstring)."""
 
     def __init__(self, link: Link, engines: Mapping[str, TtsEngine], engine_id: str, sessions: SessionRegistry,
-                 limits: TextLimits | None = None) -> None:
+                 idle_timeout_s: float, limits: TextLimits | None = None) -> None:
         self.link = link
         self.engines = engines
         self.engine_id = engine_id
         self.sessions = sessions
         self.limits = limits or TextLimits()
-        self.streaming: VoiceRequest | None = None  # the voice of the open streaming request
-        self._buffer = SentenceBuffer(self.limits.max_chars)
-        self._jobs: deque[Job] = deque()
+        self.idle_timeout_s = idle_timeout_s
+        self.streaming: Request | None = None  # the open streaming request
+        self._requests: deque[Request] = deque()
+        self._current: tuple[Request, SpeechTransport | None] | None = None
         self._work = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
-        self._running = False
         self._idle = asyncio.Event()  # nothing queued, nothing running
         self._idle.set()
         self._halted = False
+        self._closed = False  # the client left: nothing more starts
 
     # ---- client events
 
@@ -87,45 +86,46 @@ class Speaker:
         if not texts:
             raise BadMessage("synthesize: \"text\" is empty")
         self._pick(voice)  # unknown voice or engine not ready: answer now, queue nothing
-        await self._put(Job(texts, voice))
+        self._check_room(1)
+        self._queue(Request(voice, streamed=False, texts=deque(texts), input_done=True))
 
     async def start(self, voice: VoiceRequest) -> None:
         if self.streaming is not None:
             raise BadMessage("synthesize-start: a streaming request is already open; send synthesize-stop first")
         self._pick(voice)
-        self.streaming = voice
-        self._buffer.clear()
+        self._check_room(1)
+        self.streaming = Request(voice, streamed=True, buffer=SentenceBuffer(self.limits.max_chars))
+        self._queue(self.streaming)
 
     async def chunk(self, text: str) -> None:
-        voice = self._open_stream("synthesize-chunk")
-        for sentence in self._buffer.append(text):
-            await self._put(Job([sentence], voice, streamed=True))
+        request = self._open_stream("synthesize-chunk")
+        assert request.buffer is not None
+        for sentence in request.buffer.append(text):
+            self._check_room(1)
+            request.add(sentence)
+        request.hear()
 
     async def stop(self) -> None:
-        voice = self._open_stream("synthesize-stop")
-        rest = self._buffer.flush()
-        if rest:
-            await self._put(Job([rest], voice, streamed=True))
+        request = self._open_stream("synthesize-stop")
         self.streaming = None
-        await self._put(Job([], voice, stopped=True))
+        request.end_input()
 
     async def finish(self) -> None:
         """The drain: end the open streaming request, then wait until everything queued is spoken."""
-        voice, self.streaming = self.streaming, None
-        if voice is not None:  # queued past the limit if need be: the request was taken already
-            rest = self._buffer.flush()
-            for job in ([Job([rest], voice, streamed=True)] if rest else []) + [Job([], voice, stopped=True)]:
-                self._queue(job)
+        request, self.streaming = self.streaming, None
+        if request is not None:  # past the queue limit if need be: the request was taken already
+            request.end_input()
         await self._idle.wait()  # bounded by the drain's deadline: ``halt``
 
     def halt(self) -> None:
         """Stop at the next frame and skip what waits (answers still go out)."""
         self._halted = True
+        if self._current is not None:
+            self._current[0].changed.set()
+        if self._current is not None and self._current[1] is not None:
+            self._current[1].halt()
 
-    def halted(self) -> bool:  # a call: a frame's await may change it
-        return self._halted
-
-    def _open_stream(self, event: str) -> VoiceRequest:
+    def _open_stream(self, event: str) -> Request:
         if self.streaming is None:
             raise BadMessage(f"{event}: no streaming request is open; send synthesize-start first")
         return self.streaming
@@ -133,18 +133,21 @@ class Speaker:
     @property
     def busy(self) -> bool:
         """Synthesizing, or work is queued (the connection is not idle then)."""
-        return self._running or bool(self._jobs)
+        return self._current is not None or bool(self._requests)
 
-    async def _put(self, job: Job) -> None:
-        if len(self._jobs) >= MAX_QUEUED:
-            raise GatewayError(f"{len(self._jobs)} requests are already queued on this connection (the limit is "
+    def _check_room(self, adding: int) -> None:
+        """A request waiting counts once against ``MAX_QUEUED``, a streaming request each sentence it holds."""
+        queued = sum(len(r.texts) if r.streamed else 1 for r in self._requests)
+        if self._current is not None and self._current[0].streamed:
+            queued += len(self._current[0].texts)
+        if queued + adding > MAX_QUEUED:
+            raise GatewayError(f"{queued} requests are already queued on this connection (the limit is "
                                f"{MAX_QUEUED}); wait for their audio", code="too_many_utterances")
-        self._queue(job)
 
-    def _queue(self, job: Job) -> None:
+    def _queue(self, request: Request) -> None:
         if self._task is None:
             self._task = asyncio.create_task(self._run(), name=f"wyoming-tts-{self.link.client}")
-        self._jobs.append(job)
+        self._requests.append(request)
         self._idle.clear()
         self._work.set()
 
@@ -197,87 +200,88 @@ class Speaker:
     async def _run(self) -> None:
         try:
             while True:
-                while not self._jobs:
+                while not self._requests:
                     self._work.clear()
                     await self._work.wait()
-                job = self._jobs.popleft()
-                self._running = True
+                if self._closed:
+                    return
+                request = self._requests.popleft()
+                self._current = (request, None)
                 try:
-                    if job.stopped:
-                        await self.link.send(msg.synthesize_stopped())
-                    elif not self.halted():
-                        if job.streamed:
-                            self._join_queued(job)
-                        await self._speak(job)
+                    await self._serve(request)
                 finally:
-                    self._running = False
-                    if not self._jobs:
+                    self._current = None
+                    if not self._requests:
                         self._idle.set()
         except PeerGone:
             return  # the connection notices on its side and closes
         finally:
             self._idle.set()  # nothing more will run
 
-    def _join_queued(self, job: Job) -> None:
-        """Take the streamed sentences already waiting behind ``job`` into it (one engine utterance)."""
-        text = " ".join(job.texts)
-        while self._jobs:
-            nxt = self._jobs[0]
-            more = " ".join(nxt.texts)
-            if not nxt.streamed or nxt.voice != job.voice or len(text) + 1 + len(more) > self.limits.max_chars:
-                break
-            self._jobs.popleft()
-            text = f"{text} {more}"
-        job.texts[:] = [text]
-
-    async def _speak(self, job: Job) -> None:
-        try:
-            engine, voice_id = self._pick(job.voice)
-        except GatewayError as exc:
-            await self.link.send(msg.error(exc.message, exc.code))
+    async def _serve(self, request: Request) -> None:
+        """Run one request as a TTS session of its voice's engine."""
+        if self._halted:
+            if request.streamed:
+                await self.link.send(msg.synthesize_stopped())
             return
         try:
-            # queued before the drain began (the connection refuses every event after): it is spoken
-            entry = self.sessions.claim("tts", f"wyoming:{self.link.client}", lambda: {"front": "wyoming"},
-                                        share=self.link.share, taken_before_drain=True)
-        except OverCapacity as full:
-            await self.link.send(msg.error(full.message, full.code))
+            engine, voice_id = self._pick(request.voice)
+        except GatewayError as exc:
+            await self._refuse(request, exc)
             return
         rate = engine.info().sample_rate
-        started = False
+        transport = SpeechTransport(self.link, request, rate, self.limits.max_chars)
+        options = {"speaker": request.voice.speaker} if request.voice.speaker else {}
+        session = TtsSession(transport=transport, engine=engine, voice=voice_id, sample_rate=rate,
+                             encoding=OutputFormat.PCM_S16LE, engine_options=options,
+                             config=SessionConfig(limits=self.limits, idle_timeout_s=self.idle_timeout_s))
         try:
-            for text in job.texts:
-                if self.halted():
-                    break
-                options = SynthesisOptions(extra={"speaker": job.voice.speaker} if job.voice.speaker else {})
-                stream = engine.open_stream(text, voice_id, options)
-                frames = stream.frames()
-                try:
-                    async for frame in frames:
-                        if self.halted():
-                            break
-                        if not started:
-                            started = True
-                            await self.link.send(msg.audio_start(rate))
-                        await self.link.send(msg.audio_chunk(rate, pcm16(frame)))
-                finally:
-                    stream.cancel()
-                    aclose: Any = getattr(frames, "aclose", None)
-                    if aclose is not None:
-                        await aclose()
-        except EngineError as exc:
-            error = gateway_error(exc)
-            await self.link.send(msg.error(error.message, error.code))
+            # queued before the drain began (the connection refuses every event after): it is spoken
+            entry = self.sessions.claim("tts", f"wyoming:{self.link.client}",
+                                        lambda: {"front": "wyoming", **session.describe()},
+                                        share=self.link.share, taken_before_drain=True)
+        except OverCapacity as full:
+            await self._refuse(request, full)
+            return
+        self._current = (request, transport)
+        try:
+            await session.run()
         finally:
             self.sessions.remove(entry.id)
-        if not started:
-            await self.link.send(msg.audio_start(rate))
-        await self.link.send(msg.audio_stop())
+        if not transport.completed:  # the client left, read nothing or sent nothing for too long
+            if not self._closed:
+                log.info("wyoming %s: synthesis ended (close %s), closing", self.link.client,
+                         transport.close_code)
+            self.link.hang_up()
+            raise PeerGone("the synthesis session ended before its answer")
+
+    async def _refuse(self, request: Request, error: GatewayError) -> None:
+        """Answer ``error``; a streaming request still gets its ``synthesize-stopped``
+        once the client has ended it (its text is dropped as it comes)."""
+        await self.link.send(msg.error(error.message, error.code))
+        if not request.streamed:
+            return
+        while not request.input_done and not self._halted:
+            request.texts.clear()
+            request.changed.clear()
+            try:
+                await asyncio.wait_for(request.changed.wait(), self.idle_timeout_s)
+            except asyncio.TimeoutError:
+                self.link.hang_up()
+                raise PeerGone(f"the client sent nothing for {self.idle_timeout_s:g} s") from None
+        await self.link.send(msg.synthesize_stopped())
 
     async def close(self) -> None:
-        """Cancel what runs and drop what waits (the client left)."""
+        """Drop what waits and end what runs (the client left): a session ends as
+        its transport says the client left, so it ends its own tasks."""
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        self._closed = True
+        if task is None:
+            return
+        if self._current is not None and self._current[1] is not None:
+            self._current[1].leave()
+            with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError, Exception):
+                await asyncio.wait_for(asyncio.shield(task), CLOSE_WAIT_S)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task

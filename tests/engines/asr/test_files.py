@@ -73,15 +73,15 @@ def test_between_file_steps_a_stream_that_waited_longer_goes_first():
 
     server.streams = {"s": WaitingStream()}
     server._dispatch(now=1.6)
-    assert server._work.get_nowait() is job  # the file came first (since 1.0)
+    assert server.decode_lanes._work.get_nowait() is job  # the file came first (since 1.0)
     job.step(server.decoder)
     server._busy = 0
     server._on_file_step(job, job, now=2.0)  # back in line at 2.0
     server._dispatch(now=2.0)
-    assert server._work.get_nowait() == ["stream-job"]  # waited since 1.5
+    assert server.decode_lanes._work.get_nowait() == ["stream-job"]  # waited since 1.5
     server._busy = 0
     server._dispatch(now=2.1)
-    assert server._work.get_nowait() is job
+    assert server.decode_lanes._work.get_nowait() is job
 
 
 @pytest.mark.slow

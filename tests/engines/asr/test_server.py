@@ -41,7 +41,7 @@ def make_server() -> tuple[SidecarServer, io.BytesIO]:
 def test_free_lanes_are_filled_finals_first_and_a_busy_server_takes_no_more():
     server, _ = make_server()
     server.lanes = 2
-    server._work = queue.Queue(maxsize=2)
+    server.decode_lanes._work = queue.Queue(maxsize=2)
     now = [0.0]
     for name, speech in (("a", [(0.0, 9.0)]), ("b", [(0.5, 1.5)])):
         server.streams[name] = StreamPolicy(name, StreamOptions(silence_ms=300), vad=ScriptedVad(speech))
@@ -50,14 +50,14 @@ def test_free_lanes_are_filled_finals_first_and_a_busy_server_takes_no_more():
         for policy in server.streams.values():
             policy.feed(np.zeros(1600, dtype=np.float32), now[0])
     server._dispatch(now[0])
-    first, second = server._work.get_nowait(), server._work.get_nowait()
+    first, second = server.decode_lanes._work.get_nowait(), server.decode_lanes._work.get_nowait()
     assert [(j.stream, j.kind) for j in first + second] == [("b", "final"), ("a", "partial")]
     assert server._busy == 2
     for _ in range(10):
         now[0] += 0.1
         server.streams["a"].feed(np.zeros(1600, dtype=np.float32), now[0])
     server._dispatch(now[0])
-    assert server._work.empty()  # both lanes busy
+    assert server.decode_lanes._work.empty()  # both lanes busy
 
 
 def test_open_with_a_language_the_model_lacks_answers_unsupported_language():
@@ -112,7 +112,7 @@ def test_a_batch_decodes_each_job_on_the_window_the_job_names():
     def job(kind, full, margin_s=7):
         return DecodeJob("s", kind, 0, audio, 0, len(audio), "en", "", 5, False, 0, 0.0, full, margin_s)
 
-    results = server._decode([job("final", True), job("final", False), job("partial", False), job("final", True),
+    results = server.decode_lanes._decode([job("final", True), job("final", False), job("partial", False), job("final", True),
                               job("final", False, margin_s=8)])
     assert [r.text for r in results] == ["x"] * 5
     assert sorted(recorder.calls) == [[(False, 16000, 7), (False, 16000, 7)], [(False, 16000, 8)],
@@ -208,12 +208,12 @@ def test_finals_of_several_streams_are_decoded_in_small_batches_with_the_real_mo
     batches = []
     while True:  # one lane: four waiting finals go out as 2, then 1 and 1
         server._dispatch(1.0)
-        if server._work.empty():
+        if server.decode_lanes._work.empty():
             break
-        batch = server._work.get_nowait()
+        batch = server.decode_lanes._work.get_nowait()
         server._busy -= 1
         batches.append([(job.stream, job.kind) for job in batch])
-        server._on_results(batch, server._decode(batch), 2.0)
+        server._on_results(batch, server.decode_lanes._decode(batch), 2.0)
     assert batches == [[("s0", "final"), ("s1", "final")], [("s2", "final")], [("s3", "final")]]
     assert calls == [2, 1, 1]
     out.seek(0)
@@ -287,11 +287,11 @@ def test_a_short_pause_starts_a_speculative_final_with_the_real_model_and_sends_
         now += chunk / 16000
         server._on_frame({"op": "audio", "stream": "s"}, audio[start:start + chunk].astype("<f4").tobytes(), now)
         server._dispatch(now)
-        while not server._work.empty():
-            batch = server._work.get_nowait()
+        while not server.decode_lanes._work.empty():
+            batch = server.decode_lanes._work.get_nowait()
             server._busy -= 1
             speculative += [job.end_sample / 16000 for job in batch if job.kind == "final" and job.generation >= 0]
-            server._on_results(batch, server._decode(batch), now)
+            server._on_results(batch, server.decode_lanes._decode(batch), now)
             server._dispatch(now)
     pause_starts = (len(lead) + len(parts[0])) / 16000
     # started on the chunk that is all pause, before any of the second sentence arrived

@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 from gateway.audio import AudioFormatError, write_wav
+from gateway.child_env import child_environment
 from gateway.codecs.decode_pool import DecodeLimits, DecoderPool
 from gateway.codecs.files import decode_file
 from gateway.codecs.pyav import CodecUnavailable
-from gateway.config import child_environment
 from gateway.errors import OverCapacity, Unavailable
 from tests.gateway.codecs.test_files import made
 from tests.support.file_bombs import png_track_bomb, sample_table_bomb

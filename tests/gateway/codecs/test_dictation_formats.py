@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from gateway.codecs.g711 import alaw_encode, mulaw_encode
-from tests.gateway.dictation.fakes import FakeSidecar
 from tests.gateway.helpers import dictation_client
+from tests.support.fake_sidecar import FakeSidecar
 from tests.support.media import ffmpeg_file, ffmpeg_video_only, opus_packets, tone
 from tests.support.sockets import close_code, receive
 

@@ -15,8 +15,8 @@ import pytest
 from gateway.codecs import decoders
 from gateway.codecs.opus import MAX_EMPTY_PACKETS_IN_A_ROW, OpusDecoder
 from gateway.dictation import pacing
-from tests.gateway.dictation.fakes import FakeSidecar
 from tests.gateway.helpers import dictation_client
+from tests.support.fake_sidecar import FakeSidecar
 from tests.support.media import opus_packets, tone
 from tests.support.sockets import close_code, receive
 from tests.support.stream_bombs import (

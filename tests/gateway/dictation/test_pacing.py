@@ -12,8 +12,8 @@ import pytest
 
 from gateway.dictation import pacing
 from gateway.dictation.pacing import Pacer
-from tests.gateway.dictation.fakes import FakeSidecar
 from tests.gateway.helpers import dictation_client
+from tests.support.fake_sidecar import FakeSidecar
 from tests.support.sockets import close_code, receive
 
 

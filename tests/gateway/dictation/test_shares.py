@@ -11,10 +11,10 @@ import ipaddress
 from typing import Any
 
 from gateway.registry import SessionRegistry
-from tests.gateway.dictation.fakes import FakeSidecar
 from tests.gateway.fronts.openai_realtime.talk import URL as REALTIME
 from tests.gateway.fronts.openai_realtime.talk import opened
 from tests.gateway.helpers import dictation_client, wait_for
+from tests.support.fake_sidecar import FakeSidecar
 from tests.support.sockets import close_code, receive
 
 ATTACKER, OTHER = "203.0.113.7", "198.51.100.2"

@@ -7,7 +7,8 @@ import stat
 import pytest
 
 from gateway.app import build_asr
-from gateway.config import Settings, child_environment
+from gateway.child_env import child_environment
+from gateway.config import Settings
 
 
 async def test_the_sidecar_does_not_inherit_the_api_key(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:

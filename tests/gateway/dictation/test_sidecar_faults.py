@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from gateway.dictation.sidecar import AsrSupervisor
+from gateway.dictation.sidecar import RESTARTED, AsrSupervisor
 from gateway.dictation.watchdog import Watchdog
 from tests.gateway.helpers import dictation_client
 from tests.support.sockets import close_code, receive
@@ -29,14 +29,14 @@ DROPPED = ("the ASR sidecar failed 2 times in a row while it held this stream's 
            "the others can go on")
 
 
-def scripted(tmp_path: Path, mode: str, **kw: Any) -> AsrSupervisor:
+def scripted(tmp_path: Path, mode: str, supervisor: type[AsrSupervisor] = AsrSupervisor, **kw: Any) -> AsrSupervisor:
     model = tmp_path / "model"
     model.mkdir(exist_ok=True)
     (model / "model.bin").write_bytes(b"not read by the scripted sidecar")
     wrapper = tmp_path / f"sidecar-{mode}"
     wrapper.write_text(f"#!/bin/sh\nexec '{sys.executable}' '{SCRIPT}' {mode}\n")
     wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
-    return AsrSupervisor(model=str(model), data_dir=tmp_path, python=str(wrapper), backoff_s=(0.0,), **kw)
+    return supervisor(model=str(model), data_dir=tmp_path, python=str(wrapper), backoff_s=(0.0,), **kw)
 
 
 def events_until_close(ws) -> tuple[list[dict], tuple[int, str]]:
@@ -103,23 +103,26 @@ def test_a_malformed_event_does_not_end_supervision(tmp_path: Path) -> None:
     assert supervisor.restarts == 0
 
 
-def test_a_failing_supervision_step_restarts_the_sidecar_instead_of_ending_supervision(tmp_path: Path) -> None:
-    supervisor = scripted(tmp_path, "crash")
-    real_replay = supervisor._replay_all
-    failures = ["once"]
+class FailingOnce(AsrSupervisor):
+    """A supervisor with a bug in its handling of the first sidecar event it reads."""
 
-    async def replay_failing_once() -> None:
-        if failures:
-            failures.pop()
+    failures = 1
+
+    def on_frame(self, header: dict[str, Any]) -> None:
+        if self.failures:
+            self.failures -= 1
             raise RuntimeError("a bug in supervision")
-        await real_replay()
+        super().on_frame(header)
 
-    supervisor._replay_all = replay_failing_once  # type: ignore[method-assign]
+
+def test_a_failing_supervision_step_restarts_the_sidecar_instead_of_ending_supervision(tmp_path: Path) -> None:
+    supervisor = scripted(tmp_path, "crash", FailingOnce)
     with dictation_client(tmp_path, supervisor) as client, client.websocket_connect("/v1/dictation") as ws:
         receive(ws)
         ws.send_bytes(QUIET)
-        ws.send_json({"type": "end"})
+        ws.send_json({"type": "end"})  # its ``ended`` is the first event: supervision fails on it
         events, closed = events_until_close(ws)
-        assert events[-1]["type"] == "closed"
+        assert [e["type"] for e in events] == ["error", "closed"]
+        assert (events[0]["code"], events[0]["message"]) == ("asr_unavailable", RESTARTED)
         assert closed == (1000, "")
     assert supervisor.restarts == 1

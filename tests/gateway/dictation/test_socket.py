@@ -10,20 +10,9 @@ import numpy as np
 import pytest
 
 from engines.base import EngineState
-from tests.gateway.dictation.fakes import FakeSidecar
 from tests.gateway.helpers import dictation_client, make_client
+from tests.support.fake_sidecar import FakeSidecar
 from tests.support.sockets import close_code, receive
-
-
-def stream_of(fake: FakeSidecar):
-    (stream,) = fake._streams.values()
-    return stream
-
-
-def deliver(client, fake: FakeSidecar, *events: dict) -> None:
-    stream = stream_of(fake)
-    for event in events:
-        client.portal.call(fake.on_frame, {"stream": stream.id, **event})
 
 
 def test_ready_echoes_the_parameters_and_names_the_model(tmp_path):
@@ -198,12 +187,12 @@ def test_sidecar_events_are_relayed_as_protocol_events(tmp_path):
             client.websocket_connect("/v1/dictation?word_timestamps=true") as ws:
         receive(ws)
         words = [{"word": "hi", "start": 0.5, "end": 0.7, "probability": 0.9}]
-        deliver(client, fake,
-                {"ev": "speech_started", "utterance": 0, "at": 0.5, "start_sample": 1600},
-                {"ev": "partial", "utterance": 0, "text": "hi", "stable": "", "start": 0.5, "end": 1.0,
-                 "lag_s": 0.3},
-                {"ev": "final", "utterance": 0, "text": "hi there.", "start": 0.5, "end": 1.2, "language": "en",
-                 "words": words, "end_sample": 25600, "lag_s": 0.4})
+        fake.play_from_thread(client,
+                              {"ev": "speech_started", "utterance": 0, "at": 0.5, "start_sample": 1600},
+                              {"ev": "partial", "utterance": 0, "text": "hi", "stable": "", "start": 0.5, "end": 1.0,
+                               "lag_s": 0.3},
+                              {"ev": "final", "utterance": 0, "text": "hi there.", "start": 0.5, "end": 1.2, "language": "en",
+                               "words": words, "end_sample": 25600, "lag_s": 0.4})
         assert receive(ws) == {"type": "speech_started", "utterance": 0, "at": 0.5}
         assert receive(ws) == {"type": "partial", "utterance": 0, "text": "hi", "stable": "", "start": 0.5,
                                "end": 1.0, "lag_s": 0.3}
@@ -218,8 +207,8 @@ def test_an_utterance_without_words_ends_with_discarded(tmp_path):
     fake = FakeSidecar()
     with dictation_client(tmp_path, fake) as client, client.websocket_connect("/v1/dictation") as ws:
         receive(ws)
-        deliver(client, fake, {"ev": "speech_started", "utterance": 0, "at": 0.5, "start_sample": 1600},
-                {"ev": "discarded", "utterance": 0, "end_sample": 16000})
+        fake.play_from_thread(client, {"ev": "speech_started", "utterance": 0, "at": 0.5, "start_sample": 1600},
+                              {"ev": "discarded", "utterance": 0, "end_sample": 16000})
         assert receive(ws) == {"type": "speech_started", "utterance": 0, "at": 0.5}
         assert receive(ws) == {"type": "discarded", "utterance": 0}
 
@@ -228,15 +217,15 @@ def test_duplicates_from_a_replay_never_reach_the_client(tmp_path):
     fake = FakeSidecar()
     with dictation_client(tmp_path, fake) as client, client.websocket_connect("/v1/dictation") as ws:
         receive(ws)
-        deliver(client, fake,
-                {"ev": "speech_started", "utterance": 0, "at": 0.5, "start_sample": 0},
-                {"ev": "partial", "utterance": 0, "text": "one two", "stable": "one", "start": 0.5, "end": 1.0},
-                {"ev": "speech_started", "utterance": 0, "at": 0.5, "start_sample": 0},
-                {"ev": "partial", "utterance": 0, "text": "won", "stable": "", "start": 0.5, "end": 1.0},
-                {"ev": "final", "utterance": 0, "text": "one two three", "start": 0.5, "end": 1.5,
-                 "language": "en", "end_sample": 30000},
-                {"ev": "partial", "utterance": 0, "text": "late", "stable": "one", "start": 0.5, "end": 1.6},
-                {"ev": "final", "utterance": 0, "text": "again", "start": 0.5, "end": 1.5, "language": "en"})
+        fake.play_from_thread(client,
+                              {"ev": "speech_started", "utterance": 0, "at": 0.5, "start_sample": 0},
+                              {"ev": "partial", "utterance": 0, "text": "one two", "stable": "one", "start": 0.5, "end": 1.0},
+                              {"ev": "speech_started", "utterance": 0, "at": 0.5, "start_sample": 0},
+                              {"ev": "partial", "utterance": 0, "text": "won", "stable": "", "start": 0.5, "end": 1.0},
+                              {"ev": "final", "utterance": 0, "text": "one two three", "start": 0.5, "end": 1.5,
+                               "language": "en", "end_sample": 30000},
+                              {"ev": "partial", "utterance": 0, "text": "late", "stable": "one", "start": 0.5, "end": 1.6},
+                              {"ev": "final", "utterance": 0, "text": "again", "start": 0.5, "end": 1.5, "language": "en"})
         ws.send_json({"type": "end"})
         kinds = []
         while True:
@@ -252,16 +241,16 @@ def test_eager_finals_and_turn_resumed_are_relayed(tmp_path):
     fake = FakeSidecar()
     with dictation_client(tmp_path, fake) as client, client.websocket_connect("/v1/dictation?eager=true") as ws:
         receive(ws)
-        deliver(client, fake,
-                {"ev": "speech_started", "utterance": 0, "at": 0.5, "start_sample": 1600},
-                {"ev": "eager_final", "utterance": 0, "text": "turn on", "start": 0.5, "end": 1.1, "language": "en"},
-                {"ev": "turn_resumed", "utterance": 0, "at": 1.4},
-                {"ev": "partial", "utterance": 0, "text": "turn on the", "stable": "turn on", "start": 0.5,
-                 "end": 1.6, "lag_s": 0.2},
-                {"ev": "eager_final", "utterance": 0, "text": "turn on the lights.", "start": 0.5, "end": 2.0,
-                 "language": "en"},
-                {"ev": "final", "utterance": 0, "text": "turn on the lights.", "start": 0.5, "end": 2.0,
-                 "language": "en", "end_sample": 40000})
+        fake.play_from_thread(client,
+                              {"ev": "speech_started", "utterance": 0, "at": 0.5, "start_sample": 1600},
+                              {"ev": "eager_final", "utterance": 0, "text": "turn on", "start": 0.5, "end": 1.1, "language": "en"},
+                              {"ev": "turn_resumed", "utterance": 0, "at": 1.4},
+                              {"ev": "partial", "utterance": 0, "text": "turn on the", "stable": "turn on", "start": 0.5,
+                               "end": 1.6, "lag_s": 0.2},
+                              {"ev": "eager_final", "utterance": 0, "text": "turn on the lights.", "start": 0.5, "end": 2.0,
+                               "language": "en"},
+                              {"ev": "final", "utterance": 0, "text": "turn on the lights.", "start": 0.5, "end": 2.0,
+                               "language": "en", "end_sample": 40000})
         assert [receive(ws) for _ in range(6)] == [
             {"type": "speech_started", "utterance": 0, "at": 0.5},
             {"type": "eager_final", "utterance": 0, "text": "turn on", "start": 0.5, "end": 1.1, "language": "en"},
@@ -278,14 +267,14 @@ def test_a_replay_that_changes_an_eager_final_withdraws_it_before_the_final(tmp_
     fake = FakeSidecar()
     with dictation_client(tmp_path, fake) as client, client.websocket_connect("/v1/dictation?eager=true") as ws:
         receive(ws)
-        deliver(client, fake,
-                {"ev": "speech_started", "utterance": 0, "at": 0.5, "start_sample": 0},
-                {"ev": "eager_final", "utterance": 0, "text": "turn on", "start": 0.5, "end": 1.1, "language": "en"},
-                # a restarted sidecar replays the utterance and decodes it a little differently
-                {"ev": "speech_started", "utterance": 0, "at": 0.5, "start_sample": 0},
-                {"ev": "partial", "utterance": 0, "text": "turn", "stable": "", "start": 0.5, "end": 0.9},
-                {"ev": "final", "utterance": 0, "text": "turn on.", "start": 0.5, "end": 1.1, "language": "en",
-                 "end_sample": 24000})
+        fake.play_from_thread(client,
+                              {"ev": "speech_started", "utterance": 0, "at": 0.5, "start_sample": 0},
+                              {"ev": "eager_final", "utterance": 0, "text": "turn on", "start": 0.5, "end": 1.1, "language": "en"},
+                              # a restarted sidecar replays the utterance and decodes it a little differently
+                              {"ev": "speech_started", "utterance": 0, "at": 0.5, "start_sample": 0},
+                              {"ev": "partial", "utterance": 0, "text": "turn", "stable": "", "start": 0.5, "end": 0.9},
+                              {"ev": "final", "utterance": 0, "text": "turn on.", "start": 0.5, "end": 1.1, "language": "en",
+                               "end_sample": 24000})
         assert [receive(ws)["type"] for _ in range(2)] == ["speech_started", "eager_final"]
         assert receive(ws) == {"type": "turn_resumed", "utterance": 0, "at": 1.1}
         assert receive(ws)["text"] == "turn on."
@@ -314,7 +303,7 @@ def test_a_finalize_with_an_id_reaches_the_sidecar_and_its_answer_the_client(tmp
                                "message": "finalize.id must be a string of 1..128 characters"}
         assert [h for h, _ in fake.frames if h["op"] == "finalize"] == [
             {"op": "finalize", "stream": stream_of_id(fake), "id": "turn-3"}]
-        deliver(client, fake, {"ev": "finalized", "id": "turn-3", "utterance": None})
+        fake.play_from_thread(client, {"ev": "finalized", "id": "turn-3", "utterance": None})
         ws.send_json({"type": "end"})
         assert receive(ws) == {"type": "finalized", "id": "turn-3", "utterance": None}
         assert receive(ws)["type"] == "closed"
@@ -325,9 +314,9 @@ def test_admin_sessions_lists_the_stream_with_its_lag(tmp_path):
     with dictation_client(tmp_path, fake) as client, client.websocket_connect("/v1/dictation") as ws:
         receive(ws)
         ws.send_bytes(b"\0\0" * 16000)
-        deliver(client, fake, {"ev": "speech_started", "utterance": 0, "at": 0.1, "start_sample": 0},
-                {"ev": "partial", "utterance": 0, "text": "x", "stable": "", "start": 0.1, "end": 0.6,
-                 "lag_s": 1.75})
+        fake.play_from_thread(client, {"ev": "speech_started", "utterance": 0, "at": 0.1, "start_sample": 0},
+                              {"ev": "partial", "utterance": 0, "text": "x", "stable": "", "start": 0.1, "end": 0.6,
+                               "lag_s": 1.75})
         receive(ws), receive(ws)
         (entry,) = client.get("/v1/admin/sessions").json()["sessions"]
         assert entry["kind"] == "dictation"

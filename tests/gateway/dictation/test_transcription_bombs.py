@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from gateway.audio import write_wav
-from tests.gateway.dictation.fakes import FakeSidecar
 from tests.gateway.helpers import dictation_client
+from tests.support.fake_sidecar import FakeSidecar
 from tests.support.file_bombs import (
     address_space_cap,
     mp3_with_binary_tag,

@@ -16,9 +16,9 @@ from engines.asr.framing import MAX_PAYLOAD_BYTES
 from gateway.audio import write_wav
 from gateway.dictation.sidecar import AsrSupervisor
 from gateway.errors import TooLarge
-from tests.gateway.dictation.fakes import FakeSidecar
 from tests.gateway.helpers import LOOPBACK, make_app
 from tests.support.asgi import post_chunks
+from tests.support.fake_sidecar import FakeSidecar
 from tests.support.sockets import receive
 
 BOUNDARY = "vgboundary"

@@ -7,8 +7,8 @@ import pytest
 
 from engines.base import EngineState
 from gateway.audio import write_wav
-from tests.gateway.dictation.fakes import FakeSidecar
 from tests.gateway.helpers import dictation_client
+from tests.support.fake_sidecar import FakeSidecar
 
 RESULT = {"ev": "transcription", "req": "r1", "text": "hello there", "language": "en", "duration": 1.0,
           "segments": [{"id": 0, "start": 0.0, "end": 1.0, "text": "hello there"}],

@@ -10,9 +10,9 @@ import numpy as np
 from starlette.websockets import WebSocketDisconnect
 
 from gateway.audio import Encoding, encode
-from tests.gateway.dictation.fakes import FakeSidecar
 from tests.gateway.fakes import FakeTtsEngine, expected_audio
 from tests.gateway.helpers import dictation_client, drain_marks, draining, start_drain, tts_client, wait_for
+from tests.support.fake_sidecar import FakeSidecar
 from tests.support.sockets import next_close, receive
 
 NOT_TAKEN = "'text' was not taken: the server is stopping; reconnect and retry what has no \"end\" event"
@@ -53,21 +53,19 @@ def test_listen_finishes_the_open_utterance_then_closes_1001(tmp_path):
     fake = FakeSidecar()
     with dictation_client(tmp_path, fake) as client, client.websocket_connect("/v1/listen?vad_events=true") as ws:
         ws.send_bytes(b"\1\0" * 1600)
-        wait_for(lambda: fake._streams, "the stream")
-        (stream,) = fake._streams.values()
-        client.portal.call(fake.on_frame, {"stream": stream.id, "ev": "speech_started", "utterance": 0, "at": 0.05,
-                                            "start_sample": 800})
+        wait_for(lambda: fake.streams, "the stream")
+        fake.play_from_thread(client, {"ev": "speech_started", "utterance": 0, "at": 0.05, "start_sample": 800})
         assert receive(ws)["type"] == "SpeechStarted"
         drained = start_drain(client)
         wait_for(lambda: draining(client), "ready is 503")
         assert drain_marks(fake) == []  # the utterance is open: it is heard to its end
-        client.portal.call(fake.on_frame, {"stream": stream.id, "ev": "final", "utterance": 0, "text": "every word",
-                                            "start": 0.05, "end": 0.2, "language": "en"})
+        fake.play_from_thread(client, {"ev": "final", "utterance": 0, "text": "every word", "start": 0.05, "end": 0.2,
+                                       "language": "en"})
         final = receive(ws)
         assert (final["type"], final["is_final"], final["channel"]["alternatives"][0]["transcript"]) == (
             "Results", True, "every word")
         wait_for(lambda: drain_marks(fake), "the drain's finalize")
         (mark,) = drain_marks(fake)
-        client.portal.call(fake.on_frame, {"stream": stream.id, "ev": "finalized", "id": mark, "utterance": None})
+        fake.play_from_thread(client, {"ev": "finalized", "id": mark, "utterance": None})
         assert next_close(ws) == (1001, "server stopping; every final is sent; retry on a new connection")
         assert drained.result(timeout=10) is True

@@ -10,22 +10,11 @@ import pytest
 
 from gateway.codecs import g711
 from gateway.fronts.deepgram.messages import model_uuid
-from tests.gateway.dictation.fakes import FakeSidecar
 from tests.gateway.helpers import dictation_client, wait_for
+from tests.support.fake_sidecar import FakeSidecar
 from tests.support.sockets import close_code, receive
 
 MODEL = {"name": "tiny.en", "version": "voxgate", "arch": "whisper"}
-
-
-def stream_of(fake: FakeSidecar):
-    (stream,) = fake._streams.values()
-    return stream
-
-
-def deliver(client, fake: FakeSidecar, *events: dict) -> None:
-    stream = stream_of(fake)
-    for event in events:
-        client.portal.call(fake.on_frame, {"stream": stream.id, **event})
 
 
 def sync(ws) -> None:
@@ -65,10 +54,10 @@ def test_interim_and_final_results_speech_started_and_utterance_end(tmp_path):
     with dictation_client(tmp_path, fake) as client, client.websocket_connect(url) as ws:
         ws.send_bytes(b"\0\0" * 1600)
         sync(ws)
-        deliver(client, fake, {"ev": "speech_started", "utterance": 0, "at": 0.5, "start_sample": 0},
-                {"ev": "partial", "utterance": 0, "text": "Hello", "stable": "", "start": 0.5, "end": 1.0},
-                {"ev": "partial", "utterance": 0, "text": "Hello world", "stable": "Hello", "start": 0.5, "end": 1.6},
-                {"ev": "final", "utterance": 0, "text": "Hello world.", "start": 0.5, "end": 1.6, "language": "en"})
+        fake.play_from_thread(client, {"ev": "speech_started", "utterance": 0, "at": 0.5, "start_sample": 0},
+                              {"ev": "partial", "utterance": 0, "text": "Hello", "stable": "", "start": 0.5, "end": 1.0},
+                              {"ev": "partial", "utterance": 0, "text": "Hello world", "stable": "Hello", "start": 0.5, "end": 1.6},
+                              {"ev": "final", "utterance": 0, "text": "Hello world.", "start": 0.5, "end": 1.6, "language": "en"})
         assert receive(ws) == {"type": "SpeechStarted", "channel": [0], "timestamp": 0.5}
         first = receive(ws)
         rid = first["metadata"]["request_id"]
@@ -86,7 +75,7 @@ def test_finalize_with_nothing_open_gets_one_empty_from_finalize_result(tmp_path
         ws.send_json({"type": "Finalize"})
         sync(ws)
         assert next(h for h, _ in fake.frames if h["op"] == "finalize")["id"] == "f1"
-        deliver(client, fake, {"ev": "finalized", "id": "f1", "utterance": None})
+        fake.play_from_thread(client, {"ev": "finalized", "id": "f1", "utterance": None})
         got = receive(ws)
         assert got == results("", 0.0, 1.0, is_final=True, speech_final=False, from_finalize=True,
                               request_id=got["metadata"]["request_id"])
@@ -97,12 +86,12 @@ def test_finalize_is_answered_by_the_final_it_closed_and_nothing_else(tmp_path):
     with dictation_client(tmp_path, fake) as client, client.websocket_connect("/v1/listen") as ws:
         ws.send_bytes(b"\0\0" * 16000)
         sync(ws)
-        deliver(client, fake, {"ev": "speech_started", "utterance": 0, "at": 0.5, "start_sample": 0})
+        fake.play_from_thread(client, {"ev": "speech_started", "utterance": 0, "at": 0.5, "start_sample": 0})
         ws.send_json({"type": "Finalize"})
         sync(ws)
-        deliver(client, fake,
-                {"ev": "final", "utterance": 0, "text": "Hello world.", "start": 0.5, "end": 1.0, "language": "en"},
-                {"ev": "finalized", "id": "f1", "utterance": 0})
+        fake.play_from_thread(client,
+                              {"ev": "final", "utterance": 0, "text": "Hello world.", "start": 0.5, "end": 1.0, "language": "en"},
+                              {"ev": "finalized", "id": "f1", "utterance": 0})
         ws.send_json({"type": "CloseStream"})
         got = [receive(ws), receive(ws)]
         assert [(m["type"], m.get("from_finalize"), m.get("speech_final")) for m in got] == [
@@ -115,14 +104,14 @@ def test_a_final_of_an_older_utterance_does_not_answer_a_finalize(tmp_path):
     with dictation_client(tmp_path, fake) as client, client.websocket_connect("/v1/listen") as ws:
         ws.send_bytes(b"\0\0" * 16000)
         sync(ws)
-        deliver(client, fake, {"ev": "speech_started", "utterance": 0, "at": 0.1, "start_sample": 0},
-                {"ev": "speech_started", "utterance": 1, "at": 0.8, "start_sample": 0})
+        fake.play_from_thread(client, {"ev": "speech_started", "utterance": 0, "at": 0.1, "start_sample": 0},
+                              {"ev": "speech_started", "utterance": 1, "at": 0.8, "start_sample": 0})
         ws.send_json({"type": "Finalize"})
         sync(ws)
-        deliver(client, fake,
-                {"ev": "final", "utterance": 0, "text": "one", "start": 0.1, "end": 0.5, "language": "en"},
-                {"ev": "final", "utterance": 1, "text": "two", "start": 0.8, "end": 1.0, "language": "en"},
-                {"ev": "finalized", "id": "f1", "utterance": 1})
+        fake.play_from_thread(client,
+                              {"ev": "final", "utterance": 0, "text": "one", "start": 0.1, "end": 0.5, "language": "en"},
+                              {"ev": "final", "utterance": 1, "text": "two", "start": 0.8, "end": 1.0, "language": "en"},
+                              {"ev": "finalized", "id": "f1", "utterance": 1})
         ws.send_json({"type": "CloseStream"})
         got = [receive(ws) for _ in range(3)]
         assert [(m["type"], m.get("from_finalize"), m.get("speech_final")) for m in got] == [
@@ -226,5 +215,5 @@ def test_deepgrams_idle_close_is_held_to_the_gateways_idle_timeout(tmp_path, gat
             client.websocket_connect("/v1/listen"):
         registry = client.app_state["sessions"]
         wait_for(lambda: len(registry) == 1, "the stream is registered")
-        (entry,) = registry._entries.values()
-        assert entry.describe.__self__.idle_timeout_s == listen_idle_s  # the session's own idle rule
+        (entry,) = client.get("/v1/admin/sessions").json()["sessions"]
+        assert entry["idle_timeout_s"] == listen_idle_s  # the session's own idle rule

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 
-from tests.gateway.dictation.fakes import FakeSidecar
 from tests.support.sockets import receive
 
 URL = "/v1/realtime?intent=transcription&model=gpt-4o-transcribe"
@@ -22,12 +21,6 @@ def sync(ws) -> None:
     ws.send_json({"type": "sync"})
     event = receive(ws)
     assert (event["type"], event["error"]["code"]) == ("error", "bad_message"), event
-
-
-def deliver(client, fake: FakeSidecar, *events: dict) -> None:
-    (stream,) = fake._streams.values()
-    for event in events:
-        client.portal.call(fake.on_frame, {"stream": stream.id, **event})
 
 
 def opened(ws) -> str:

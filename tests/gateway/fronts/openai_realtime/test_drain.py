@@ -6,9 +6,9 @@ appends after the drain began are answered ``draining``, then close 1001.
 
 from __future__ import annotations
 
-from tests.gateway.dictation.fakes import FakeSidecar
-from tests.gateway.fronts.openai_realtime.talk import URL, append, configure, deliver, opened, sync
+from tests.gateway.fronts.openai_realtime.talk import URL, append, configure, opened, sync
 from tests.gateway.helpers import dictation_client, drain_marks, draining, start_drain, wait_for
+from tests.support.fake_sidecar import FakeSidecar
 from tests.support.sockets import close_code, next_close, receive
 
 GOING_AWAY = (1001, "server stopping; every final is sent; retry on a new connection")
@@ -34,9 +34,9 @@ def test_server_vad_finalizes_what_was_read_refuses_later_appends_then_closes_10
         prefix = opened(ws)
         append(ws, b"\1\0" * 24000)
         sync(ws)
-        deliver(client, fake, {"ev": "speech_started", "utterance": 0, "at": 0.25, "start_sample": 0},
-                {"ev": "partial", "utterance": 0, "text": "Every word", "stable": "Every word", "start": 0.25,
-                 "end": 0.9})
+        fake.play_from_thread(client, {"ev": "speech_started", "utterance": 0, "at": 0.25, "start_sample": 0},
+                              {"ev": "partial", "utterance": 0, "text": "Every word", "stable": "Every word", "start": 0.25,
+                               "end": 0.9})
         assert receive(ws)["type"] == "input_audio_buffer.speech_started"
         assert receive(ws)["delta"] == "Every word"
         drained = start_drain(client)
@@ -45,9 +45,9 @@ def test_server_vad_finalizes_what_was_read_refuses_later_appends_then_closes_10
         append(ws, b"\2\0" * 2400, event_id="evt_late")
         assert receive(ws) == late_append_refusal(prefix, 5)
         (mark,) = drain_marks(fake)
-        deliver(client, fake, {"ev": "final", "utterance": 0, "text": "Every word counts.", "start": 0.25,
-                               "end": 1.0, "language": "en"},
-                {"ev": "finalized", "id": mark, "utterance": 0})
+        fake.play_from_thread(client, {"ev": "final", "utterance": 0, "text": "Every word counts.", "start": 0.25,
+                                             "end": 1.0, "language": "en"},
+                              {"ev": "finalized", "id": mark, "utterance": 0})
         item = f"item_{prefix}0001"
         assert [receive(ws) for _ in range(4)] == [
             {"type": "input_audio_buffer.speech_stopped", "event_id": f"event_{prefix}00006", "audio_end_ms": 1000,
@@ -71,15 +71,15 @@ def test_manual_commit_the_drain_commits_the_buffer_and_completes_it_then_closes
         configure(ws, {"turn_detection": None})
         append(ws, b"\1\0" * 24000)
         sync(ws)
-        deliver(client, fake, {"ev": "speech_started", "utterance": 0, "at": 0.1, "start_sample": 0},
-                {"ev": "partial", "utterance": 0, "text": "Push to", "stable": "Push to", "start": 0.1, "end": 0.6})
+        fake.play_from_thread(client, {"ev": "speech_started", "utterance": 0, "at": 0.1, "start_sample": 0},
+                              {"ev": "partial", "utterance": 0, "text": "Push to", "stable": "Push to", "start": 0.1, "end": 0.6})
         assert receive(ws)["delta"] == "Push to"
         drained = start_drain(client)
         wait_for(lambda: drain_marks(fake), "the drain's finalize")
         (mark,) = drain_marks(fake)
-        deliver(client, fake, {"ev": "final", "utterance": 0, "text": "Push to talk.", "start": 0.1, "end": 0.9,
-                               "language": "en"},
-                {"ev": "finalized", "id": mark, "utterance": 0})
+        fake.play_from_thread(client, {"ev": "final", "utterance": 0, "text": "Push to talk.", "start": 0.1, "end": 0.9,
+                                             "language": "en"},
+                              {"ev": "finalized", "id": mark, "utterance": 0})
         item = f"item_{prefix}0001"
         assert [receive(ws) for _ in range(3)] == [
             {"type": "conversation.item.input_audio_transcription.delta", "event_id": f"event_{prefix}00005",
@@ -100,16 +100,16 @@ def test_manual_commit_an_item_the_client_committed_completes_and_an_empty_buffe
         configure(ws, {"turn_detection": None})
         append(ws, b"\1\0" * 24000)
         sync(ws)
-        deliver(client, fake, {"ev": "speech_started", "utterance": 0, "at": 0.1, "start_sample": 0})
+        fake.play_from_thread(client, {"ev": "speech_started", "utterance": 0, "at": 0.1, "start_sample": 0})
         ws.send_json({"type": "input_audio_buffer.commit"})
         assert receive(ws)["type"] == "input_audio_buffer.committed"
         sync(ws)
         drained = start_drain(client)
         wait_for(lambda: drain_marks(fake), "the drain's finalize")
         (mark,) = drain_marks(fake)
-        deliver(client, fake, {"ev": "final", "utterance": 0, "text": "Committed.", "start": 0.1, "end": 0.9, "language": "en"},
-                {"ev": "finalized", "id": "m1", "utterance": 0},
-                {"ev": "finalized", "id": mark, "utterance": None})
+        fake.play_from_thread(client, {"ev": "final", "utterance": 0, "text": "Committed.", "start": 0.1, "end": 0.9, "language": "en"},
+                              {"ev": "finalized", "id": "m1", "utterance": 0},
+                              {"ev": "finalized", "id": mark, "utterance": None})
         delta, completed = receive(ws), receive(ws)
         assert (delta["delta"], completed["type"], completed["transcript"], completed["item_id"]) == (
             "Committed.", "conversation.item.input_audio_transcription.completed", "Committed.",
@@ -138,9 +138,9 @@ def test_at_the_deadline_what_was_read_is_still_finalized_and_sent(tmp_path):
         drained = start_drain(client)
         wait_for(lambda: drain_marks(fake), "the drain's finalize")
         (mark,) = drain_marks(fake)
-        deliver(client, fake, {"ev": "speech_started", "utterance": 0, "at": 0.0, "start_sample": 0},
-                {"ev": "final", "utterance": 0, "text": "Late.", "start": 0.0, "end": 0.5, "language": "en"},
-                {"ev": "finalized", "id": mark, "utterance": 0})
+        fake.play_from_thread(client, {"ev": "speech_started", "utterance": 0, "at": 0.0, "start_sample": 0},
+                              {"ev": "final", "utterance": 0, "text": "Late.", "start": 0.0, "end": 0.5, "language": "en"},
+                              {"ev": "finalized", "id": mark, "utterance": 0})
         kinds = [receive(ws)["type"] for _ in range(5)]
         assert kinds == ["input_audio_buffer.speech_started", "input_audio_buffer.speech_stopped",
                          "input_audio_buffer.committed", "conversation.item.input_audio_transcription.delta",

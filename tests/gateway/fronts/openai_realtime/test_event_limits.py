@@ -12,9 +12,9 @@ import tracemalloc
 
 import pytest
 
-from tests.gateway.dictation.fakes import FakeSidecar
 from tests.gateway.fronts.openai_realtime.talk import URL, append, opened, sync
 from tests.gateway.helpers import dictation_client, drain_marks, start_drain, wait_for
+from tests.support.fake_sidecar import FakeSidecar
 from tests.support.sockets import close_code, next_close, receive
 
 NESTED_BYTES = 1_390_000  # within an append's limit, so only its shape can refuse it
@@ -90,8 +90,7 @@ def test_the_drain_refuser_answers_a_huge_event_too_large_unparsed(tmp_path):
         ws.send_text(big_update())
         refused_update = receive(ws)
         (mark,) = drain_marks(fake)
-        stream = next(iter(fake._streams.values()))
-        client.portal.call(fake.on_frame, {"stream": stream.id, "ev": "finalized", "id": mark})
+        fake.play_from_thread(client, {"ev": "finalized", "id": mark})
         assert next_close(ws) == GOING_AWAY
         assert drained.result(timeout=10) is True
     assert refused == {"type": "error", "event_id": f"event_{prefix}00003", "error": {

@@ -10,9 +10,11 @@ import pytest
 from starlette.websockets import WebSocketDisconnect
 
 from gateway.codecs import g711
-from tests.gateway.dictation.fakes import FakeSidecar
-from tests.gateway.fronts.openai_realtime.talk import URL, append, configure, deliver, opened, sync
+from gateway.errors import GatewayError
+from gateway.protocol.common import ErrorEvent
+from tests.gateway.fronts.openai_realtime.talk import URL, append, configure, opened, sync
 from tests.gateway.helpers import dictation_client, make_client
+from tests.support.fake_sidecar import FakeSidecar
 from tests.support.sockets import close_code, receive
 
 KEY = "vgk-realtime-test-key-4f9a2c"
@@ -32,7 +34,7 @@ def test_created_then_updated_and_the_first_audio_opens_the_recognizer_so_config
                                                    "silence_duration_ms": 700},
                                 "noise_reduction": None}},
             "include": None}}
-        assert fake._streams == {}  # nothing opened before audio
+        assert fake.streams == {}  # nothing opened before audio
         append(ws, b"\0\0" * 2400)
         sync(ws)
     (open_header, _), (audio_header, payload) = fake.frames[:2]
@@ -48,9 +50,9 @@ def test_server_vad_utterance_gives_openais_events_in_order(tmp_path):
         prefix = opened(ws)
         append(ws, b"\0\0" * 24000)
         sync(ws)
-        deliver(client, fake, {"ev": "speech_started", "utterance": 0, "at": 0.25, "start_sample": 0},
-                {"ev": "partial", "utterance": 0, "text": "Hello wor", "stable": "Hello", "start": 0.25, "end": 0.8},
-                {"ev": "final", "utterance": 0, "text": "Hello world.", "start": 0.25, "end": 1.05, "language": "en"})
+        fake.play_from_thread(client, {"ev": "speech_started", "utterance": 0, "at": 0.25, "start_sample": 0},
+                              {"ev": "partial", "utterance": 0, "text": "Hello wor", "stable": "Hello", "start": 0.25, "end": 0.8},
+                              {"ev": "final", "utterance": 0, "text": "Hello world.", "start": 0.25, "end": 1.05, "language": "en"})
         item = f"item_{prefix}0001"
         got = [receive(ws) for _ in range(6)]
     assert got == [
@@ -76,15 +78,15 @@ def test_manual_commit_is_committed_at_once_and_completed_after_its_finalize(tmp
         configure(ws, {"turn_detection": None})
         append(ws, b"\0\0" * 24000)
         sync(ws)
-        deliver(client, fake, {"ev": "speech_started", "utterance": 0, "at": 0.1, "start_sample": 0})
+        fake.play_from_thread(client, {"ev": "speech_started", "utterance": 0, "at": 0.1, "start_sample": 0})
         ws.send_json({"type": "input_audio_buffer.commit"})
         assert receive(ws) == {"type": "input_audio_buffer.committed", "event_id": f"event_{prefix}00004",
                                "previous_item_id": None, "item_id": f"item_{prefix}0001"}
         sync(ws)
         assert [h for h, _ in fake.frames if h["op"] == "finalize"] == [{"op": "finalize", "stream": "s1", "id": "m1"}]
-        deliver(client, fake,
-                {"ev": "final", "utterance": 0, "text": "Push to talk.", "start": 0.1, "end": 0.9, "language": "en"},
-                {"ev": "finalized", "id": "m1", "utterance": 0})
+        fake.play_from_thread(client,
+                              {"ev": "final", "utterance": 0, "text": "Push to talk.", "start": 0.1, "end": 0.9, "language": "en"},
+                              {"ev": "finalized", "id": "m1", "utterance": 0})
         delta, completed = receive(ws), receive(ws)
     assert (delta["delta"], completed["transcript"], completed["item_id"]) == (
         "Push to talk.", "Push to talk.", f"item_{prefix}0001")
@@ -113,14 +115,14 @@ def test_clear_answers_cleared_and_the_utterance_it_dropped_is_never_transcribed
         opened(ws)
         append(ws, b"\0\0" * 24000)
         sync(ws)
-        deliver(client, fake, {"ev": "speech_started", "utterance": 0, "at": 0.1, "start_sample": 0})
+        fake.play_from_thread(client, {"ev": "speech_started", "utterance": 0, "at": 0.1, "start_sample": 0})
         assert receive(ws)["type"] == "input_audio_buffer.speech_started"
         ws.send_json({"type": "input_audio_buffer.clear"})
         assert receive(ws)["type"] == "input_audio_buffer.cleared"
         sync(ws)
-        deliver(client, fake,
-                {"ev": "final", "utterance": 0, "text": "Dropped.", "start": 0.1, "end": 0.5, "language": "en"},
-                {"ev": "finalized", "id": "m1", "utterance": 0})
+        fake.play_from_thread(client,
+                              {"ev": "final", "utterance": 0, "text": "Dropped.", "start": 0.1, "end": 0.5, "language": "en"},
+                              {"ev": "finalized", "id": "m1", "utterance": 0})
         sync(ws)  # nothing came before the answer to this
     assert [h for h, _ in fake.frames if h["op"] == "finalize"] == [{"op": "finalize", "stream": "s1", "id": "m1"}]
 
@@ -134,7 +136,7 @@ def test_g711_audio_is_decoded_at_8_khz(tmp_path):
             "type": "audio/pcma"}
         append(ws, g711.alaw_encode(tone))
         sync(ws)
-        (stream,) = fake._streams.values()
+        stream = fake.the_stream()
         ws.send_json({"type": "input_audio_buffer.commit"})
         receive(ws)  # committed
         sync(ws)
@@ -254,9 +256,8 @@ def test_a_recognizer_restart_is_not_an_error_for_the_client(tmp_path):
         opened(ws)
         append(ws, b"\0\0" * 2400)
         sync(ws)
-        (stream,) = fake._streams.values()
-        client.portal.call(stream.report, {"type": "error", "code": "asr_unavailable", "message": "restarting",
-                                           "retryable": True})
+        notice = ErrorEvent.of(GatewayError("the ASR sidecar restarted", code="asr_unavailable"))  # a restart's news
+        client.portal.call(fake.the_stream().report, notice)
         sync(ws)  # the restart notice was not sent
 
 

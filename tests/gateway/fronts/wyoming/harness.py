@@ -16,7 +16,7 @@ from engines.base import AsrService, TtsEngine
 from gateway.config import Settings
 from gateway.fronts.wyoming.server import WyomingServer
 from gateway.registry import SessionRegistry
-from tests.gateway.dictation.fakes import FakeSidecar
+from tests.support.fake_sidecar import FakeSidecar
 
 READ_TIMEOUT_S = 10.0
 RATE = 16000  # of the audio the transcription tests send
@@ -79,17 +79,11 @@ def sessions_of(server: WyomingServer) -> list[dict[str, Any]]:
 async def the_stream(fake: FakeSidecar) -> Any:
     """The one ASR stream a connection opened on ``fake``."""
     for _ in range(500):
-        if fake._streams:
-            (stream,) = fake._streams.values()
-            return stream
+        if fake.streams:
+            return fake.the_stream()
         await asyncio.sleep(0.01)
     raise AssertionError("no ASR stream was opened")
 
-
-def deliver(stream: Any, *events: dict[str, Any]) -> None:
-    """Play the sidecar: ``events`` reach the gateway as if the recognizer sent them."""
-    for event in events:
-        stream.owner.on_frame({"stream": stream.id, **event})
 
 
 def pcm(samples: np.ndarray) -> bytes:

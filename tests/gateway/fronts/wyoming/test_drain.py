@@ -18,13 +18,11 @@ from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart
 
 from gateway.drain import Drainer
 from gateway.fronts.wyoming.server import WyomingServer
-from tests.gateway.dictation.fakes import FakeSidecar
 from tests.gateway.fakes import FakeTtsEngine
 from tests.gateway.fronts.wyoming.harness import (
     RATE,
     brief,
     connect,
-    deliver,
     pcm,
     read,
     read_until,
@@ -32,6 +30,7 @@ from tests.gateway.fronts.wyoming.harness import (
     the_stream,
     wyoming_server,
 )
+from tests.support.fake_sidecar import FakeSidecar
 
 DRAINING = "the server is draining before it stops; retry (another replica will answer)"
 
@@ -69,17 +68,17 @@ async def test_a_transcription_under_way_gets_the_transcript_of_what_was_read_th
         await client.write_event(chunk.event())
         stream = await the_stream(fake)
         await until(lambda: fake.ops(stream.id) == ["open", "audio"], "the audio reached the recognizer")
-        deliver(stream, {"ev": "speech_started", "utterance": 0, "at": 0.1, "start_sample": 1600},
-                {"ev": "partial", "utterance": 0, "text": "Turn on the", "stable": "Turn on", "start": 0.1,
-                 "end": 0.9})
+        fake.play({"ev": "speech_started", "utterance": 0, "at": 0.1, "start_sample": 1600},
+                  {"ev": "partial", "utterance": 0, "text": "Turn on the", "stable": "Turn on", "start": 0.1,
+                   "end": 0.9})
         assert [e.type for e in [await read(client), await read(client)]] == ["transcript-start", "transcript-chunk"]
         drained = start_drain(server)
         # the speaker is mid-utterance, yet no more audio is taken: what was read is finalized
         await until(lambda: "end" in fake.ops(stream.id), "the stream's end")
         await client.write_event(chunk.event())
         refusal = await read(client)
-        deliver(stream, {"ev": "final", "utterance": 0, "text": "Turn on the light.", "start": 0.1, "end": 0.2,
-                         "language": "en"}, {"ev": "ended"})
+        fake.play({"ev": "final", "utterance": 0, "text": "Turn on the light.", "start": 0.1, "end": 0.2,
+                   "language": "en"}, {"ev": "ended"})
         rest = await read_until(client, "transcript-stop")
         assert await read(client) is None  # the server closed the connection
         assert await drained is True

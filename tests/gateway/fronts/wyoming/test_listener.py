@@ -17,9 +17,9 @@ from gateway.config import ConfigError, Settings
 from gateway.fronts.wyoming import server as server_module
 from gateway.fronts.wyoming.trust import client_allowed, refuse_wyoming_bind
 from gateway.fronts.wyoming.zeroconf import announce, announce_address
-from tests.gateway.dictation.fakes import FakeSidecar
 from tests.gateway.fakes import FakeTtsEngine
 from tests.gateway.fronts.wyoming.harness import connect, read, wyoming_server
+from tests.support.fake_sidecar import FakeSidecar
 from tests.support.listeners import FakeListener
 
 

@@ -17,8 +17,8 @@ from wyoming.audio import AudioChunk, AudioStart, AudioStop
 
 from gateway.dictation import pacing
 from gateway.drain import Drainer
-from tests.gateway.dictation.fakes import FakeSidecar
 from tests.gateway.fronts.wyoming.harness import RATE, connect, pcm, read_until, the_stream, wyoming_server
+from tests.support.fake_sidecar import FakeSidecar
 
 PUSHED_S = 300  # seconds of speech, pushed in one go, one second a chunk
 WAIT_S = 10.0

@@ -39,9 +39,9 @@ async def test_synthesize_sends_one_chunk_per_engine_frame(tmp_path):
 async def test_a_named_voice_and_a_speaker_reach_the_engine(tmp_path):
     engine = FakeTtsEngine()
     async with wyoming_server(tmp_path, tts={"pocket": engine}) as server, connect(server) as client:
-        await client.write_event(Synthesize(text=TEXT, voice=SynthesizeVoice(name="marius")).event())
+        await client.write_event(Synthesize(text=TEXT, voice=SynthesizeVoice(name="marius", speaker="2")).event())
         await read_until(client, "audio-stop")
-    assert [s.voice for s in engine.streams] == ["marius"]
+    assert [(s.voice, s.options.extra) for s in engine.streams] == [("marius", {"speaker": "2"})]
 
 
 async def test_streaming_speaks_the_first_sentence_alone_and_ends_with_synthesize_stopped(tmp_path):

@@ -14,11 +14,9 @@ from wyoming.ping import Ping
 from engines.base import EngineState
 from gateway.fronts.wyoming.link import PcmIn
 from gateway.fronts.wyoming.messages import AudioFormat
-from tests.gateway.dictation.fakes import FakeSidecar
 from tests.gateway.fronts.wyoming.harness import (
     RATE,
     connect,
-    deliver,
     pcm,
     read,
     read_until,
@@ -26,6 +24,7 @@ from tests.gateway.fronts.wyoming.harness import (
     the_stream,
     wyoming_server,
 )
+from tests.support.fake_sidecar import FakeSidecar
 
 SPEECH = [
     {"ev": "speech_started", "utterance": 0, "at": 0.1, "start_sample": 1600},
@@ -45,10 +44,10 @@ async def test_streaming_transcript_events_come_in_order_and_add_up(tmp_path):
         await client.write_event(AudioStart(rate=RATE, width=2, channels=1).event())
         await client.write_event(AudioChunk(rate=RATE, width=2, channels=1, audio=pcm(audio)).event())
         stream = await the_stream(fake)
-        deliver(stream, *SPEECH[:4])
+        fake.play(*SPEECH[:4])
         streamed = [await read(client) for _ in range(3)]
         assert sessions_of(server)[0]["kind"] == "dictation"
-        deliver(stream, SPEECH[4])
+        fake.play(SPEECH[4])
         await client.write_event(AudioStop().event())
         rest = await read_until(client, "transcript-stop")
         ops = fake.ops(stream.id)
@@ -71,12 +70,12 @@ async def test_two_utterances_are_joined_and_chunks_keep_a_space(tmp_path):
     fake = FakeSidecar()
     async with wyoming_server(tmp_path, asr=fake) as server, connect(server) as client:
         await client.write_event(AudioStart(rate=RATE, width=2, channels=1).event())
-        stream = await the_stream(fake)
-        deliver(stream,
-                {"ev": "speech_started", "utterance": 0, "at": 0.1, "start_sample": 0},
-                {"ev": "final", "utterance": 0, "text": "One.", "start": 0.1, "end": 0.5, "language": "en"},
-                {"ev": "speech_started", "utterance": 1, "at": 1.0, "start_sample": 16000},
-                {"ev": "final", "utterance": 1, "text": "Two.", "start": 1.0, "end": 1.5, "language": "en"})
+        await the_stream(fake)
+        fake.play(
+            {"ev": "speech_started", "utterance": 0, "at": 0.1, "start_sample": 0},
+            {"ev": "final", "utterance": 0, "text": "One.", "start": 0.1, "end": 0.5, "language": "en"},
+            {"ev": "speech_started", "utterance": 1, "at": 1.0, "start_sample": 16000},
+            {"ev": "final", "utterance": 1, "text": "Two.", "start": 1.0, "end": 1.5, "language": "en"})
         await client.write_event(AudioStop().event())
         events = await read_until(client, "transcript-stop")
     assert [(e.type, e.data) for e in events] == [
@@ -89,8 +88,8 @@ async def test_vad_endpointing_answers_before_audio_stop(tmp_path):
     async with wyoming_server(tmp_path, asr=fake) as server, connect(server) as client:
         await client.write_event(Transcribe(language="en", vad_sensitivity="aggressive").event())
         await client.write_event(AudioStart(rate=RATE, width=2, channels=1).event())
-        stream = await the_stream(fake)
-        deliver(stream, *SPEECH)
+        await the_stream(fake)
+        fake.play(*SPEECH)
         events = await read_until(client, "transcript-stop")  # no audio-stop sent yet
         await client.write_event(AudioChunk(rate=RATE, width=2, channels=1, audio=bytes(3200)).event())
         await client.write_event(AudioStop().event())
@@ -178,7 +177,7 @@ async def test_leaving_mid_audio_closes_the_stream(tmp_path):
             await client.write_event(AudioStart(rate=RATE, width=2, channels=1).event())
             stream = await the_stream(fake)
         for _ in range(200):
-            if not sessions_of(server) and not fake._streams:
+            if not sessions_of(server) and not fake.streams:
                 break
             await asyncio.sleep(0.01)
         assert sessions_of(server) == []
@@ -201,13 +200,13 @@ async def test_whitespace_around_finals_never_doubles_in_the_chunks(tmp_path):
     fake = FakeSidecar()
     async with wyoming_server(tmp_path, asr=fake) as server, connect(server) as client:
         await client.write_event(AudioStart(rate=RATE, width=2, channels=1).event())
-        stream = await the_stream(fake)
-        deliver(stream,
-                {"ev": "speech_started", "utterance": 0, "at": 0.1, "start_sample": 0},
-                {"ev": "final", "utterance": 0, "text": " One. ", "start": 0.1, "end": 0.5, "language": "en"},
-                {"ev": "speech_started", "utterance": 1, "at": 1.0, "start_sample": 16000},
-                {"ev": "partial", "utterance": 1, "text": " Two", "stable": " Two", "start": 1.0, "end": 1.2},
-                {"ev": "final", "utterance": 1, "text": " Two. ", "start": 1.0, "end": 1.5, "language": "en"})
+        await the_stream(fake)
+        fake.play(
+            {"ev": "speech_started", "utterance": 0, "at": 0.1, "start_sample": 0},
+            {"ev": "final", "utterance": 0, "text": " One. ", "start": 0.1, "end": 0.5, "language": "en"},
+            {"ev": "speech_started", "utterance": 1, "at": 1.0, "start_sample": 16000},
+            {"ev": "partial", "utterance": 1, "text": " Two", "stable": " Two", "start": 1.0, "end": 1.2},
+            {"ev": "final", "utterance": 1, "text": " Two. ", "start": 1.0, "end": 1.5, "language": "en"})
         await client.write_event(AudioStop().event())
         events = await read_until(client, "transcript-stop")
     chunks = [e.data["text"] for e in events if e.type == "transcript-chunk"]
@@ -263,12 +262,12 @@ async def test_chunks_follow_the_partials_and_a_revised_word_stays_as_sent(tmp_p
     fake = FakeSidecar()
     async with wyoming_server(tmp_path, asr=fake) as server, connect(server) as client:
         await client.write_event(AudioStart(rate=RATE, width=2, channels=1).event())
-        stream = await the_stream(fake)
+        await the_stream(fake)
 
         def partial(text: str) -> None:
-            deliver(stream, {"ev": "partial", "utterance": 0, "text": text, "stable": "", "start": 0.1, "end": 0.5})
+            fake.play({"ev": "partial", "utterance": 0, "text": text, "stable": "", "start": 0.1, "end": 0.5})
 
-        deliver(stream, {"ev": "speech_started", "utterance": 0, "at": 0.1, "start_sample": 1600})
+        fake.play({"ev": "speech_started", "utterance": 0, "at": 0.1, "start_sample": 1600})
         assert (await read(client)).type == "transcript-start"
         partial("Turn")
         partial("Turn on")  # "Turn" is in one partial but the newest word: not yet
@@ -277,8 +276,8 @@ async def test_chunks_follow_the_partials_and_a_revised_word_stays_as_sent(tmp_p
         partial("Turn on the light")
         second = await read(client)
         partial("Turn off the light now")  # "on" was sent: the revision adds nothing
-        deliver(stream, {"ev": "final", "utterance": 0, "text": "Turn off the light now.", "start": 0.1, "end": 1.3,
-                         "language": "en"})
+        fake.play({"ev": "final", "utterance": 0, "text": "Turn off the light now.", "start": 0.1, "end": 1.3,
+                   "language": "en"})
         await client.write_event(AudioStop().event())
         rest = await read_until(client, "transcript-stop")
     assert [(e.type, e.data) for e in (first, second, *rest)] == [

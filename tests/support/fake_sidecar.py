@@ -3,7 +3,8 @@
 ``FakeSidecar`` is a real ``AsrSupervisor`` (streams, retention, event filter)
 whose pipe is a list: ``frames`` records every frame the gateway writes, and
 tests play the sidecar by calling ``on_frame(header)`` on the event loop with
-the header the sidecar would send (it goes through the pipe codec).
+the header the sidecar would send (it goes through the pipe codec); ``play``
+does that for the one open stream, ``play_from_thread`` from a TestClient test.
 An ``end`` is answered with ``ended`` at once, like a sidecar with nothing left.
 """
 
@@ -13,10 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from starlette.testclient import TestClient
 
 from engines.base import EngineState, EngineStatus
 from gateway.dictation.pipe import Ended, Hello
 from gateway.dictation.sidecar import AsrSupervisor
+from gateway.dictation.stream import AsrStream
 
 
 class FakeSidecar(AsrSupervisor):
@@ -42,7 +45,7 @@ class FakeSidecar(AsrSupervisor):
     async def write(self, header: dict[str, Any], payload: bytes = b"") -> None:
         self.frames.append((header, payload))
         if header.get("op") == "end":
-            stream = self._streams.get(header["stream"])
+            stream = self.streams.get(header["stream"])
             if stream is not None:
                 stream.deliver(Ended(0, 0.0))
 
@@ -59,3 +62,20 @@ class FakeSidecar(AsrSupervisor):
 
     def ops(self, stream_id: str) -> list[str]:
         return [h["op"] for h, _ in self.frames if h.get("stream") == stream_id]
+
+    def the_stream(self) -> AsrStream:
+        """The one open stream (a test that opened exactly one)."""
+        streams = list(self.streams.values())
+        assert len(streams) == 1, f"expected one open ASR stream, found {len(streams)}"
+        return streams[0]
+
+    def play(self, *events: dict[str, Any]) -> None:
+        """On the event loop: ``events`` (pipe headers without ``stream``) reach
+        the one open stream as if the recognizer sent them."""
+        stream_id = self.the_stream().id
+        for event in events:
+            self.on_frame({"stream": stream_id, **event})
+
+    def play_from_thread(self, client: TestClient, *events: dict[str, Any]) -> None:
+        """``play`` from a TestClient test's thread, on the client's event loop."""
+        client.portal.call(self.play, *events)

@@ -1,0 +1,29 @@
+"""The one reader of a boolean query parameter, shared by the native sockets and
+every front.
+
+Spellings (any case): ``true``/``1``/``yes``/``on`` and ``false``/``0``/``no``/``off``,
+the union of what the vendors' clients send and what the native sockets
+document; absent or empty means the default. Anything else is a ``BadRequest``
+naming the parameter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from gateway.errors import BadRequest
+
+TRUE_SPELLINGS = ("true", "1", "yes", "on")
+FALSE_SPELLINGS = ("false", "0", "no", "off")
+
+
+def query_bool(query: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = query.get(name)
+    if raw is None or raw == "":
+        return default
+    low = raw.lower()
+    if low in TRUE_SPELLINGS:
+        return True
+    if low in FALSE_SPELLINGS:
+        return False
+    raise BadRequest(f"{name}: {raw[:20]!r} is not a boolean (use true or false)")
