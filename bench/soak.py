@@ -21,6 +21,13 @@ once more. It prints both idle readings and each gauge's least-squares slope
 per 100 sessions over the measured part, and how many sessions
 ``/v1/admin/sessions`` still lists. Target: flat, i.e. under 1 MB per 100
 sessions, no fd, task or thread growth, and no session left.
+
+``--hostile`` runs the hostile mix instead (bench/soak_hostile.py): the same
+normal sessions and real-time dictation probes, first quiet and then beside
+bombs and slow sockets, printing the probes' final latency and the gateway's
+memory for both phases. Target: hostile p50 within 1.2x of quiet, memory flat.
+
+    flock /tmp/voxgate-bench.lock python bench/soak.py --hostile --clients 4 --probes 2 --minutes 3
 """
 
 from __future__ import annotations
