@@ -20,6 +20,11 @@ closes 1001; at the deadline it stops at the next frame and closes 1001.
 Backpressure: the outbound queue holds at most ``max_buffer_s`` of audio, so a
 slow reader pauses only its own synthesizer; the engine's batch scheduler goes
 on with every other stream.
+
+This module is longer than 300 lines because its four tasks are one concept: they
+share the queue, the live utterances and the state machine, and the session's
+invariants (every utterance answered once, in order; the close decided once) hold
+only where all four are read together.
 """
 
 from __future__ import annotations
@@ -114,13 +119,16 @@ class TtsSession:
                     closing = closing or self._outcome(task)
         finally:
             self.state = TtsState.CLOSING
-            # asyncio.wait inside, not gather: our own cancellation must propagate unchanged
-            stuck = await cancel_and_wait(tasks, self.config.close_timeout_s)
-            if stuck:
-                log.error("TTS session tasks did not end: %s", ", ".join(t.get_name() for t in stuck))
-            for utt in self._live:
-                if utt.stream is not None:
-                    utt.stream.cancel()
+            try:
+                # asyncio.wait inside, not gather: our own cancellation must propagate unchanged
+                stuck = await cancel_and_wait(tasks, self.config.close_timeout_s)
+                if stuck:
+                    log.error("TTS session tasks did not end: %s", ", ".join(t.get_name() for t in stuck))
+            finally:
+                # even when the session itself is cancelled while its tasks end: no engine stream outlives it
+                for utt in self._live:
+                    if utt.stream is not None:
+                        utt.stream.cancel()
         if closing is not None and closing.code is not None:
             await self.transport.close(closing.code, closing.reason, self.config.close_timeout_s)
 
