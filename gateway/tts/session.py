@@ -21,10 +21,8 @@ Backpressure: the outbound queue holds at most ``max_buffer_s`` of audio, so a
 slow reader pauses only its own synthesizer; the engine's batch scheduler goes
 on with every other stream.
 
-This module is longer than 300 lines because its four tasks are one concept: they
-share the queue, the live utterances and the state machine, and the session's
-invariants (every utterance answered once, in order; the close decided once) hold
-only where all four are read together.
+Longer than 300 lines: the four tasks are one concept, sharing the queue, the live
+utterances and the state machine whose invariants hold only read together.
 """
 
 from __future__ import annotations
@@ -124,11 +122,9 @@ class TtsSession:
                 stuck = await cancel_and_wait(tasks, self.config.close_timeout_s)
                 if stuck:
                     log.error("TTS session tasks did not end: %s", ", ".join(t.get_name() for t in stuck))
-            finally:
-                # even when the session itself is cancelled while its tasks end: no engine stream outlives it
-                for utt in self._live:
-                    if utt.stream is not None:
-                        utt.stream.cancel()
+            finally:  # even when the session itself is cancelled meanwhile: no engine stream outlives it
+                for stream in [u.stream for u in self._live if u.stream is not None]:
+                    stream.cancel()
         if closing is not None and closing.code is not None:
             await self.transport.close(closing.code, closing.reason, self.config.close_timeout_s)
 
