@@ -136,6 +136,12 @@ class SessionRegistry:
         assert entry is not None  # room was checked above, with nothing awaited since
         return entry
 
+    def claim_connection(self, kind: str, conn: HTTPConnection, describe: Callable[[], dict[str, Any]],
+                         drain: Callable[[bool], None]) -> SessionEntry:
+        """``claim`` for a session that ``conn`` runs: listed under its client's
+        ``host:port`` and counted against its client's share."""
+        return self.claim(kind, client_label(conn), describe, drain=drain, share=client_share(conn))
+
     def add(self, kind: str, client: str, describe: Callable[[], dict[str, Any]],
             drain: Callable[[bool], None] | None = None, *, share: str | None = None) -> SessionEntry | None:
         """Register a session, or return None if ``kind`` is at its global limit

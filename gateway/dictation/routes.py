@@ -31,7 +31,7 @@ from gateway.dictation.transport import NativeDictationTransport
 from gateway.errors import BadRequest, GatewayError, OverCapacity, TooLarge, refuse_socket
 from gateway.protocol.dictation import parse_dictation_params
 from gateway.protocol.multipart import multipart_form, read_file_field
-from gateway.registry import client_label, client_share
+from gateway.registry import client_label
 
 MAX_UPLOAD_BYTES = 25 * 1024 * 1024  # OpenAI's own limit
 # Decoded length cap: the audio goes to the sidecar as one float32 frame at 16 kHz,
@@ -52,8 +52,7 @@ async def dictation_socket(websocket: WebSocket) -> None:
         await refuse_socket(websocket, exc)
         return
     try:
-        entry = state.sessions.claim("dictation", client_label(websocket), session.describe, drain=session.drain,
-                                     share=client_share(websocket))
+        entry = state.sessions.claim_connection("dictation", websocket, session.describe, session.drain)
     except OverCapacity as exc:
         await refuse_socket(websocket, exc)
         return

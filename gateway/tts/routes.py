@@ -76,8 +76,7 @@ async def tts_socket(websocket: WebSocket) -> None:
                          sample_rate=rate, encoding=params.encoding,
                          config=SessionConfig(limits=TEXT_LIMITS, idle_timeout_s=settings.idle_timeout_s))
     try:
-        entry = state.sessions.claim("tts", client_label(websocket), session.describe, drain=session.drain,
-                                     share=client_share(websocket))
+        entry = state.sessions.claim_connection("tts", websocket, session.describe, session.drain)
     except OverCapacity as exc:
         await refuse_socket(websocket, exc)
         return

@@ -53,7 +53,6 @@ from gateway.protocol.dictation import (
     ServerEvent,
     SpeechStarted,
 )
-from gateway.registry import client_label, client_share
 
 IDLE_TIMEOUT_S = 10.0  # Deepgram closes a stream with no audio and no KeepAlive for 10 s (NET-0001)
 NET_0001 = "NET-0001: no audio data or text message was received within the timeout window"
@@ -182,8 +181,7 @@ async def listen_socket(websocket: WebSocket) -> None:
     idle_timeout_s = min(IDLE_TIMEOUT_S, settings.idle_timeout_s)
     session = DictationSession(transport, params.dictation, settings, state.asr, idle_timeout_s=idle_timeout_s)
     try:
-        entry = state.sessions.claim("dictation", client_label(websocket), session.describe, drain=session.drain,
-                                     share=client_share(websocket))
+        entry = state.sessions.claim_connection("dictation", websocket, session.describe, session.drain)
     except OverCapacity as exc:
         await refuse(websocket, exc, dg.listen_error)
         return

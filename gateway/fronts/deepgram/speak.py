@@ -46,7 +46,6 @@ from gateway.protocol.tts import (
     TextLimits,
     text_too_long,
 )
-from gateway.registry import client_label, client_share
 from gateway.tts.selection import check_ready, pick_engine, voice_ids
 from gateway.tts.session import TtsSession
 from gateway.tts.states import SessionConfig
@@ -140,8 +139,7 @@ async def speak_socket(websocket: WebSocket) -> None:
                          sample_rate=params.sample_rate, encoding=OUTPUT_FORMATS[params.encoding],
                          config=SessionConfig(limits=TEXT_LIMITS, idle_timeout_s=settings.idle_timeout_s))
     try:
-        entry = state.sessions.claim("tts", client_label(websocket), session.describe, drain=session.drain,
-                                     share=client_share(websocket))
+        entry = state.sessions.claim_connection("tts", websocket, session.describe, session.drain)
     except OverCapacity as exc:
         await refuse(websocket, exc, dg.listen_error)
         return

@@ -56,7 +56,7 @@ from gateway.fronts.elevenlabs.messages import ClientMessage as ElevenLabsMessag
 from gateway.fronts.elevenlabs.messages import error_message, final_message, parse_client_message
 from gateway.fronts.elevenlabs.params import SocketParams
 from gateway.protocol.tts import ClientMessage, End, Flush, Keepalive, TextFragment, TextLimits
-from gateway.registry import DRAINING_MESSAGE, SessionRegistry, client_label, client_share
+from gateway.registry import DRAINING_MESSAGE, SessionRegistry
 from gateway.tts.session import TtsSession
 from gateway.tts.states import GOING_AWAY_REASON, SessionConfig
 
@@ -263,8 +263,7 @@ class Connection:
                              encoding=audio.format, config=SessionConfig(
                                  limits=TEXT_LIMITS, idle_timeout_s=self.params.inactivity_timeout_s))
         try:
-            entry = self.sessions.claim("tts", client_label(self.websocket), session.describe, drain=session.drain,
-                                        share=client_share(self.websocket))
+            entry = self.sessions.claim_connection("tts", self.websocket, session.describe, session.drain)
         except OverCapacity as exc:
             await self._refuse_context(key, exc)
             return None

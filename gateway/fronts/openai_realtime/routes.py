@@ -44,7 +44,6 @@ from gateway.errors import (
 )
 from gateway.fronts.openai_realtime.config import TranscriptionConfig
 from gateway.fronts.openai_realtime.transport import HANDOVER_S, RealtimeTransport
-from gateway.registry import client_label, client_share
 from gateway.tasks import cancel_and_wait
 
 
@@ -115,8 +114,7 @@ async def realtime_socket(websocket: WebSocket) -> None:
         return
     socket = _Socket(transport)
     try:
-        entry = state.sessions.claim("dictation", client_label(websocket), socket.describe, drain=socket.drain,
-                                     share=client_share(websocket))
+        entry = state.sessions.claim_connection("dictation", websocket, socket.describe, socket.drain)
     except OverCapacity as exc:
         await _refuse(transport, exc)
         return
