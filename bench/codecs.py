@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -33,6 +32,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.processes import gateway_env, start_gateway  # noqa: E402
 from gateway.audio import Encoding, StreamResampler, encode, write_wav  # noqa: E402
 from gateway.client.dictation import DictationClient  # noqa: E402
 from gateway.codecs.decoders import stream_decoder  # noqa: E402
@@ -188,26 +188,9 @@ async def final_latency(url: str, encoding: InputEncoding, slices: list[bytes], 
 
 
 def start_server() -> tuple[subprocess.Popen[bytes], str]:
-    import httpx
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VOXGATE_")}
-    env.update({"PYTHONPATH": str(ROOT), "VOXGATE_DATA_DIR": tempfile.mkdtemp(prefix="voxgate-bench-"),
-                "VOXGATE_ASR_THREADS": "2"})
-    proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "serve", "--port", str(port), "--engines", "asr",
-                             "--log-level", "warning"], cwd=ROOT, env=env, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(url + "/health", timeout=2).status_code == 200:
-                return proc, url
-        except httpx.TransportError:
-            time.sleep(0.2)
-    proc.kill()
-    raise RuntimeError("the gateway did not become healthy")
+    return start_gateway(["--engines", "asr", "--log-level", "warning"],
+                         gateway_env({"VOXGATE_DATA_DIR": tempfile.mkdtemp(prefix="voxgate-bench-"),
+                                      "VOXGATE_ASR_THREADS": "2"}))
 
 
 async def latency_rows(url: str, sentences: tuple[str, ...], rounds: int) -> list[str]:

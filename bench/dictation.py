@@ -50,7 +50,6 @@ import argparse
 import asyncio
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -75,6 +74,7 @@ from bench.dictation_clips import (  # noqa: E402
     passage_plan,
     whole_sentence_clips,
 )
+from bench.processes import gateway_env, start_gateway  # noqa: E402
 from engines.asr.decoder import split_cores  # noqa: E402
 from engines.asr.files import BEAM as FILE_BEAM  # noqa: E402
 from engines.asr.tuning import PolicyTuning  # noqa: E402
@@ -194,29 +194,11 @@ def pct(values: list[float], q: float) -> float:
 
 
 def start_server(threads: int | None, extra_env: dict[str, str]) -> tuple[subprocess.Popen, str]:
-    import httpx
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VOXGATE_")}
-    env.update({"PYTHONPATH": str(ROOT), "VOXGATE_DATA_DIR": tempfile.mkdtemp(prefix="voxgate-bench-"),
-                "VOXGATE_MAX_DICTATION_STREAMS": "64",
-                "VOXGATE_MAX_DICTATION_STREAMS_PER_CLIENT": "64", **extra_env})
+    settings = {"VOXGATE_DATA_DIR": tempfile.mkdtemp(prefix="voxgate-bench-"),
+                "VOXGATE_MAX_DICTATION_STREAMS": "64", "VOXGATE_MAX_DICTATION_STREAMS_PER_CLIENT": "64", **extra_env}
     if threads is not None:
-        env["VOXGATE_ASR_THREADS"] = str(threads)
-    proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "serve", "--port", str(port), "--engines", "asr",
-                             "--log-level", "warning"], cwd=ROOT, env=env, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(url + "/health", timeout=2).status_code == 200:
-                return proc, url
-        except httpx.TransportError:
-            time.sleep(0.2)
-    proc.kill()
-    raise RuntimeError("the gateway did not become healthy")
+        settings["VOXGATE_ASR_THREADS"] = str(threads)
+    return start_gateway(["--engines", "asr", "--log-level", "warning"], gateway_env(settings))
 
 
 async def run(url: str, server_pid: int | None, levels: list[int], max_clips: int, quick_levels: list[int],

@@ -27,17 +27,16 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-import httpx
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import bench.front_probes as probes_pkg  # noqa: E402
-from tests.support.net import free_port  # noqa: E402
+from bench import processes  # noqa: E402
+from bench.processes import gateway_env  # noqa: E402
 from tests.support.speech import SENTENCES, piper_say, resample, silence  # noqa: E402
 
 TTS_TEXT = "Hello there, how can I help you today?"
@@ -73,26 +72,11 @@ def machine() -> str:
 
 
 def start_gateway(tts: str, pocket_dir: Path | None, data_dir: Path) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VOXGATE_")}
-    env.update({"VOXGATE_DATA_DIR": str(data_dir), "VOXGATE_TTS_ENGINE": tts,
-                "VOXGATE_ASR_THREADS": "2", "PYTHONPATH": str(ROOT)})
+    settings = {"VOXGATE_DATA_DIR": str(data_dir), "VOXGATE_TTS_ENGINE": tts, "VOXGATE_ASR_THREADS": "2"}
     if pocket_dir is not None:
-        env["VOXGATE_POCKET_DIR"] = str(pocket_dir)
-    proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "serve", "--host", "127.0.0.1", "--port",
-                             str(port), "--engines", f"asr,{tts}"], cwd=ROOT, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(url + "/health", timeout=2).status_code == 200:
-                return proc, url
-        except httpx.TransportError:
-            pass
-        time.sleep(0.2)
-    proc.kill()
-    raise SystemExit("the gateway did not become healthy")
+        settings["VOXGATE_POCKET_DIR"] = str(pocket_dir)
+    return processes.start_gateway(["--host", "127.0.0.1", "--engines", f"asr,{tts}"], gateway_env(settings),
+                                   health_timeout_s=180, quiet_stdout=True)
 
 
 def ms(values: list[float]) -> tuple[float, float]:

@@ -51,6 +51,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench import processes  # noqa: E402
 from bench import wyoming as wy  # noqa: E402
 from tests.support.speech import SENTENCES  # noqa: E402
 
@@ -64,7 +65,7 @@ SCALES = np.array([0.667, 1.0, 0.8], dtype=np.float32)
 async def server_part(rounds: int, clients: int) -> str:
     with tempfile.TemporaryDirectory(prefix="voxgate-piper-cost-") as tmp:
         work = Path(tmp)
-        port = wy.free_port()
+        port = processes.free_port()
         proc, log = wy.start_wyoming_piper(work, port)
         try:
             await wy.wait_describable(port, proc, log, "tts")
@@ -73,7 +74,7 @@ async def server_part(rounds: int, clients: int) -> str:
             for r in range(rounds):
                 await wy.tts_round(level, port, proc.pid, r)
         finally:
-            wy.stop(proc)
+            processes.stop(proc)
     return "\n".join([
         "| server | clients | CPU% over the run | throughput (x RT) | CPU s per audio s |",
         "|---|---|---|---|---|",

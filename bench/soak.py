@@ -59,6 +59,8 @@ import httpx  # noqa: E402
 from websockets.asyncio.client import connect  # noqa: E402
 from websockets.exceptions import ConnectionClosed  # noqa: E402
 
+from bench import processes  # noqa: E402
+from bench.processes import free_port, gateway_env  # noqa: E402
 from tests.support.speech import SENTENCES, pcm16, piper_say, resample, silence  # noqa: E402
 
 GAUGES = ("voxgate_process_resident_bytes", "voxgate_process_open_fds", "voxgate_asyncio_tasks",
@@ -204,35 +206,15 @@ def make_speech() -> list[bytes]:
     return clips
 
 
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def start_gateway(data_dir: Path, model_dir: Path, clients: int,
                   extra_env: dict[str, str] | None = None, args: tuple[str, ...] = ()) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VOXGATE_")}
-    env.update({"PYTHONPATH": str(ROOT), "VOXGATE_DATA_DIR": str(data_dir), "VOXGATE_POCKET_DIR": str(model_dir),
-                "VOXGATE_ENGINES": "pocket,asr", "VOXGATE_MAX_TTS_SESSIONS": str(clients + 2),
-                "VOXGATE_MAX_DICTATION_STREAMS": str(clients + 2),
-                "VOXGATE_MAX_TTS_SESSIONS_PER_CLIENT": str(clients + 2),
-                "VOXGATE_MAX_DICTATION_STREAMS_PER_CLIENT": str(clients + 2), "VOXGATE_LOG_LEVEL": "warning"})
-    env.update(extra_env or {})
-    proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "serve", "--port", str(port), *args], cwd=ROOT,
-                            env=env, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        with contextlib.suppress(httpx.TransportError):
-            if httpx.get(url + "/health", timeout=2).status_code == 200:
-                return proc, url
-        time.sleep(0.5)
-    proc.kill()
-    raise RuntimeError("the gateway did not become healthy")
+    room = str(clients + 2)
+    env = gateway_env({"VOXGATE_DATA_DIR": str(data_dir), "VOXGATE_POCKET_DIR": str(model_dir),
+                       "VOXGATE_ENGINES": "pocket,asr", "VOXGATE_MAX_TTS_SESSIONS": room,
+                       "VOXGATE_MAX_DICTATION_STREAMS": room, "VOXGATE_MAX_TTS_SESSIONS_PER_CLIENT": room,
+                       "VOXGATE_MAX_DICTATION_STREAMS_PER_CLIENT": room, "VOXGATE_LOG_LEVEL": "warning",
+                       **(extra_env or {})})
+    return processes.start_gateway(args, env, health_timeout_s=300)
 
 
 def mib(value: float) -> str:

@@ -29,7 +29,6 @@ import asyncio
 import json
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -43,6 +42,8 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench import processes  # noqa: E402
+from bench.processes import free_port, start_logged  # noqa: E402
 from gateway.client.tts import TtsClient  # noqa: E402
 
 TEXTS = (
@@ -89,11 +90,6 @@ class Level:
                 "aggregate_rtf": round(1 / self.throughput, 3) if self.throughput else None}
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 # ---- the checkpoint and the reference's config
 
@@ -130,21 +126,6 @@ def reference_config(model_dir: Path, work: Path) -> Path:
 
 
 # ---- servers
-
-
-def start(cmd: list[str], env: dict[str, str], log_path: Path) -> subprocess.Popen:
-    log = open(log_path, "wb")  # noqa: SIM115 - closed with the process in stop()
-    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-
-
-def stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGINT)
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
 
 
 async def wait_healthy(url: str, proc: subprocess.Popen, log_path: Path) -> None:
@@ -211,14 +192,14 @@ async def bench_voxgate(model_dir: Path, work: Path, levels: list[int], rounds: 
            "VOXGATE_ENGINES": "pocket", "VOXGATE_DATA_DIR": str(work / "voxgate-data"),
            "VOXGATE_MAX_TTS_SESSIONS": "64", "VOXGATE_MAX_TTS_SESSIONS_PER_CLIENT": "64", "VOXGATE_LOG_LEVEL": "warning", "PYTHONPATH": str(ROOT)}
     log_path = work / "voxgate.log"
-    proc = start([sys.executable, "-c", "from gateway.cli.main import main; raise SystemExit(main())", "serve",
+    proc = start_logged([sys.executable, "-c", "from gateway.cli.main import main; raise SystemExit(main())", "serve",
                   "--port", str(port)], env, log_path)
     try:
         url = f"http://127.0.0.1:{port}"
         await wait_healthy(url, proc, log_path)
         return await run_levels("voxgate", voxgate_request, url, levels, rounds)
     finally:
-        stop(proc)
+        processes.stop(proc, signal.SIGINT)
 
 
 async def bench_reference(model_dir: Path, work: Path, levels: list[int], rounds: int,
@@ -228,7 +209,7 @@ async def bench_reference(model_dir: Path, work: Path, levels: list[int], rounds
     exe = Path(sys.executable).with_name("pocket-tts")
     log_path = work / "reference.log"
     quantize = ["--quantize"] if precision == "int8" else []
-    proc = start([str(exe), "serve", "--config", str(config), "--host", "127.0.0.1", "--port", str(port),
+    proc = start_logged([str(exe), "serve", "--config", str(config), "--host", "127.0.0.1", "--port", str(port),
                   "--default-voice", str(model_dir / "embeddings" / "alba.safetensors"), *quantize],
                  dict(os.environ), log_path)
     try:
@@ -236,7 +217,7 @@ async def bench_reference(model_dir: Path, work: Path, levels: list[int], rounds
         await wait_healthy(url, proc, log_path)
         return await run_levels("reference", reference_request, url, levels, rounds)
     finally:
-        stop(proc)
+        processes.stop(proc, signal.SIGINT)
 
 
 def table(ours: list[Level], ref: list[Level]) -> str:

