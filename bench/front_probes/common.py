@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import numpy as np
+from websockets.asyncio.client import ClientConnection
 
 CHUNK = 320  # 20 ms at 16 kHz
 
@@ -28,3 +31,37 @@ async def send_realtime(send: Callable[[bytes], Awaitable[None]], audio16k: np.n
         if delay > 0:
             await asyncio.sleep(delay)
     return sent_at
+
+
+async def final_latency(ws: ClientConnection, audio16k: np.ndarray, speech_end_s: float,
+                        is_final: Callable[[dict[str, Any]], bool], end_message: dict[str, Any]) -> float:
+    """Stream ``audio16k`` in real time over ``ws``, then send ``end_message``; the
+    seconds from the end-of-speech chunk to the first message ``is_final`` accepts."""
+    final_at: asyncio.Future[float] = asyncio.get_running_loop().create_future()
+
+    async def read() -> None:
+        async for raw in ws:
+            if is_final(json.loads(raw)) and not final_at.done():
+                final_at.set_result(time.monotonic())
+
+    reader = asyncio.create_task(read())
+    sent_at = await send_realtime(ws.send, audio16k, speech_end_s)
+    latency = await asyncio.wait_for(final_at, 30) - sent_at
+    await ws.send(json.dumps(end_message))
+    await asyncio.wait_for(reader, 30)
+    return latency
+
+
+async def first_audio(ws: ClientConnection, requests: list[dict[str, Any]], cancel: dict[str, Any]) -> float:
+    """Send ``requests``; the seconds until the first binary (audio) message, after
+    which ``cancel`` goes out."""
+    start = time.monotonic()
+    for request in requests:
+        await ws.send(json.dumps(request))
+    while True:
+        message = await asyncio.wait_for(ws.recv(), 60)
+        if isinstance(message, bytes):
+            elapsed = time.monotonic() - start
+            break
+    await ws.send(json.dumps(cancel))
+    return elapsed
