@@ -16,12 +16,13 @@ parsing it builds a handful of values, never millions.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from starlette.requests import Request
 
 from auth import body
-from gateway.errors import BadMessage, BadRequest, GatewayError, TooLarge
+from gateway.errors import BadMessage, BadRequest, TooLarge
 
 MAX_EVENT_BYTES = 64 * 1024  # a JSON socket message that carries no audio
 STRUCTURAL_CHARACTERS = "{[:,"
@@ -41,15 +42,18 @@ def structure_count(text: str) -> int:
 
 def parse_message(raw: str | bytes) -> dict[str, Any]:
     """A socket message as a JSON object; ``BadMessage`` saying why it is not one."""
-    return _parse(raw, BadMessage, "message is", "message must be a JSON object with a \"type\"")
+    return json_object(raw, BadMessage, "message is", "message must be a JSON object with a \"type\"")
 
 
 def parse_body(raw: str | bytes) -> dict[str, Any]:
     """An HTTP body as a JSON object; ``BadRequest`` saying why it is not one."""
-    return _parse(raw, BadRequest, "body:", "body: must be a JSON object")
+    return json_object(raw, BadRequest, "body:", "body: must be a JSON object")
 
 
-def _parse(raw: str | bytes, error: type[GatewayError], subject: str, not_object: str) -> dict[str, Any]:
+def json_object(raw: str | bytes, error: Callable[[str], Exception], subject: str,
+                not_object: str) -> dict[str, Any]:
+    """``raw`` as a JSON object, or ``error`` raised with ``subject`` and what is
+    wrong ("nested too deeply", "not valid JSON"), or with ``not_object``."""
     try:
         data = json.loads(raw)
     except RecursionError:

@@ -17,6 +17,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from gateway.protocol.json import json_object
+
 # The protocol version this front speaks (the ``wyoming`` package it was checked against).
 PROTOCOL_VERSION = "1.10.2"
 MAX_LINE_BYTES = 64 * 1024
@@ -88,12 +90,4 @@ def _length(header: dict[str, Any], name: str, limit: int, kind: str) -> int:
 
 
 def _json_object(raw: bytes, what: str) -> dict[str, Any]:
-    try:
-        value = json.loads(raw)
-    except RecursionError:
-        raise WireError(f"{what} is nested too deeply") from None
-    except (UnicodeDecodeError, ValueError):
-        raise WireError(f"{what} is not valid JSON") from None
-    if not isinstance(value, dict):
-        raise WireError(f"{what} is not a JSON object")
-    return value
+    return json_object(raw, WireError, f"{what} is", f"{what} is not a JSON object")
