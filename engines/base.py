@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import enum
-from collections.abc import AsyncIterator
+import logging
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -45,6 +46,22 @@ class EngineStatus:
         if self.hint:
             out["hint"] = self.hint
         return out
+
+    @classmethod
+    def failed_to_load(cls, engine_name: str, exc: BaseException) -> EngineStatus:
+        return cls(EngineState.FAILED, detail=f"{engine_name} failed to load: {exc}")
+
+
+async def load_in_thread(load_blocking: Callable[[], None], engine_name: str,
+                         logger: logging.Logger) -> EngineStatus | None:
+    """Run an engine's ``load_blocking`` in a thread. Never raises, so the gateway
+    keeps running without the engine: None when it loaded, else the failed status."""
+    try:
+        await asyncio.to_thread(load_blocking)
+    except Exception as exc:
+        logger.exception("%s failed to load", engine_name)
+        return EngineStatus.failed_to_load(engine_name, exc)
+    return None
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ from engines.base import (
     TtsInfo,
     UnknownVoice,
     Voice,
+    load_in_thread,
 )
 from engines.omnivoice.backend import Backend, LoadSpec, PackageChecks, WeightsMissing, load_backend, package_checks
 from engines.omnivoice.options import instruct_option, language_option
@@ -87,11 +88,9 @@ class OmniVoiceEngine:
 
     async def load(self) -> None:
         """Load in a thread. Never raises: the outcome is in ``status()``."""
-        try:
-            await asyncio.to_thread(self._load_blocking)
-        except Exception as exc:
-            log.exception("OmniVoice failed to load")
-            self._status = EngineStatus(EngineState.FAILED, detail=f"OmniVoice failed to load: {exc}")
+        failed = await load_in_thread(self._load_blocking, "OmniVoice", log)
+        if failed is not None:
+            self._status = failed
 
     def _load_blocking(self) -> None:
         from engines.omnivoice.worker import GenerationWorker
@@ -122,7 +121,7 @@ class OmniVoiceEngine:
             return None
         except Exception as exc:
             log.exception("OmniVoice failed to load")
-            self._status = EngineStatus(EngineState.FAILED, detail=f"OmniVoice failed to load: {exc}")
+            self._status = EngineStatus.failed_to_load("OmniVoice", exc)
             return None
         with self._lock:
             self._backend = backend

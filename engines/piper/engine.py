@@ -36,6 +36,7 @@ from engines.base import (
     TtsInfo,
     UnknownVoice,
     Voice,
+    load_in_thread,
 )
 from engines.piper.int8 import PRECISIONS
 from engines.piper.model import GRAPHS, INSTALL_HINT, PiperModel, Synthesizer, runtime_missing
@@ -94,11 +95,9 @@ class PiperEngine:
 
     async def load(self) -> None:
         """Find the voices and load the default one, in a thread. Never raises."""
-        try:
-            await asyncio.to_thread(self._load_blocking)
-        except Exception as exc:  # the gateway keeps running without this engine
-            log.exception("Piper failed to load")
-            self._status = EngineStatus(EngineState.FAILED, detail=f"Piper failed to load: {exc}")
+        failed = await load_in_thread(self._load_blocking, "Piper", log)
+        if failed is not None:
+            self._status = failed
 
     def _load_blocking(self) -> None:
         missing = runtime_missing() if self._real_models else None

@@ -28,6 +28,7 @@ from engines.base import (
     TtsInfo,
     UnknownVoice,
     Voice,
+    load_in_thread,
 )
 from engines.files import write_atomically
 from engines.pocket.scheduled_stream import ScheduledStream
@@ -69,11 +70,9 @@ class PocketEngine:
 
     async def load(self) -> None:
         """Load the model directory in a thread. Never raises: the outcome is in ``status()``."""
-        try:
-            await asyncio.to_thread(self._load_blocking)
-        except Exception as exc:  # the gateway keeps running without this engine
-            log.exception("Pocket TTS failed to load")
-            self._status = EngineStatus(EngineState.FAILED, detail=f"Pocket TTS failed to load: {exc}")
+        failed = await load_in_thread(self._load_blocking, "Pocket TTS", log)
+        if failed is not None:
+            self._status = failed
 
     def _load_blocking(self) -> None:
         from engines.pocket.errors import PocketModelError
