@@ -22,6 +22,7 @@ from gateway.codecs.pyav import CodecUnavailable
 from gateway.errors import OverCapacity, Unavailable
 from tests.gateway.codecs.test_files import made
 from tests.support.file_bombs import png_track_bomb, sample_table_bomb
+from tests.support.waiting import eventually
 
 MISBEHAVING = "tests.gateway.codecs.misbehaving_worker"
 CAP_S = 900.0
@@ -41,14 +42,6 @@ def limits_of(pid: int) -> dict[str, tuple[str, str]]:
     with open(f"/proc/{pid}/limits", encoding="ascii") as limits:
         rows = limits.read().splitlines()[1:]
     return {row[:26].strip(): (row[26:47].strip(), row[47:68].strip()) for row in rows}
-
-
-async def until(predicate, what: str) -> None:
-    for _ in range(500):
-        if predicate():
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"never happened: {what}")
 
 
 def gone(pid: int) -> bool:
@@ -145,7 +138,7 @@ async def test_a_file_past_the_cpu_allowance_is_refused(misbehaving):
         await misbehaving.decode(b"SPIN", 16000, CAP_S)
     assert str(info.value) == "decoding it takes more than the 1 s of CPU time a file may use"
     assert gone(pid)
-    await until(lambda: len(misbehaving.pids) == 1, "a fresh worker")
+    await eventually(lambda: len(misbehaving.pids) == 1, "a fresh worker")
     assert len((await misbehaving.decode(made("wav"), 16000, CAP_S)).samples) == 32000
 
 
@@ -162,7 +155,7 @@ async def test_a_decode_past_its_wall_clock_bound_is_retryable_and_the_worker_ki
                        module=MISBEHAVING)
     try:
         hanging = asyncio.create_task(pool.decode(b"HANG", 16000, CAP_S))
-        await until(lambda: len(pool.pids) == 1, "the worker started")
+        await eventually(lambda: len(pool.pids) == 1, "the worker started")
         (pid,) = pool.pids
         with pytest.raises(Unavailable) as info:
             await hanging
@@ -177,7 +170,7 @@ async def test_a_full_pool_answers_over_capacity_and_a_cancelled_decode_kills_it
     await misbehaving.decode(made("wav"), 16000, CAP_S)
     (pid,) = misbehaving.pids
     hanging = asyncio.create_task(misbehaving.decode(b"HANG", 16000, CAP_S))
-    await until(lambda: misbehaving.busy == 1, "the one worker taken")
+    await eventually(lambda: misbehaving.busy == 1, "the one worker taken")
     with pytest.raises(OverCapacity) as info:
         await misbehaving.decode(made("wav"), 16000, CAP_S)
     assert (info.value.message, info.value.retry_after_s) == ("all 1 file decoders are busy; try again later", 5)
@@ -246,8 +239,8 @@ async def test_a_worker_left_grown_by_a_file_answers_it_then_makes_way_for_a_fre
         (pid,) = pool.pids
         decoded = await pool.decode(b"LEAK" + made("wav"), 16000, CAP_S)  # 160 MB kept: over half of 256
         assert len(decoded.samples) == 32000
-        await until(lambda: gone(pid), "the grown worker ended and reaped")
-        await until(lambda: len(pool.pids) == 1, "a fresh worker")
+        await eventually(lambda: gone(pid), "the grown worker ended and reaped")
+        await eventually(lambda: len(pool.pids) == 1, "a fresh worker")
         assert pool.pids != [pid]
     finally:
         await pool.aclose()

@@ -31,6 +31,7 @@ from tests.gateway.fronts.wyoming.harness import (
     wyoming_server,
 )
 from tests.support.fake_sidecar import FakeSidecar
+from tests.support.waiting import eventually
 
 DRAINING = "the server is draining before it stops; retry (another replica will answer)"
 
@@ -51,14 +52,6 @@ def start_drain(server: WyomingServer, drain_s: float = 30.0) -> asyncio.Task[bo
     return asyncio.create_task(Drainer(server.state["sessions"], drain_s).run())
 
 
-async def until(predicate: Any, what: str) -> None:
-    for _ in range(500):
-        if predicate():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"never happened: {what}")
-
-
 async def test_a_transcription_under_way_gets_the_transcript_of_what_was_read_then_the_end(tmp_path):
     fake = HoldingSidecar()
     chunk = AudioChunk(rate=RATE, width=2, channels=1, audio=pcm(np.full(3200, 0.1, dtype=np.float32)))
@@ -67,14 +60,14 @@ async def test_a_transcription_under_way_gets_the_transcript_of_what_was_read_th
         await client.write_event(AudioStart(rate=RATE, width=2, channels=1).event())
         await client.write_event(chunk.event())
         stream = await the_stream(fake)
-        await until(lambda: fake.ops(stream.id) == ["open", "audio"], "the audio reached the recognizer")
+        await eventually(lambda: fake.ops(stream.id) == ["open", "audio"], "the audio reached the recognizer")
         fake.play({"ev": "speech_started", "utterance": 0, "at": 0.1, "start_sample": 1600},
                   {"ev": "partial", "utterance": 0, "text": "Turn on the", "stable": "Turn on", "start": 0.1,
                    "end": 0.9})
         assert [e.type for e in [await read(client), await read(client)]] == ["transcript-start", "transcript-chunk"]
         drained = start_drain(server)
         # the speaker is mid-utterance, yet no more audio is taken: what was read is finalized
-        await until(lambda: "end" in fake.ops(stream.id), "the stream's end")
+        await eventually(lambda: "end" in fake.ops(stream.id), "the stream's end")
         await client.write_event(chunk.event())
         refusal = await read(client)
         fake.play({"ev": "final", "utterance": 0, "text": "Turn on the light.", "start": 0.1, "end": 0.2,
@@ -96,7 +89,7 @@ async def test_a_streaming_synthesis_under_way_speaks_its_text_and_stops_then_th
         await client.write_event(SynthesizeChunk(text="The first sentence is spoken. And the rest").event())
         assert (await read(client)).type == "audio-start"
         drained = start_drain(server)
-        await until(lambda: server.state["sessions"].draining, "the drain")
+        await eventually(lambda: server.state["sessions"].draining, "the drain")
         await client.write_event(SynthesizeChunk(text=" too late.").event())
         events = []
         while (event := await read(client)) is not None:

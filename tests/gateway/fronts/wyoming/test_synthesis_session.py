@@ -3,26 +3,16 @@ failures, the session's idle and stall rules, its entry in the registry."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable
-
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop
 
 from tests.gateway.fakes import FakeTtsEngine
 from tests.gateway.fronts.wyoming.harness import brief, connect, read, read_until, sessions_of, wyoming_server
+from tests.support.waiting import eventually
 
 START = ("audio-start", {"rate": 24000, "width": 2, "channels": 1})
 STOP = ("audio-stop", {})
 FAILURE = ("error", {"text": "fake engine failure", "code": "engine_error"})
 LONG = " ".join(["This sentence has exactly forty-three chars."] * 60)  # two utterances
-
-
-async def until(predicate: Callable[[], bool], what: str) -> None:
-    for _ in range(1000):
-        if predicate():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"never happened: {what}")
 
 
 async def test_an_engine_failure_is_an_error_inside_the_audio_and_the_rest_is_not_spoken(tmp_path):
@@ -66,7 +56,7 @@ async def test_a_streaming_request_that_gets_no_text_is_closed_after_the_idle_ti
         async with connect(server) as client:
             await client.write_event(SynthesizeStart().event())
             assert await read(client) is None  # the server closed the connection
-        await until(lambda: not sessions_of(server), "the session's end")
+        await eventually(lambda: not sessions_of(server), "the session's end")
     assert engine.streams == []
 
 
@@ -75,8 +65,8 @@ async def test_a_client_that_reads_nothing_pauses_its_synthesis_then_is_closed(t
     async with wyoming_server(tmp_path, tts={"pocket": engine}, idle_timeout_s=0.5) as server:
         async with connect(server) as client:
             await client.write_event(Synthesize(text="Endless.").event())
-            await until(lambda: bool(engine.streams) and engine.streams[0].closed, "the synthesis's end")
-            await until(lambda: not sessions_of(server), "the session's end")
+            await eventually(lambda: bool(engine.streams) and engine.streams[0].closed, "the synthesis's end")
+            await eventually(lambda: not sessions_of(server), "the session's end")
         (stream,) = engine.streams
     assert stream.cancelled
     assert stream.produced < stream.total  # generation waited for the reader, then stopped
