@@ -4,41 +4,22 @@ up. Nothing is dropped. The clock is a fake, so no test waits."""
 
 from __future__ import annotations
 
-import asyncio
-from typing import Any
-
 import numpy as np
 import pytest
 
-from gateway.dictation import pacing
 from gateway.dictation.pacing import Pacer
 from tests.gateway.helpers import dictation_client
 from tests.support.fake_sidecar import FakeSidecar
+from tests.support.pacing_clock import PacingClock, install
 from tests.support.sockets import close_code, receive
 
 
-class FakeTime:
-    def __init__(self) -> None:
-        self.now = 100.0
-        self.pauses: list[float] = []
-
-    def monotonic(self) -> float:
-        return self.now
-
-    async def pause(self, delay_s: float, until: asyncio.Future[Any]) -> None:
-        self.pauses.append(round(delay_s, 6))
-        self.now += delay_s
-
-
 @pytest.fixture
-def fake_time(monkeypatch: pytest.MonkeyPatch) -> FakeTime:
-    fake = FakeTime()
-    monkeypatch.setattr(pacing, "monotonic", fake.monotonic)
-    monkeypatch.setattr(pacing, "pause", fake.pause)
-    return fake
+def fake_time(monkeypatch: pytest.MonkeyPatch) -> PacingClock:
+    return install(monkeypatch, PacingClock())
 
 
-def test_a_stream_may_run_the_allowance_ahead_of_real_time(fake_time: FakeTime) -> None:
+def test_a_stream_may_run_the_allowance_ahead_of_real_time(fake_time: PacingClock) -> None:
     pacer = Pacer(max_ahead_s=2.0)
     assert [pacer.add(1.0), pacer.add(1.0), pacer.add(1.0)] == [0.0, 0.0, 1.0]
     assert pacer.ahead_s == 3.0
@@ -48,7 +29,7 @@ def test_a_stream_may_run_the_allowance_ahead_of_real_time(fake_time: FakeTime) 
     assert (pacer.ahead_s, pacer.add(2.0), pacer.add(0.25)) == (0.0, 0.0, 0.25)
 
 
-def test_a_client_sending_faster_than_real_time_is_read_at_real_time(tmp_path, fake_time: FakeTime) -> None:
+def test_a_client_sending_faster_than_real_time_is_read_at_real_time(tmp_path, fake_time: PacingClock) -> None:
     fake = FakeSidecar()
     second = (np.full(16000, 0.1) * 32767).astype("<i2").tobytes()
     with dictation_client(tmp_path, fake, dictation_max_ahead_s=2.0) as client, \

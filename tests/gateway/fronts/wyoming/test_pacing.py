@@ -8,56 +8,24 @@ whose pauses end only when the test lets them, so no test waits on time."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 import pytest
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
 
-from gateway.dictation import pacing
 from gateway.drain import Drainer
 from tests.gateway.fronts.wyoming.harness import RATE, connect, pcm, read_until, the_stream, wyoming_server
 from tests.support.fake_sidecar import FakeSidecar
+from tests.support.pacing_clock import PacingClock, install
+from tests.support.waiting import eventually
 
 PUSHED_S = 300  # seconds of speech, pushed in one go, one second a chunk
 WAIT_S = 10.0
 
 
-class HeldClock:
-    """The pacer's clock and pause: a pause is recorded, then ends (moving the
-    clock by its length) only when the test releases it."""
-
-    def __init__(self) -> None:
-        self.now = 100.0
-        self.pauses: list[float] = []
-        self.released = asyncio.Semaphore(0)
-        self.free = False  # release every pause from now on
-
-    def monotonic(self) -> float:
-        return self.now
-
-    async def pause(self, delay_s: float, until: asyncio.Future[Any]) -> None:
-        self.pauses.append(round(delay_s, 6))
-        if not self.free:
-            await asyncio.wait_for(self.released.acquire(), WAIT_S)
-        self.now += delay_s
-
-
 @pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> HeldClock:
-    held = HeldClock()
-    monkeypatch.setattr(pacing, "monotonic", held.monotonic)
-    monkeypatch.setattr(pacing, "pause", held.pause)
-    return held
-
-
-async def until(predicate: Callable[[], bool], what: str) -> None:
-    for _ in range(int(WAIT_S / 0.01)):
-        if predicate():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"never happened: {what}")
+def clock(monkeypatch: pytest.MonkeyPatch) -> PacingClock:
+    return install(monkeypatch, PacingClock(held=True))
 
 
 async def test_300_s_pushed_at_once_is_read_no_faster_than_real_time_plus_the_allowance(tmp_path, clock):
@@ -77,7 +45,7 @@ async def test_300_s_pushed_at_once_is_read_no_faster_than_real_time_plus_the_al
             return len(fake.audio_sent(stream.id)) / RATE
 
         for pauses in range(1, 6):
-            await until(lambda: len(clock.pauses) == pauses, f"pause {pauses} of the reading")  # noqa: B023
+            await eventually(lambda: len(clock.pauses) == pauses, f"pause {pauses} of the reading")  # noqa: B023
             await asyncio.sleep(0.05)  # room for a read that should not happen
             elapsed_s = clock.now - 100.0
             # the allowance (1 s) and the chunk whose reading made the stream too far ahead
@@ -100,7 +68,7 @@ async def test_the_drain_ends_a_pause_and_the_audio_read_so_far_is_answered(tmp_
         await client.write_event(AudioChunk(rate=RATE, width=2, channels=1, audio=minute).event())
         stream = await the_stream(fake)
         # the allowance and the step that went past it are taken, then the pacing pauses
-        await until(lambda: len(fake.audio_sent(stream.id)) >= 2 * RATE, "the pacing's first pause")
+        await eventually(lambda: len(fake.audio_sent(stream.id)) >= 2 * RATE, "the pacing's first pause")
         drain = asyncio.create_task(Drainer(server.state["sessions"], 30.0).run())
         events = await read_until(client, "transcript-stop")  # within the read timeout, long before 58 s
         assert await asyncio.wait_for(drain, WAIT_S) is True
