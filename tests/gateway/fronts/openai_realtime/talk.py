@@ -34,3 +34,14 @@ def configure(ws, audio_input: dict) -> dict:
     ws.send_json({"type": "session.update", "event_id": "evt_client_1",
                   "session": {"type": "transcription", "audio": {"input": audio_input}}})
     return receive(ws)
+
+
+def manual_turn_started(ws, client, fake, pcm: bytes) -> str:
+    """With turn detection off (push to talk), send ``pcm`` and have the fake
+    recognizer hear speech start in it; the socket's id prefix."""
+    prefix = opened(ws)
+    configure(ws, {"turn_detection": None})
+    append(ws, pcm)
+    sync(ws)
+    fake.play_from_thread(client, {"ev": "speech_started", "utterance": 0, "at": 0.1, "start_sample": 0})
+    return prefix

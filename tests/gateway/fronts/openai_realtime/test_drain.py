@@ -6,7 +6,7 @@ appends after the drain began are answered ``draining``, then close 1001.
 
 from __future__ import annotations
 
-from tests.gateway.fronts.openai_realtime.talk import URL, append, configure, opened, sync
+from tests.gateway.fronts.openai_realtime.talk import URL, append, manual_turn_started, opened, sync
 from tests.gateway.helpers import dictation_client, drain_marks, draining, start_drain, wait_for
 from tests.support.fake_sidecar import FakeSidecar
 from tests.support.sockets import close_code, next_close, receive
@@ -67,12 +67,9 @@ def test_server_vad_finalizes_what_was_read_refuses_later_appends_then_closes_10
 def test_manual_commit_the_drain_commits_the_buffer_and_completes_it_then_closes_1001(tmp_path):
     fake = FakeSidecar()
     with dictation_client(tmp_path, fake) as client, client.websocket_connect(URL) as ws:
-        prefix = opened(ws)
-        configure(ws, {"turn_detection": None})
-        append(ws, b"\1\0" * 24000)
-        sync(ws)
-        fake.play_from_thread(client, {"ev": "speech_started", "utterance": 0, "at": 0.1, "start_sample": 0},
-                              {"ev": "partial", "utterance": 0, "text": "Push to", "stable": "Push to", "start": 0.1, "end": 0.6})
+        prefix = manual_turn_started(ws, client, fake, b"\1\0" * 24000)
+        fake.play_from_thread(client, {"ev": "partial", "utterance": 0, "text": "Push to", "stable": "Push to", "start": 0.1,
+                                       "end": 0.6})
         assert receive(ws)["delta"] == "Push to"
         drained = start_drain(client)
         wait_for(lambda: drain_marks(fake), "the drain's finalize")
@@ -96,11 +93,7 @@ def test_manual_commit_the_drain_commits_the_buffer_and_completes_it_then_closes
 def test_manual_commit_an_item_the_client_committed_completes_and_an_empty_buffer_is_not_committed(tmp_path):
     fake = FakeSidecar()
     with dictation_client(tmp_path, fake) as client, client.websocket_connect(URL) as ws:
-        prefix = opened(ws)
-        configure(ws, {"turn_detection": None})
-        append(ws, b"\1\0" * 24000)
-        sync(ws)
-        fake.play_from_thread(client, {"ev": "speech_started", "utterance": 0, "at": 0.1, "start_sample": 0})
+        prefix = manual_turn_started(ws, client, fake, b"\1\0" * 24000)
         ws.send_json({"type": "input_audio_buffer.commit"})
         assert receive(ws)["type"] == "input_audio_buffer.committed"
         sync(ws)

@@ -12,7 +12,7 @@ from starlette.websockets import WebSocketDisconnect
 from gateway.codecs import g711
 from gateway.errors import GatewayError
 from gateway.protocol.common import ErrorEvent
-from tests.gateway.fronts.openai_realtime.talk import URL, append, configure, opened, sync
+from tests.gateway.fronts.openai_realtime.talk import URL, append, configure, manual_turn_started, opened, sync
 from tests.gateway.helpers import dictation_client, make_client
 from tests.support.fake_sidecar import FakeSidecar
 from tests.support.sockets import close_code, receive
@@ -74,11 +74,7 @@ def test_server_vad_utterance_gives_openais_events_in_order(tmp_path):
 def test_manual_commit_is_committed_at_once_and_completed_after_its_finalize(tmp_path):
     fake = FakeSidecar()
     with dictation_client(tmp_path, fake) as client, client.websocket_connect(URL) as ws:
-        prefix = opened(ws)
-        configure(ws, {"turn_detection": None})
-        append(ws, b"\0\0" * 24000)
-        sync(ws)
-        fake.play_from_thread(client, {"ev": "speech_started", "utterance": 0, "at": 0.1, "start_sample": 0})
+        prefix = manual_turn_started(ws, client, fake, b"\0\0" * 24000)
         ws.send_json({"type": "input_audio_buffer.commit"})
         assert receive(ws) == {"type": "input_audio_buffer.committed", "event_id": f"event_{prefix}00004",
                                "previous_item_id": None, "item_id": f"item_{prefix}0001"}
