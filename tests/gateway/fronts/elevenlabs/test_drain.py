@@ -11,6 +11,8 @@ import asyncio
 import base64
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
+
 from tests.gateway.fakes import FakeStream, FakeTtsEngine
 from tests.gateway.fronts.elevenlabs.reading import MULTI, STREAM, Heard, pcm_of, read_until_final
 from tests.gateway.helpers import draining, start_drain, tts_client, wait_for
@@ -51,8 +53,9 @@ def test_stream_input_speaks_what_it_was_sent_then_is_final_and_1001(tmp_path):
     assert heard.audio == pcm_of("Hello there.", "Half a sen")
 
 
-def test_stream_input_with_nothing_sent_closes_1001_at_once(tmp_path):
-    with tts_client(tmp_path) as client, client.websocket_connect(STREAM) as ws:
+@pytest.mark.parametrize("url", [STREAM, MULTI], ids=["stream-input-nothing-sent", "multi-stream-no-context"])
+def test_a_socket_with_no_work_closes_1001_at_once(tmp_path, url):
+    with tts_client(tmp_path) as client, client.websocket_connect(url) as ws:
         drained = start_drain(client)
         assert next_close(ws) == GOING_AWAY
         assert drained.result(timeout=10) is True
@@ -84,13 +87,6 @@ def test_multi_stream_finishes_every_context_refuses_new_text_and_contexts_then_
     assert heard["a"].audio == pcm_of("Flushed and speaking.")
     assert heard["b"].audio == pcm_of("Not flushed yet")  # flushed by the drain, spoken whole
     assert (heard["a"].chars, heard["b"].chars) == ("Flushed and speaking.", "Not flushed yet")
-
-
-def test_multi_stream_with_no_context_closes_1001_at_once(tmp_path):
-    with tts_client(tmp_path) as client, client.websocket_connect(MULTI) as ws:
-        drained = start_drain(client)
-        assert next_close(ws) == GOING_AWAY
-        assert drained.result(timeout=10) is True
 
 
 def test_at_the_deadline_a_context_stops_gets_its_is_final_and_the_socket_1001(tmp_path):
