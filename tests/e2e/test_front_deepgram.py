@@ -7,13 +7,11 @@ from __future__ import annotations
 
 import asyncio
 
-import httpx
 import numpy as np
 import pytest
 
 from tests.e2e.gateway_process import running_gateway
-from tests.support.listeners import FakeListener
-from tests.support.net import running_server
+from tests.e2e.tiny_pocket import serving_pocket
 from tests.support.speech import pcm16, piper_say, resample, silence, wer
 
 # deepgram-sdk 7 imports websockets' legacy client API, which warns on import
@@ -119,30 +117,9 @@ async def test_interim_hello_then_hello_world_then_silence_gives_hello_world(ser
 # ---- /v1/speak
 
 
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    from engines.pocket.random_checkpoint import make_random_model_dir
-
-    dest = tmp_path_factory.mktemp("pocket") / "tiny"
-    make_random_model_dir(dest, geometry="tiny", seed=0)
-    return dest
-
-
 @pytest.fixture
 async def tts_server(model_dir, tmp_path):
-    from engines.pocket.engine import PocketEngine
-    from gateway.app import create_app
-    from gateway.config import Settings
-
-    engine = PocketEngine(model_dir=model_dir, voices_dir=tmp_path / "voices", quantize="none", threads=1)
-    app = create_app(Settings(engines=(), data_dir=tmp_path), tts_engines={"pocket": engine},
-                     share_listener=FakeListener())
-    async with running_server(app) as url:
-        async with httpx.AsyncClient(base_url=url, timeout=30) as http:
-            for _ in range(300):
-                if (await http.get("/health")).status_code == 200:
-                    break
-                await asyncio.sleep(0.05)
+    async with serving_pocket(model_dir, tmp_path) as (url, _):
         yield url
 
 

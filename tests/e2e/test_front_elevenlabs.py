@@ -19,8 +19,8 @@ import pytest
 import uvicorn
 import websockets
 
-from tests.support.listeners import FakeListener
-from tests.support.net import free_port, running_server
+from tests.e2e.tiny_pocket import pocket_app, serving_pocket, wait_healthy
+from tests.support.net import free_port, serving
 
 # Pipecat imports the standard library's audioop, which warns on Python 3.11+, and
 # warns about its own deprecated classes when it defines them
@@ -32,41 +32,10 @@ TEXT = "Hello there. This is a small test of the front."
 WORDS = ["Hello", "there.", "This", "is", "a", "small", "test", "of", "the", "front."]
 
 
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    from engines.pocket.random_checkpoint import make_random_model_dir
-
-    dest = tmp_path_factory.mktemp("pocket") / "tiny"
-    make_random_model_dir(dest, geometry="tiny", seed=0)
-    return dest
-
-
-def pocket_app(model_dir, tmp_path):
-    from engines.pocket.engine import PocketEngine
-    from gateway.app import create_app
-    from gateway.config import Settings
-
-    engine = PocketEngine(model_dir=model_dir, voices_dir=tmp_path / "voices", quantize="none", threads=1)
-    app = create_app(Settings(engines=(), data_dir=tmp_path), tts_engines={"pocket": engine},
-                     share_listener=FakeListener())
-    return app, engine
-
-
-async def wait_healthy(url: str, **client_options) -> None:
-    async with httpx.AsyncClient(base_url=url, timeout=30, **client_options) as http:
-        for _ in range(300):
-            if (await http.get("/health")).status_code == 200:
-                return
-            await asyncio.sleep(0.05)
-    raise AssertionError("the gateway did not load its engine")
-
-
 @pytest.fixture
 async def gateway(model_dir, tmp_path):
-    app, engine = pocket_app(model_dir, tmp_path)
-    async with running_server(app) as url:
-        await wait_healthy(url)
-        yield url, engine
+    async with serving_pocket(model_dir, tmp_path) as served:
+        yield served
 
 
 # ---- ElevenLabs' SDK
@@ -90,21 +59,12 @@ async def tls_gateway(model_dir, tmp_path, monkeypatch, certificate):
     cert, key = certificate
     monkeypatch.setenv("SSL_CERT_FILE", str(cert))
     app, _ = pocket_app(model_dir, tmp_path)
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on",
-                                           ws_ping_interval=None, ssl_certfile=str(cert), ssl_keyfile=str(key)))
-    task = asyncio.create_task(server.serve())
-    try:
-        for _ in range(500):
-            if server.started or task.done():
-                break
-            await asyncio.sleep(0.02)
-        url = f"https://127.0.0.1:{port}"
+    config = uvicorn.Config(app, host="127.0.0.1", port=free_port(), log_level="warning", lifespan="on",
+                            ws_ping_interval=None, ssl_certfile=str(cert), ssl_keyfile=str(key))
+    async with serving(config) as server:
+        url = f"https://127.0.0.1:{server.config.port}"
         await wait_healthy(url, verify=ssl.create_default_context(cafile=str(cert)))
         yield url
-    finally:
-        server.should_exit = True
-        await asyncio.wait_for(task, 30)
 
 
 # the SDK reads ConnectionClosed.code, which websockets deprecated, when the stream ends

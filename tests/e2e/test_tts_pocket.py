@@ -10,40 +10,17 @@ import numpy as np
 import pytest
 
 from engines.base import SynthesisOptions
-from gateway.app import create_app
 from gateway.audio import Encoding, encode, read_wav
 from gateway.client.tts import TtsClient
-from gateway.config import Settings
-from tests.support.listeners import FakeListener
-from tests.support.net import running_server
+from tests.e2e.tiny_pocket import serving_pocket
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    from engines.pocket.random_checkpoint import make_random_model_dir
-
-    dest = tmp_path_factory.mktemp("pocket") / "tiny"
-    make_random_model_dir(dest, geometry="tiny", seed=0)
-    return dest
-
-
 @pytest.fixture
 async def gateway(model_dir, tmp_path):
-    from engines.pocket.engine import PocketEngine
-
-    engine = PocketEngine(model_dir=model_dir, voices_dir=tmp_path / "voices", quantize="none", threads=1)
-    settings = Settings(engines=(), data_dir=tmp_path, max_tts_sessions_per_client=8)  # eight sockets from here
-    app = create_app(settings, tts_engines={"pocket": engine},
-                     share_listener=FakeListener())
-    async with running_server(app) as url:
-        async with httpx.AsyncClient(base_url=url, timeout=30) as http:
-            for _ in range(300):  # the lifespan loads the engine in the background
-                if (await http.get("/health")).status_code == 200:
-                    break
-                await asyncio.sleep(0.05)
-        yield url, engine
+    async with serving_pocket(model_dir, tmp_path, max_tts_sessions_per_client=8) as served:  # eight sockets from here
+        yield served
 
 
 def assert_same_s16(ours: bytes, theirs: bytes) -> None:
