@@ -63,25 +63,22 @@ def limit_memory(memory_mb: int) -> int | None:
     loaded = address_space_bytes()
     if loaded is None:
         return None
-    cap = loaded + memory_mb * 1024 * 1024
-    _, hard = resource.getrlimit(resource.RLIMIT_AS)
-    if hard != resource.RLIM_INFINITY:
-        cap = min(cap, hard)
-    try:
-        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-    except (ValueError, OSError):
-        return None
-    return loaded
+    return loaded if _set_limit(resource.RLIMIT_AS, loaded + memory_mb * 1024 * 1024, hard_too=True) else None
 
 
 def limit_cpu_for_one_file(cpu_s: float) -> bool:
     """Let the next file use ``cpu_s`` more seconds of CPU, then SIGXCPU."""
-    soft = math.ceil(cpu_seconds_used() + cpu_s)
-    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    return _set_limit(resource.RLIMIT_CPU, math.ceil(cpu_seconds_used() + cpu_s), hard_too=False)
+
+
+def _set_limit(which: int, value: int, *, hard_too: bool) -> bool:
+    """Set the soft limit ``which`` (with ``hard_too`` the hard one as well) to
+    ``value``, held under the present hard limit; False where it cannot be set."""
+    _, hard = resource.getrlimit(which)
     if hard != resource.RLIM_INFINITY:
-        soft = min(soft, hard)
+        value = min(value, hard)
     try:
-        resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+        resource.setrlimit(which, (value, value if hard_too else hard))
     except (ValueError, OSError):
         return False
     return True
