@@ -27,19 +27,15 @@ def _rewrite(path: Path, change) -> None:
     safetensors.torch.save_file(tensors, str(path))
 
 
-def test_missing_weights_file(model_copy: Path) -> None:
-    (model_copy / "model.safetensors").unlink()
+@pytest.mark.parametrize(("name", "what"), [
+    ("model.safetensors", "Pocket TTS weights"),
+    ("tokenizer.model", "sentencepiece tokenizer"),
+])
+def test_a_missing_file_is_named_with_what_it_is(model_copy: Path, name: str, what: str) -> None:
+    (model_copy / name).unlink()
     with pytest.raises(PocketModelError) as info:
         load_model(model_copy)
-    assert str(info.value) == f"{model_copy / 'model.safetensors'}: file not found (Pocket TTS weights)"
-    assert info.value.code == "model_file_missing"
-
-
-def test_missing_tokenizer(model_copy: Path) -> None:
-    (model_copy / "tokenizer.model").unlink()
-    with pytest.raises(PocketModelError) as info:
-        load_model(model_copy)
-    assert str(info.value) == f"{model_copy / 'tokenizer.model'}: file not found (sentencepiece tokenizer)"
+    assert str(info.value) == f"{model_copy / name}: file not found ({what})"
     assert info.value.code == "model_file_missing"
 
 
