@@ -209,7 +209,12 @@ def test_voxgate_say_writes_a_valid_wav(tiny_model_dir: Path, tmp_path: Path):
     subprocess.run([sys.executable, "-m", "gateway.cli", "say", "Hello from voxgate.", "--voice", "marius",
                     "-o", str(again), "--model-dir", str(tiny_model_dir), "--temperature", "0"],
                    cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=True)
-    assert again.read_bytes() == out.read_bytes()  # temperature 0: deterministic
+    # temperature 0: the same audio, each sample within one 16-bit step (the engine's Mimi decode runs
+    # pipelined on its own thread, and how frames group into decode calls can round a sum the other way)
+    with wave.open(str(again)) as w:
+        repeat = np.frombuffer(w.readframes(w.getnframes()), dtype="<i2")
+    assert len(repeat) == len(pcm)
+    assert int(np.abs(repeat.astype(np.int32) - pcm.astype(np.int32)).max()) <= 1
 
 
 @pytest.mark.slow
