@@ -54,7 +54,7 @@ def gone(pid: int) -> bool:
 
 @pytest.fixture
 async def pool() -> AsyncIterator[DecoderPool]:
-    decoders = DecoderPool(DecodeLimits(memory_mb=512, cpu_s=60), size=2, env=child_environment())
+    decoders = DecoderPool(DecodeLimits(memory_mb=512, cpu_s=60), size=2, env=child_environment(os.environ))
     yield decoders
     await decoders.aclose()
 
@@ -112,7 +112,7 @@ def long_quiet_wav(minutes: float) -> bytes:
 
 
 async def test_a_file_needing_more_memory_than_allowed_is_refused_and_the_worker_replaced():
-    pool = DecoderPool(DecodeLimits(memory_mb=64, cpu_s=60), size=1, env=child_environment())
+    pool = DecoderPool(DecodeLimits(memory_mb=64, cpu_s=60), size=1, env=child_environment(os.environ))
     try:
         with pytest.raises(AudioFormatError) as info:
             await pool.decode(long_quiet_wav(14.0), 16000, CAP_S)  # 54 MB of samples, held twice while resampled
@@ -125,7 +125,7 @@ async def test_a_file_needing_more_memory_than_allowed_is_refused_and_the_worker
 
 @pytest.fixture
 async def misbehaving() -> AsyncIterator[DecoderPool]:
-    decoders = DecoderPool(DecodeLimits(memory_mb=512, cpu_s=1, wall_s=30), size=1, env=child_environment(),
+    decoders = DecoderPool(DecodeLimits(memory_mb=512, cpu_s=1, wall_s=30), size=1, env=child_environment(os.environ),
                            module=MISBEHAVING, wait_s=0.2)
     yield decoders
     await decoders.aclose()
@@ -151,7 +151,7 @@ async def test_a_worker_that_crashes_on_a_file_is_a_refusal_of_that_file(misbeha
 
 
 async def test_a_decode_past_its_wall_clock_bound_is_retryable_and_the_worker_killed():
-    pool = DecoderPool(DecodeLimits(memory_mb=512, cpu_s=60, wall_s=2), size=1, env=child_environment(),
+    pool = DecoderPool(DecodeLimits(memory_mb=512, cpu_s=60, wall_s=2), size=1, env=child_environment(os.environ),
                        module=MISBEHAVING)
     try:
         hanging = asyncio.create_task(pool.decode(b"HANG", 16000, CAP_S))
@@ -181,7 +181,7 @@ async def test_a_full_pool_answers_over_capacity_and_a_cancelled_decode_kills_it
 
 
 async def test_closing_the_pool_ends_every_worker():
-    pool = DecoderPool(DecodeLimits(memory_mb=512, cpu_s=60), size=2, env=child_environment())
+    pool = DecoderPool(DecodeLimits(memory_mb=512, cpu_s=60), size=2, env=child_environment(os.environ))
     await asyncio.gather(pool.decode(made("wav"), 16000, CAP_S), pool.decode(made("flac"), 16000, CAP_S))
     pids = pool.pids
     assert len(pids) == 2
@@ -195,7 +195,7 @@ async def test_without_pyav_wav_still_decodes(tmp_path: Path):
     fake = tmp_path / "av"
     fake.mkdir()
     (fake / "__init__.py").write_text("raise ImportError('PyAV is not installed here')\n")
-    env = {**child_environment(), "PYTHONPATH": str(tmp_path)}
+    env = {**child_environment(os.environ), "PYTHONPATH": str(tmp_path)}
     pool = DecoderPool(DecodeLimits(memory_mb=512, cpu_s=60), size=1, env=env)
     try:
         assert len((await pool.decode(made("wav"), 16000, CAP_S)).samples) == 32000
@@ -207,7 +207,7 @@ async def test_without_pyav_wav_still_decodes(tmp_path: Path):
 
 
 async def test_a_worker_that_cannot_start_is_codec_unavailable(tmp_path: Path):
-    pool = DecoderPool(DecodeLimits(memory_mb=512, cpu_s=60), size=1, env=child_environment(),
+    pool = DecoderPool(DecodeLimits(memory_mb=512, cpu_s=60), size=1, env=child_environment(os.environ),
                        python=str(tmp_path / "no-python"))
     with pytest.raises(CodecUnavailable, match=r"^the file decoder process cannot start: "):
         await pool.decode(made("wav"), 16000, CAP_S)
@@ -218,7 +218,7 @@ async def test_the_memory_cap_alone_holds_the_sample_table_bomb():
     """With the table check out of the way, FFmpeg asks for its 1.5 GB index
     inside a worker capped at 256 MB: the allocation fails there, the file is
     refused and the worker's resident memory never grows past its cap."""
-    pool = DecoderPool(DecodeLimits(memory_mb=256, cpu_s=60), size=1, env=child_environment(), module=MISBEHAVING)
+    pool = DecoderPool(DecodeLimits(memory_mb=256, cpu_s=60), size=1, env=child_environment(os.environ), module=MISBEHAVING)
     try:
         await pool.decode(made("wav"), 16000, CAP_S)
         (pid,) = pool.pids
@@ -233,7 +233,7 @@ async def test_the_memory_cap_alone_holds_the_sample_table_bomb():
 
 
 async def test_a_worker_left_grown_by_a_file_answers_it_then_makes_way_for_a_fresh_one():
-    pool = DecoderPool(DecodeLimits(memory_mb=256, cpu_s=60), size=1, env=child_environment(), module=MISBEHAVING)
+    pool = DecoderPool(DecodeLimits(memory_mb=256, cpu_s=60), size=1, env=child_environment(os.environ), module=MISBEHAVING)
     try:
         await pool.decode(made("wav"), 16000, CAP_S)
         (pid,) = pool.pids
