@@ -111,8 +111,6 @@ def _decode_av(data: bytes, kind: str, out_rate: int, max_duration_s: float) -> 
     try:
         container = av.open(io.BytesIO(data), mode="r", format=kind, options={**OPEN_OPTIONS, "format_whitelist": kind},
                             metadata_errors="ignore")
-    except MemoryError:
-        raise
     except av.FFmpegError as exc:
         raise ffmpeg_error(exc, f"the file cannot be read as {name}") from None
     try:
