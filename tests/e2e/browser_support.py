@@ -9,10 +9,12 @@ the tests fail rather than skip.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import shutil
-from collections.abc import Callable
+import wave
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,9 +24,13 @@ import pytest
 import zxingcpp
 from PIL import Image
 
+from tests.e2e.gateway_process import GatewayProcess, running_gateway
+from tests.support.speech import pcm16, piper_say, resample, silence
+
 expect = playwright_api.expect
 
 ROOT = Path(__file__).resolve().parents[2]
+MIC_RATE = 48000  # the fake microphone's file
 UI_TIMEOUT_MS = 15000
 DESKTOP = {"width": 1000, "height": 900}
 PHONE = {"width": 375, "height": 812}
@@ -200,3 +206,31 @@ def page(browser):
     yield page
     context.close()
     assert errors == [], f"uncaught errors in the page: {errors}"
+
+
+def fake_microphone(directory: Path, text: str, lead_s: float, tail_s: float) -> tuple[Path, float]:
+    """The file Chromium plays as its microphone: ``lead_s`` of silence, ``text``
+    spoken by Piper, ``tail_s`` of silence (16-bit mono at ``MIC_RATE``); its path
+    and its length in seconds."""
+    samples, rate = piper_say(text)
+    audio = np.concatenate([silence(lead_s, MIC_RATE), resample(samples, rate, MIC_RATE), silence(tail_s, MIC_RATE)])
+    path = directory / "speech.wav"
+    with wave.open(str(path), "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(MIC_RATE)
+        out.writeframes(pcm16(audio))
+    return path, len(audio) / MIC_RATE
+
+
+@contextlib.contextmanager
+def tiny_pocket_gateway(tmp_path_factory: pytest.TempPathFactory, start_timeout_s: float) -> Iterator[GatewayProcess]:
+    """The gateway the page talks to: ASR and a tiny random Pocket model (seed 0)."""
+    from engines.pocket.random_checkpoint import make_random_model_dir
+
+    pocket_dir = tmp_path_factory.mktemp("pocket") / "tiny"
+    make_random_model_dir(pocket_dir, geometry="tiny", seed=0)
+    with running_gateway(tmp_path_factory.mktemp("data"), "pocket,asr", env={
+            "VOXGATE_POCKET_DIR": str(pocket_dir), "VOXGATE_POCKET_QUANTIZE": "none",
+            "VOXGATE_ASR_THREADS": "2", "VOXGATE_TTS_THREADS": "1"}, start_timeout_s=start_timeout_s) as gateway:
+        yield gateway

@@ -14,11 +14,9 @@ tests prove the whole path: microphone -> AudioWorklet -> s16le ->
 from __future__ import annotations
 
 import re
-import wave
 from pathlib import Path
 
 import httpx
-import numpy as np
 import pytest
 
 from tests.e2e.browser_proxy import dropping_proxy
@@ -27,19 +25,19 @@ from tests.e2e.browser_support import (
     UI_TIMEOUT_MS,
     counters,
     expect,
+    fake_microphone,
     launch_chromium,
     no_page_errors,
     playwright_api,
+    tiny_pocket_gateway,
     wait_for,
 )
-from tests.e2e.gateway_process import running_gateway
-from tests.support.speech import pcm16, piper_say, resample, silence, wer, words
+from tests.support.speech import wer, words
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 SENTENCE = "It's easy to tell the depth of a well."
 MAX_WER = 0.25  # tiny.en on Piper's voice: about 10% on average; one sentence can be worse
-MIC_RATE = 48000
 START_TIMEOUT_S = 120
 TRANSCRIPT_TIMEOUT_MS = 90000
 SPEECH_TIMEOUT_S = 60  # the recognizer on a loaded machine
@@ -61,26 +59,13 @@ document.addEventListener("DOMContentLoaded", () => {
 @pytest.fixture(scope="module")
 def speech_wav(tmp_path_factory) -> Path:
     """The fake microphone: silence, the sentence, then silence that ends the utterance."""
-    samples, rate = piper_say(SENTENCE)
-    audio = np.concatenate([silence(1.5, MIC_RATE), resample(samples, rate, MIC_RATE), silence(3.0, MIC_RATE)])
-    path = tmp_path_factory.mktemp("mic") / "speech.wav"
-    with wave.open(str(path), "wb") as out:
-        out.setnchannels(1)
-        out.setsampwidth(2)
-        out.setframerate(MIC_RATE)
-        out.writeframes(pcm16(audio))
+    path, _ = fake_microphone(tmp_path_factory.mktemp("mic"), SENTENCE, lead_s=1.5, tail_s=3.0)
     return path
 
 
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory):
-    from engines.pocket.random_checkpoint import make_random_model_dir
-
-    pocket_dir = tmp_path_factory.mktemp("pocket") / "tiny"
-    make_random_model_dir(pocket_dir, geometry="tiny", seed=0)
-    with running_gateway(tmp_path_factory.mktemp("data"), "pocket,asr", env={
-            "VOXGATE_POCKET_DIR": str(pocket_dir), "VOXGATE_POCKET_QUANTIZE": "none",
-            "VOXGATE_ASR_THREADS": "2", "VOXGATE_TTS_THREADS": "1"}, start_timeout_s=START_TIMEOUT_S) as gw:
+    with tiny_pocket_gateway(tmp_path_factory, START_TIMEOUT_S) as gw:
         yield gw
 
 

@@ -7,14 +7,12 @@ The page also decodes the gateway's speech formats with its own decoders."""
 from __future__ import annotations
 
 import shutil
-import wave
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from tests.e2e.gateway_process import running_gateway
-from tests.support.speech import pcm16, piper_say, resample, silence, wer
+from tests.e2e.browser_support import fake_microphone, tiny_pocket_gateway
+from tests.support.speech import wer
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -22,7 +20,6 @@ import playwright.sync_api as playwright_api  # noqa: E402  (the test extra inst
 
 SENTENCE = "Glue the sheet to the dark blue background."
 MAX_WER = 0.25
-MIC_RATE = 48000
 CHROMIUM_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
     "--disable-component-update", "--disable-sync", "--use-fake-ui-for-media-stream",
@@ -75,27 +72,13 @@ async ([url, format]) => {
 
 @pytest.fixture(scope="module")
 def speech_wav(tmp_path_factory) -> tuple[Path, float]:
-    samples, rate = piper_say(SENTENCE)
-    audio = np.concatenate([silence(1.0, MIC_RATE), resample(samples, rate, MIC_RATE), silence(2.0, MIC_RATE)])
-    path = tmp_path_factory.mktemp("mic") / "speech.wav"
-    with wave.open(str(path), "wb") as out:
-        out.setnchannels(1)
-        out.setsampwidth(2)
-        out.setframerate(MIC_RATE)
-        out.writeframes(pcm16(audio))
-    return path, len(audio) / MIC_RATE
+    return fake_microphone(tmp_path_factory.mktemp("mic"), SENTENCE, lead_s=1.0, tail_s=2.0)
 
 
 @pytest.fixture(scope="module")
 def gateway_url(tmp_path_factory):
     assert shutil.which("chromium"), "Debian's chromium is not installed (scripts/setup.sh --test installs it)"
-    from engines.pocket.random_checkpoint import make_random_model_dir
-
-    pocket_dir = tmp_path_factory.mktemp("pocket") / "tiny"
-    make_random_model_dir(pocket_dir, geometry="tiny", seed=0)
-    with running_gateway(tmp_path_factory.mktemp("data"), "pocket,asr", env={
-            "VOXGATE_POCKET_DIR": str(pocket_dir), "VOXGATE_POCKET_QUANTIZE": "none",
-            "VOXGATE_ASR_THREADS": "2", "VOXGATE_TTS_THREADS": "1"}, start_timeout_s=120) as gw:
+    with tiny_pocket_gateway(tmp_path_factory, start_timeout_s=120) as gw:
         yield gw.url
 
 
