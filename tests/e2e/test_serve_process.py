@@ -11,6 +11,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.support.net import stop_process
+
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT_S = 60
 
@@ -42,13 +44,7 @@ def wait_healthy(url: str, proc: subprocess.Popen) -> httpx.Response:
 
 
 def stop(proc: subprocess.Popen) -> str:
-    proc.terminate()
-    try:
-        _, err = proc.communicate(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        _, err = proc.communicate()
-    return err
+    return stop_process(proc, 20)  # its stderr, a text pipe
 
 
 @pytest.mark.slow

@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support.net import free_port, wait_until_answering
+from tests.support.net import free_port, stop_process, wait_until_answering
 
 pytestmark = pytest.mark.slow
 
@@ -58,12 +58,7 @@ def serve(venv: Path, cwd: Path, *args: str, **env: str) -> Iterator[str]:
         wait_until_answering(proc, url + "/health/ready", START_TIMEOUT_S, "voxgate serve")
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
+        stop_process(proc, 30)
 
 
 def test_the_wheel_is_installed_not_linked_to_the_tree(venv):

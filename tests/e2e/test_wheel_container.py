@@ -29,7 +29,7 @@ import tomllib
 from packaging.specifiers import SpecifierSet
 
 from gateway.audio import write_wav
-from tests.support.net import free_port
+from tests.support.net import free_port, stop_process
 from tests.support.speech import piper_say, resample, silence, wer
 
 pytestmark = pytest.mark.slow
@@ -212,12 +212,7 @@ def test_the_image_serves_dictation_the_page_and_its_health_check(image, tmp_pat
         assert r.status_code == 200, r.text
         assert wer(SENTENCE, r.json()["text"]) <= 0.25, r.json()
     finally:
-        proc.terminate()
-        try:
-            proc.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
+        stop_process(proc, 30)
 
 
 def healthcheck_command() -> list[str]:

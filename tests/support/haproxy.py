@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.support.net import free_port, wait_until_answering
+from tests.support.net import free_port, stop_process, wait_until_answering
 
 START_TIMEOUT_S = 30.0
 
@@ -72,9 +72,4 @@ def running_haproxy(workdir: Path, backends: Sequence[int]) -> Iterator[Haproxy]
         wait_until_answering(proc, url + "/health/ready", START_TIMEOUT_S, "haproxy (with a ready backend)")
         yield Haproxy(url, proc, config)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc, 10)

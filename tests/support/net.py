@@ -73,3 +73,15 @@ def wait_until_answering(proc: subprocess.Popen[str] | subprocess.Popen[bytes], 
             pass
         assert time.monotonic() < deadline, f"{what} did not answer 200 at {url} within {timeout_s} s"
         time.sleep(0.1)
+
+
+def stop_process(proc: subprocess.Popen[Any], timeout_s: float) -> Any:
+    """SIGTERM ``proc`` and reap it, SIGKILL it when it has not ended within
+    ``timeout_s``; its stderr when that is a pipe (else None)."""
+    proc.terminate()
+    try:
+        _, stderr = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, stderr = proc.communicate()
+    return stderr

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.support.net import free_port
+from tests.support.net import free_port, stop_process
 
 START_TIMEOUT_S = 20.0
 
@@ -78,9 +78,4 @@ def running_redis(workdir: Path, port: int | None = None) -> Iterator[RedisServe
         yield server
     finally:
         if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop_process(proc, 10)
