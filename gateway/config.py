@@ -89,11 +89,11 @@ OPTIONS: tuple[Option, ...] = (
     Option("pocket_dir", _opt_path, "", "Pocket TTS model directory (default: <data_dir>/models/pocket)."),
     Option("pocket_quantize", _choice("none", "int8"), "int8", "Pocket TTS weight quantization of the LM linears."),
     Option("tts_threads", _int_range(0, 256), "0", "Torch threads for TTS (0: all cores)."),
-    Option("max_tts_sessions", _int_range(1, 10000), "16", "Concurrent /v1/tts sockets; above it new ones close 1013."),
+    Option("max_tts_sessions", _int_range(1, 10000), "16", "Concurrent TTS sessions (/v1/tts sockets, HTTP streams, vendor fronts' sessions and ElevenLabs contexts, Wyoming syntheses); above it new ones close 1013 (HTTP: 503)."),
     Option("asr_model", _str, "tiny.en", "ASR model: a bundled id (tiny.en, whisper-base), a faster-whisper name or a CTranslate2 directory."),
     Option("asr_compute_type", _str, "int8", "CTranslate2 compute type for the ASR model."),
     Option("asr_threads", _int_range(0, 256), "0", "CPU threads per ASR decode (0: the cores divided among VOXGATE_ASR_LANES)."),
-    Option("max_dictation_streams", _int_range(1, 10000), "8", "Concurrent /v1/dictation sockets; above it new ones close 1013."),
+    Option("max_dictation_streams", _int_range(1, 10000), "8", "Concurrent dictation streams (/v1/dictation, Deepgram, OpenAI Realtime, Wyoming); above it new ones close 1013."),
     Option("idle_timeout_s", _float_range(1, 3600), "30", "Close a socket (4408) after this long with no message or read."),
     # OmniVoice TTS engine (engines/omnivoice, the [omnivoice] extra; docs/engines/omnivoice.md)
     Option("device", _device, "auto", "Torch device for OmniVoice: auto (cuda, then mps, then cpu), cpu, cuda, cuda:N, mps."),
