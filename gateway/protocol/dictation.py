@@ -77,7 +77,8 @@ def parse_dictation_params(query: Mapping[str, str]) -> DictationParams:
             raise BadRequest(f"sample_rate: {query['sample_rate'][:20]!r} {exc}") from None
     language = (query.get("language") or "auto").lower()
     if language != "auto" and not _LANGUAGE.match(language):
-        raise BadRequest(f"language: {language[:20]!r} is not an ISO 639-1 code or 'auto'")
+        raise BadRequest(f"language: {language[:20]!r} is not a language code "
+                         "(two or three letters, such as 'en') or 'auto'")
     silence_ms = 500
     if query.get("silence_ms"):
         raw = query["silence_ms"]

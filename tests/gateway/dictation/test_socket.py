@@ -40,7 +40,7 @@ def test_the_sidecar_is_opened_with_the_stream_options(tmp_path):
     ("sample_rate=fast", "sample_rate: 'fast' is not an integer"),
     ("silence_ms=100", "silence_ms: 100 must be between 200 and 5000"),
     ("silence_ms=1.5", "silence_ms: '1.5' is not an integer"),
-    ("language=english", "language: 'english' is not an ISO 639-1 code or 'auto'"),
+    ("language=english", "language: 'english' is not a language code (two or three letters, such as 'en') or 'auto'"),
     ("interim=maybe", "interim: 'maybe' is not a boolean (use true or false)"),
     ("eager=soon", "eager: 'soon' is not a boolean (use true or false)"),
 ])
