@@ -61,7 +61,7 @@ const tts = new TtsPanel({
 const admin = new AdminPanel({
   section: $("admin"),
   share: {toggle: $("share-toggle"), details: $("share-details"), pin: $("share-pin"), link: $("share-link"),
-          qr: $("share-qr"), status: $("share-status")},
+          qr: $("share-qr"), status: $("share-status"), tls: $("share-tls"), fingerprint: $("share-fingerprint")},
   sessions: {body: $("sessions-body"), status: $("sessions-status"), refresh: $("sessions-refresh")},
 });
 
