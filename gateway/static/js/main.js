@@ -106,7 +106,7 @@ async function showApp(engines) {
     admin.show(me.admin);
     tts.voices.setAdmin(me.admin);
   }
-  const states = panelStates(engines);
+  const states = panelStates(engines, me.admin);
   dictation.setAvailable(states.asr.available, states.asr.note);
   dictation.setLanguages(states.asr.languages);
   tts.setAvailable(states.tts.available, states.tts.note);
