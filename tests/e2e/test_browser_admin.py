@@ -28,7 +28,8 @@ from tests.e2e.gateway_process import running_gateway
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
-SHARE = {"pin": "482913", "url": "http://192.168.1.20:8001/?pin=482913", "port": 8001}
+SHARE = {"pin": "482913", "url": "https://192.168.1.20:8001/?pin=482913", "port": 8001,
+         "fingerprint": "3F:9A:5C:0E:71:D2:48:B6:1A:E4:07:93:C8:2D:6F:B1:55:0A:E9:3C:74:12:8F:D6:A0:4B:E7:19:62:C3:8D:C1"}
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +76,7 @@ def test_sharing_switch_starts_and_ends_sharing_and_shows_a_scannable_link(page,
     def share(route):
         calls.append(route.request.method)
         if route.request.method == "GET":
-            answer(200, {"enabled": False, "url": None, "port": None})(route)
+            answer(200, {"enabled": False, "url": None, "port": None, "fingerprint": None})(route)
         elif route.request.method == "POST":
             answer(201, SHARE)(route)
         else:
@@ -89,6 +90,7 @@ def test_sharing_switch_starts_and_ends_sharing_and_shows_a_scannable_link(page,
     switch.check()
     expect(page.locator("#share-pin")).to_have_text("482913")
     expect(page.get_by_role("link", name=SHARE["url"])).to_have_attribute("href", SHARE["url"])
+    expect(page.locator("#share-fingerprint")).to_have_text(SHARE["fingerprint"])
     qr = page.get_by_role("img", name="QR code of the share link")
     assert decode_qr(qr.screenshot()) == [SHARE["url"]]
     screenshots.take(page, "admin-sharing")
