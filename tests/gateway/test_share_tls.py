@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from gateway.cli.main import main
 from gateway.config import ConfigError, Settings
 from gateway.share_tls import NO_OPENSSL, ShareCertificates, fingerprint_sha256
 from tests.support.tls import make_pair, needs_openssl
@@ -102,3 +103,12 @@ def test_without_openssl_sharing_says_how_to_get_a_certificate(tmp_path: Path, m
     assert str(refused.value) == NO_OPENSSL == (
         "LAN sharing serves HTTPS and no certificate was supplied: install the openssl command "
         "(it makes a self-signed certificate), or set VOXGATE_SHARE_CERT and VOXGATE_SHARE_KEY")
+
+
+def test_serve_refuses_to_start_with_a_one_sided_setting(tmp_path: Path, capsys, monkeypatch) -> None:
+    cert, _ = make_pair(tmp_path, "IP:127.0.0.1")
+    monkeypatch.delenv("VOXGATE_SHARE_KEY", raising=False)
+    monkeypatch.setenv("VOXGATE_SHARE_CERT", str(cert))
+    assert main(["serve", "--engines", "none", "--data-dir", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == ("voxgate: configuration error: VOXGATE_SHARE_CERT is set but VOXGATE_SHARE_KEY "
+                                       "is not: set both (the certificate and its private key) or neither\n")
