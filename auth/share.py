@@ -9,7 +9,8 @@ or on again kills every PIN credential in circulation. After
 ``failure_budget`` failed PIN attempts in total, from any number of clients
 (on any replica), the PIN is revoked: guessing one of 10^6 values with 100
 tries has a 1-in-10^4 chance at most. The listener itself belongs to the
-process that was asked to share.
+process that was asked to share; the fingerprint of the TLS certificate it
+serves is kept with the PIN record, so every replica shows the same https link.
 """
 
 from __future__ import annotations
