@@ -217,9 +217,13 @@ def test_missing_engines_show_an_admin_their_detail_and_hint_and_disable_the_pan
     ]}
     open_app(page, gateway_url, engines, me=ME_ADMIN)
     expect(page.locator("#tts-note")).to_have_text(
-        "The pocket engine is unavailable: no model.safetensors in /data/models/pocket. voxgate fetch pocket")
+        "The pocket engine is unavailable (missing). Why, and how to fix it"
+        "no model.safetensors in /data/models/pocket. voxgate fetch pocket")
+    expect(page.locator("#tts-note code")).to_be_hidden()  # folded: the note is one short line
+    page.locator("#tts-note summary").click()
     expect(page.locator("#tts-note code")).to_have_text("voxgate fetch pocket")
-    expect(page.locator("#asr-note")).to_have_text("Speech recognition is unavailable: the sidecar exited 1.")
+    expect(page.locator("#asr-note")).to_have_text(
+        "Speech recognition is unavailable (failed). Why, and how to fix itthe sidecar exited 1.")
     expect(page.get_by_role("button", name="Start dictation")).to_be_disabled()
     expect(page.get_by_role("button", name="Speak", exact=True)).to_be_disabled()
     expect(page.get_by_label("Engine")).to_be_disabled()
@@ -236,7 +240,7 @@ def test_missing_engines_tell_a_non_admin_only_that_they_are_unavailable(page, g
     expect(page.get_by_role("button", name="Speak", exact=True)).to_be_disabled()
 
 
-def test_a_long_admin_engine_note_wraps_on_a_phone(page, gateway_url):
+def test_a_long_admin_engine_note_wraps_on_a_phone(page, gateway_url, screenshots):
     path = "/home/someone/.local/share/voxgate/models/pocket/model.safetensors"
     engines = {"engines": [
         {"kind": "tts", "id": "pocket", "default": True, "state": "missing",
@@ -247,8 +251,11 @@ def test_a_long_admin_engine_note_wraps_on_a_phone(page, gateway_url):
     ]}
     page.set_viewport_size(PHONE)
     open_app(page, gateway_url, engines, me=ME_ADMIN)
+    page.locator("#tts-note summary").click()
+    expect(page.locator("#tts-note code")).to_be_visible()
     expect(page.locator("#tts-note")).to_contain_text(path)
     assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+    screenshots.take(page, "engine-note-admin")
 
 
 def test_a_gateway_without_engines_says_how_to_enable_them(page, gateway_url):

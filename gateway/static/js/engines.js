@@ -17,10 +17,19 @@ function note(text, hint) {
   return span;
 }
 
+/** One line for an admin, the engine's detail and hint folded under it (they can be long). */
 function stateNote(label, engine) {
   if (engine.state === "loading") return note(`${label} is still loading…`);
-  const detail = engine.detail ? `: ${engine.detail}` : ` (${engine.state})`;
-  return note(`${label} is unavailable${detail}.`, engine.hint);
+  const span = note(`${label} is unavailable (${engine.state}).`);
+  if (engine.detail || engine.hint) {
+    const why = document.createElement("details");
+    why.className = "engine-why";
+    const summary = document.createElement("summary");
+    summary.textContent = "Why, and how to fix it";
+    why.append(summary, note(engine.detail ? `${engine.detail}.` : "", engine.hint));
+    span.append(" ", why);
+  }
+  return span;
 }
 
 /** Every engine's note for an admin; for anyone else `plain`, or nothing. */
