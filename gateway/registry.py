@@ -45,8 +45,14 @@ SHARE_OF_TOTAL = 4  # a per-client limit left at 0 is this fraction of the globa
 
 
 def client_label(conn: HTTPConnection) -> str:
-    """How the admin listing names a session's client: ``host:port``."""
-    return f"{conn.client.host}:{conn.client.port}" if conn.client else "?"
+    """How the admin listing names a session's client: the address the auth
+    middleware resolved (after trusted proxy headers), with the port when that is
+    the direct peer's; behind a trusted proxy the port is the proxy's, so it is left out."""
+    peer = f"{conn.client.host}:{conn.client.port}" if conn.client else "?"
+    principal = principal_of(conn.scope)
+    if principal is None or conn.client is None or principal.client == conn.client.host:
+        return peer
+    return principal.client
 
 
 def address_share(host: str) -> str:

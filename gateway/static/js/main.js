@@ -61,7 +61,7 @@ const tts = new TtsPanel({
 const admin = new AdminPanel({
   section: $("admin"),
   share: {toggle: $("share-toggle"), details: $("share-details"), pin: $("share-pin"), link: $("share-link"),
-          qr: $("share-qr"), status: $("share-status")},
+          qr: $("share-qr"), status: $("share-status"), tls: $("share-tls"), fingerprint: $("share-fingerprint")},
   sessions: {body: $("sessions-body"), status: $("sessions-status"), refresh: $("sessions-refresh")},
 });
 
@@ -106,7 +106,7 @@ async function showApp(engines) {
     admin.show(me.admin);
     tts.voices.setAdmin(me.admin);
   }
-  const states = panelStates(engines);
+  const states = panelStates(engines, me.admin);
   dictation.setAvailable(states.asr.available, states.asr.note);
   dictation.setLanguages(states.asr.languages);
   tts.setAvailable(states.tts.available, states.tts.note);
