@@ -35,8 +35,8 @@ from typing import Any, Literal
 from gateway.audio import parse_rate
 from gateway.codecs.formats import InputEncoding, parse_input_encoding
 from gateway.errors import BadMessage, BadRequest
-from gateway.protocol.common import Closed, ErrorEvent
-from gateway.protocol.json import message_type, parse_message
+from gateway.protocol.common import Closed, End, ErrorEvent, Keepalive
+from gateway.protocol.json import message_type, parse_message, unknown_type
 from gateway.protocol.query import query_bool
 from gateway.protocol.wire import OMIT_NONE, WireMessage, internal
 
@@ -102,16 +102,6 @@ class Finalize:
     type: Literal["finalize"] = "finalize"
 
 
-@dataclass(frozen=True)
-class End:
-    type: Literal["end"] = "end"
-
-
-@dataclass(frozen=True)
-class Keepalive:
-    type: Literal["keepalive"] = "keepalive"
-
-
 ClientMessage = Finalize | End | Keepalive
 CLIENT_TYPES = ("finalize", "end", "keepalive")
 
@@ -129,7 +119,7 @@ def parse_client_message(raw: str) -> ClientMessage:
         return End()
     if kind == "keepalive":
         return Keepalive()
-    raise BadMessage(f"unknown message type {kind[:40]!r}; expected one of: {', '.join(CLIENT_TYPES)}")
+    raise unknown_type(kind, CLIENT_TYPES)
 
 
 # ---- server -> client

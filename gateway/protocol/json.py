@@ -73,6 +73,11 @@ def message_type(data: dict[str, Any]) -> str:
     return kind
 
 
+def unknown_type(kind: str, expected: tuple[str, ...]) -> BadMessage:
+    """The error for a message whose ``type`` is none of ``expected``."""
+    return BadMessage(f"unknown message type {kind[:40]!r}; expected one of: {', '.join(expected)}")
+
+
 async def read_body(request: Request, max_bytes: int) -> bytes:
     """The request body, refused with 413 as soon as it is larger than ``max_bytes``
     (declared or counted while it arrives), so a huge body is never held whole.

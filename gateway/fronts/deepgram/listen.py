@@ -39,16 +39,14 @@ from gateway.errors import (
 from gateway.fronts.deepgram import messages as dg
 from gateway.fronts.deepgram.params import ListenParams, parse_listen_params
 from gateway.fronts.deepgram.refusal import new_request_id, refuse, request_headers
-from gateway.protocol.common import Closed, ErrorEvent
+from gateway.protocol.common import Closed, End, ErrorEvent, Keepalive
 from gateway.protocol.dictation import (
     MAX_AUDIO_MESSAGE_BYTES,
     MAX_TEXT_MESSAGE_BYTES,
     ClientMessage,
-    End,
     Final,
     Finalize,
     Finalized,
-    Keepalive,
     Partial,
     ServerEvent,
     SpeechStarted,

@@ -36,16 +36,8 @@ from gateway.errors import BadMessage, GatewayError, OverCapacity, TooLarge, clo
 from gateway.fronts.deepgram import messages as dg
 from gateway.fronts.deepgram.params import OUTPUT_FORMATS, SpeakParams, parse_speak_params
 from gateway.fronts.deepgram.refusal import new_request_id, refuse, request_headers
-from gateway.protocol.tts import (
-    Cancel,
-    ClientMessage,
-    End,
-    Flush,
-    Keepalive,
-    TextFragment,
-    TextLimits,
-    text_too_long,
-)
+from gateway.protocol.common import End, Keepalive
+from gateway.protocol.tts import Cancel, ClientMessage, Flush, TextFragment, TextLimits, text_too_long
 from gateway.tts.selection import check_ready, pick_engine, voice_ids
 from gateway.tts.session import TtsSession
 from gateway.tts.states import SessionConfig
