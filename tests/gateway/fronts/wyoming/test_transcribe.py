@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import numpy as np
 import pytest
@@ -66,18 +67,25 @@ async def test_streaming_transcript_events_come_in_order_and_add_up(tmp_path):
     assert sessions_of(server) == []
 
 
-async def test_two_utterances_are_joined_and_chunks_keep_a_space(tmp_path):
+async def _transcript_events(tmp_path, *recognized: dict[str, Any]) -> list[Event]:
+    """What a client gets up to ``transcript-stop`` for a transcription in which the
+    recognizer says ``recognized`` (sidecar events) before the client's ``audio-stop``."""
     fake = FakeSidecar()
     async with wyoming_server(tmp_path, asr=fake) as server, connect(server) as client:
         await client.write_event(AudioStart(rate=RATE, width=2, channels=1).event())
         await the_stream(fake)
-        fake.play(
-            {"ev": "speech_started", "utterance": 0, "at": 0.1, "start_sample": 0},
-            {"ev": "final", "utterance": 0, "text": "One.", "start": 0.1, "end": 0.5, "language": "en"},
-            {"ev": "speech_started", "utterance": 1, "at": 1.0, "start_sample": 16000},
-            {"ev": "final", "utterance": 1, "text": "Two.", "start": 1.0, "end": 1.5, "language": "en"})
+        fake.play(*recognized)
         await client.write_event(AudioStop().event())
-        events = await read_until(client, "transcript-stop")
+        return await read_until(client, "transcript-stop")
+
+
+async def test_two_utterances_are_joined_and_chunks_keep_a_space(tmp_path):
+    events = await _transcript_events(
+        tmp_path,
+        {"ev": "speech_started", "utterance": 0, "at": 0.1, "start_sample": 0},
+        {"ev": "final", "utterance": 0, "text": "One.", "start": 0.1, "end": 0.5, "language": "en"},
+        {"ev": "speech_started", "utterance": 1, "at": 1.0, "start_sample": 16000},
+        {"ev": "final", "utterance": 1, "text": "Two.", "start": 1.0, "end": 1.5, "language": "en"})
     assert [(e.type, e.data) for e in events] == [
         ("transcript-start", {}), ("transcript-chunk", {"text": "One."}), ("transcript-chunk", {"text": " Two."}),
         ("transcript", {"text": "One. Two.", "language": "en"}), ("transcript-stop", {})]
@@ -197,18 +205,13 @@ def test_pcm_in_mixes_channels_widens_and_resamples():
 
 
 async def test_whitespace_around_finals_never_doubles_in_the_chunks(tmp_path):
-    fake = FakeSidecar()
-    async with wyoming_server(tmp_path, asr=fake) as server, connect(server) as client:
-        await client.write_event(AudioStart(rate=RATE, width=2, channels=1).event())
-        await the_stream(fake)
-        fake.play(
-            {"ev": "speech_started", "utterance": 0, "at": 0.1, "start_sample": 0},
-            {"ev": "final", "utterance": 0, "text": " One. ", "start": 0.1, "end": 0.5, "language": "en"},
-            {"ev": "speech_started", "utterance": 1, "at": 1.0, "start_sample": 16000},
-            {"ev": "partial", "utterance": 1, "text": " Two", "stable": " Two", "start": 1.0, "end": 1.2},
-            {"ev": "final", "utterance": 1, "text": " Two. ", "start": 1.0, "end": 1.5, "language": "en"})
-        await client.write_event(AudioStop().event())
-        events = await read_until(client, "transcript-stop")
+    events = await _transcript_events(
+        tmp_path,
+        {"ev": "speech_started", "utterance": 0, "at": 0.1, "start_sample": 0},
+        {"ev": "final", "utterance": 0, "text": " One. ", "start": 0.1, "end": 0.5, "language": "en"},
+        {"ev": "speech_started", "utterance": 1, "at": 1.0, "start_sample": 16000},
+        {"ev": "partial", "utterance": 1, "text": " Two", "stable": " Two", "start": 1.0, "end": 1.2},
+        {"ev": "final", "utterance": 1, "text": " Two. ", "start": 1.0, "end": 1.5, "language": "en"})
     chunks = [e.data["text"] for e in events if e.type == "transcript-chunk"]
     assert chunks == ["One.", " Two", "."]
     assert "".join(chunks) == events[-2].data["text"] == "One. Two."
