@@ -16,12 +16,16 @@ from tests.support.hosts import TEST_HOST
 from tests.support.net import free_port
 
 
+def share_client(port: int) -> TestClient:
+    """A loopback client of the app whose real share listener binds 127.0.0.1:``port``."""
+    settings = Settings(engines=(), allowed_hosts=(TEST_HOST,), share_host="127.0.0.1", share_port=port)
+    return TestClient(create_app(settings, share_listener=UvicornShareListener(settings)), client=("127.0.0.1", 50000))
+
+
 @pytest.mark.slow
 def test_share_listener_serves_the_app_with_its_lifespan_state(leak_guard) -> None:
     port = free_port()
-    settings = Settings(engines=(), allowed_hosts=(TEST_HOST,), share_host="127.0.0.1", share_port=port)
-    app = create_app(settings, share_listener=UvicornShareListener(settings))
-    with TestClient(app, client=("127.0.0.1", 50000)) as c:
+    with share_client(port) as c:
         r = c.post("/v1/admin/share")
         assert r.status_code == 201
         body = r.json()
@@ -44,9 +48,7 @@ def test_busy_port_is_a_clear_503(leak_guard) -> None:
         busy.bind(("127.0.0.1", 0))
         busy.listen(1)
         port = busy.getsockname()[1]
-        settings = Settings(engines=(), allowed_hosts=(TEST_HOST,), share_host="127.0.0.1", share_port=port)
-        app = create_app(settings, share_listener=UvicornShareListener(settings))
-        with TestClient(app, client=("127.0.0.1", 50000)) as c:
+        with share_client(port) as c:
             r = c.post("/v1/admin/share")
     assert (r.status_code, r.json()) == (503, {"detail": "LAN sharing could not start its listener: Address already in use", "code": "share_unavailable"})
 
@@ -55,9 +57,7 @@ def test_busy_port_is_a_clear_503(leak_guard) -> None:
 def test_stopping_sharing_through_the_share_listener_itself(leak_guard) -> None:
     # The DELETE is served by the listener it stops: the answer must not wait for it.
     port = free_port()
-    settings = Settings(engines=(), allowed_hosts=(TEST_HOST,), share_host="127.0.0.1", share_port=port)
-    app = create_app(settings, share_listener=UvicornShareListener(settings))
-    with TestClient(app, client=("127.0.0.1", 50000)) as c:
+    with share_client(port) as c:
         leak_guard.append(c.post("/v1/admin/share").json()["pin"])
         r = httpx.delete(f"http://127.0.0.1:{port}/v1/admin/share", timeout=5)
         assert r.status_code == 204
