@@ -27,7 +27,7 @@ import asyncio
 import itertools
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -147,6 +147,22 @@ class SessionRegistry:
         """``claim`` for a session that ``conn`` runs: listed under its client's
         ``host:port`` and counted against its client's share."""
         return self.claim(kind, client_label(conn), describe, drain=drain, share=client_share(conn))
+
+    async def run_connection(self, kind: str, conn: HTTPConnection, describe: Callable[[], dict[str, Any]],
+                             drain: Callable[[bool], None], refuse: Callable[[OverCapacity], Awaitable[None]],
+                             run: Callable[[str], Awaitable[None]]) -> None:
+        """Run a session that ``conn`` carries: claimed (``claim_connection``), ``run``
+        with its id, removed however it ends. With no room for it nothing runs:
+        ``refuse`` tells the client why."""
+        try:
+            entry = self.claim_connection(kind, conn, describe, drain)
+        except OverCapacity as exc:
+            await refuse(exc)
+            return
+        try:
+            await run(entry.id)
+        finally:
+            self.remove(entry.id)
 
     def add(self, kind: str, client: str, describe: Callable[[], dict[str, Any]],
             drain: Callable[[bool], None] | None = None, *, share: str | None = None) -> SessionEntry | None:

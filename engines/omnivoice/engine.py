@@ -33,11 +33,11 @@ from engines.base import (
     EngineState,
     EngineStatus,
     EngineUnavailable,
+    LoadsInThread,
     SynthesisOptions,
     TtsInfo,
     UnknownVoice,
     Voice,
-    load_in_thread,
 )
 from engines.omnivoice.backend import Backend, LoadSpec, PackageChecks, WeightsMissing, load_backend, package_checks
 from engines.omnivoice.options import instruct_option, language_option
@@ -57,8 +57,10 @@ TRANSCRIPT_HINT = ("send the clip's transcript as the form field ref_text, or se
                    "to a local Whisper model directory (transformers format)")
 
 
-class OmniVoiceEngine:
+class OmniVoiceEngine(LoadsInThread):
     """OmniVoice behind the ``TtsEngine`` interface (see the module docstring)."""
+
+    display_name = "OmniVoice"
 
     def __init__(self, spec: LoadSpec, voices_dir: Path, cache_dir: Path, *, idle_unload_s: float = 0.0,
                  max_streams: int = 8, split_sentences: Callable[[str], list[str]] | None = None,
@@ -83,15 +85,6 @@ class OmniVoiceEngine:
         self.loads = 0
 
     # ---- lifecycle
-    def status(self) -> EngineStatus:
-        return self._status
-
-    async def load(self) -> None:
-        """Load in a thread. Never raises: the outcome is in ``status()``."""
-        failed = await load_in_thread(self._load_blocking, "OmniVoice", log)
-        if failed is not None:
-            self._status = failed
-
     def _load_blocking(self) -> None:
         from engines.omnivoice.worker import GenerationWorker
 
@@ -120,8 +113,7 @@ class OmniVoiceEngine:
             self._status = EngineStatus(EngineState.MISSING, detail=str(exc), hint=exc.hint)
             return None
         except Exception as exc:
-            log.exception("OmniVoice failed to load")
-            self._status = EngineStatus.failed_to_load("OmniVoice", exc)
+            self._failed_to_load(exc)
             return None
         with self._lock:
             self._backend = backend
@@ -164,8 +156,7 @@ class OmniVoiceEngine:
         backend, self._backend = self._backend, None
         if backend is not None:
             backend.close()
-        if self._status.state is EngineState.READY:
-            self._status = EngineStatus(EngineState.MISSING, detail="OmniVoice engine closed")
+        self._mark_closed()
 
     @property
     def loaded(self) -> bool:

@@ -24,11 +24,11 @@ from engines.base import (
     EngineState,
     EngineStatus,
     EngineUnavailable,
+    LoadsInThread,
     SynthesisOptions,
     TtsInfo,
     UnknownVoice,
     Voice,
-    load_in_thread,
 )
 from engines.files import write_atomically
 from engines.pocket.scheduled_stream import ScheduledStream
@@ -46,8 +46,10 @@ _VOICE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 MAX_TEMPERATURE = 2.0
 
 
-class PocketEngine:
+class PocketEngine(LoadsInThread):
     """Pocket TTS behind the ``TtsEngine`` interface."""
+
+    display_name = "Pocket TTS"
 
     def __init__(self, model_dir: Path, voices_dir: Path, quantize: str = "none", threads: int = 0, *,
                  max_streams: int = 8, max_waiting: int = 32, decode_chunk: int = 4,
@@ -65,16 +67,8 @@ class PocketEngine:
         self._cloned: dict = {}
 
     # ---- lifecycle
-    def status(self) -> EngineStatus:
-        return self._status
-
-    async def load(self) -> None:
-        """Load the model directory in a thread. Never raises: the outcome is in ``status()``."""
-        failed = await load_in_thread(self._load_blocking, "Pocket TTS", log)
-        if failed is not None:
-            self._status = failed
-
     def _load_blocking(self) -> None:
+        """Load the model directory."""
         from engines.pocket.errors import PocketModelError
         from engines.pocket.model import MODEL_FILE, load_model
 
@@ -113,8 +107,7 @@ class PocketEngine:
         if self._scheduler is not None:
             scheduler, self._scheduler = self._scheduler, None
             await asyncio.to_thread(scheduler.close)
-        if self._status.state == EngineState.READY:
-            self._status = EngineStatus(EngineState.MISSING, detail="Pocket TTS engine closed")
+        self._mark_closed()
 
     # ---- description
     def info(self) -> TtsInfo:

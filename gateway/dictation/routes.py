@@ -15,6 +15,8 @@ and CPU are capped.
 
 from __future__ import annotations
 
+import functools
+
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute
@@ -28,7 +30,7 @@ from gateway.config import Settings
 from gateway.dictation.asr_gate import asr_refusal, language_refusal
 from gateway.dictation.session import DictationSession
 from gateway.dictation.transport import NativeDictationTransport
-from gateway.errors import BadRequest, GatewayError, OverCapacity, TooLarge, refuse_socket
+from gateway.errors import BadRequest, GatewayError, TooLarge, refuse_socket
 from gateway.protocol.dictation import parse_dictation_params
 from gateway.protocol.multipart import multipart_form, read_file_field
 from gateway.registry import client_label
@@ -51,15 +53,8 @@ async def dictation_socket(websocket: WebSocket) -> None:
     except GatewayError as exc:  # a bad query, or a decoder whose codec is missing
         await refuse_socket(websocket, exc)
         return
-    try:
-        entry = state.sessions.claim_connection("dictation", websocket, session.describe, session.drain)
-    except OverCapacity as exc:
-        await refuse_socket(websocket, exc)
-        return
-    try:
-        await session.run(entry.id)
-    finally:
-        state.sessions.remove(entry.id)
+    await state.sessions.run_connection("dictation", websocket, session.describe, session.drain,
+                                        functools.partial(refuse_socket, websocket), session.run)
 
 
 async def transcriptions(request: Request) -> Response:

@@ -51,8 +51,8 @@ from gateway.errors import (
     TooLarge,
     close_code_for,
 )
-from gateway.protocol.common import ErrorEvent
-from gateway.protocol.dictation import ClientMessage, DictationParams, End, Finalize, Ready
+from gateway.protocol.common import End, ErrorEvent
+from gateway.protocol.dictation import ClientMessage, DictationParams, Finalize, Ready
 
 log = logging.getLogger("voxgate.dictation")
 

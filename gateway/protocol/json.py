@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from starlette.requests import Request
 
@@ -26,6 +26,7 @@ from gateway.errors import BadMessage, BadRequest, TooLarge
 
 MAX_EVENT_BYTES = 64 * 1024  # a JSON socket message that carries no audio
 STRUCTURAL_CHARACTERS = "{[:,"
+T = TypeVar("T")
 
 
 def utf8_size(text: str) -> int:
@@ -71,6 +72,22 @@ def message_type(data: dict[str, Any]) -> str:
     if not isinstance(kind, str):
         raise BadMessage("message has no \"type\" string")
     return kind
+
+
+def optional_field(data: dict[str, Any], name: str, expected: type[T], message: str) -> T | None:
+    """``data[name]`` when it is an ``expected``, None when it is absent or null,
+    else ``BadMessage(message)``."""
+    value = data.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, expected):
+        raise BadMessage(message)
+    return value
+
+
+def unknown_type(kind: str, expected: tuple[str, ...]) -> BadMessage:
+    """The error for a message whose ``type`` is none of ``expected``."""
+    return BadMessage(f"unknown message type {kind[:40]!r}; expected one of: {', '.join(expected)}")
 
 
 async def read_body(request: Request, max_bytes: int) -> bytes:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import socket
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -19,14 +20,19 @@ from tests.support.net import free_port
 from tests.support.tls import make_pair, needs_openssl, served_fingerprint, trusting
 
 
+def share_client(port: int, data_dir: Path, **options: Any) -> TestClient:
+    """A loopback client of the app whose real share listener binds 127.0.0.1:``port``
+    (a certificate it makes is kept in ``data_dir``)."""
+    settings = Settings(engines=(), allowed_hosts=(TEST_HOST,), share_host="127.0.0.1", share_port=port,
+                        data_dir=data_dir, **options)
+    return TestClient(create_app(settings, share_listener=UvicornShareListener(settings)), client=("127.0.0.1", 50000))
+
+
 @pytest.mark.slow
 def test_share_listener_serves_the_app_over_https_with_its_lifespan_state(leak_guard, tmp_path: Path) -> None:
     needs_openssl()
     port = free_port()
-    settings = Settings(engines=(), allowed_hosts=(TEST_HOST,), share_host="127.0.0.1", share_port=port,
-                        data_dir=tmp_path)
-    app = create_app(settings, share_listener=UvicornShareListener(settings))
-    with TestClient(app, client=("127.0.0.1", 50000)) as c:
+    with share_client(port, tmp_path) as c:
         r = c.post("/v1/admin/share")
         assert r.status_code == 201
         body = r.json()
@@ -55,10 +61,7 @@ def test_the_made_certificate_survives_a_restart(leak_guard, tmp_path: Path) -> 
     fingerprints = []
     for _ in range(2):  # two lifespans over one data dir: a restart
         port = free_port()
-        settings = Settings(engines=(), allowed_hosts=(TEST_HOST,), share_host="127.0.0.1", share_port=port,
-                            data_dir=tmp_path)
-        with TestClient(create_app(settings, share_listener=UvicornShareListener(settings)),
-                        client=("127.0.0.1", 50000)) as c:
+        with share_client(port, tmp_path) as c:
             body = c.post("/v1/admin/share").json()
             leak_guard.append(body["pin"])
             assert served_fingerprint("127.0.0.1", port) == body["fingerprint"]
@@ -70,10 +73,7 @@ def test_the_made_certificate_survives_a_restart(leak_guard, tmp_path: Path) -> 
 def test_a_supplied_certificate_is_served(leak_guard, tmp_path: Path) -> None:
     cert, key = make_pair(tmp_path, "IP:127.0.0.1")
     port = free_port()
-    settings = Settings(engines=(), allowed_hosts=(TEST_HOST,), share_host="127.0.0.1", share_port=port,
-                        data_dir=tmp_path / "data", share_cert=cert, share_key=key)
-    with TestClient(create_app(settings, share_listener=UvicornShareListener(settings)),
-                    client=("127.0.0.1", 50000)) as c:
+    with share_client(port, tmp_path / "data", share_cert=cert, share_key=key) as c:
         body = c.post("/v1/admin/share").json()
         leak_guard.append(body["pin"])
         assert body["fingerprint"] == served_fingerprint("127.0.0.1", port) == fingerprint_sha256(cert)
@@ -85,10 +85,7 @@ def test_a_supplied_certificate_is_served(leak_guard, tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_without_a_certificate_sharing_is_a_clear_503(leak_guard, tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))  # no openssl to make one, none supplied
-    settings = Settings(engines=(), allowed_hosts=(TEST_HOST,), share_host="127.0.0.1", share_port=free_port(),
-                        data_dir=tmp_path)
-    with TestClient(create_app(settings, share_listener=UvicornShareListener(settings)),
-                    client=("127.0.0.1", 50000)) as c:
+    with share_client(free_port(), tmp_path) as c:
         r = c.post("/v1/admin/share")
     assert (r.status_code, r.json()) == (503, {"detail": f"LAN sharing could not start its listener: {NO_OPENSSL}",
                                                "code": "share_unavailable"})
@@ -100,10 +97,7 @@ def test_busy_port_is_a_clear_503(leak_guard, tmp_path: Path) -> None:
         busy.bind(("127.0.0.1", 0))
         busy.listen(1)
         port = busy.getsockname()[1]
-        settings = Settings(engines=(), allowed_hosts=(TEST_HOST,), share_host="127.0.0.1", share_port=port,
-                            data_dir=tmp_path)
-        app = create_app(settings, share_listener=UvicornShareListener(settings))
-        with TestClient(app, client=("127.0.0.1", 50000)) as c:
+        with share_client(port, tmp_path) as c:
             r = c.post("/v1/admin/share")
     assert (r.status_code, r.json()) == (503, {"detail": "LAN sharing could not start its listener: Address already in use", "code": "share_unavailable"})
 
@@ -112,10 +106,7 @@ def test_busy_port_is_a_clear_503(leak_guard, tmp_path: Path) -> None:
 def test_stopping_sharing_through_the_share_listener_itself(leak_guard, tmp_path: Path) -> None:
     # The DELETE is served by the listener it stops: the answer must not wait for it.
     port = free_port()
-    settings = Settings(engines=(), allowed_hosts=(TEST_HOST,), share_host="127.0.0.1", share_port=port,
-                        data_dir=tmp_path)
-    app = create_app(settings, share_listener=UvicornShareListener(settings))
-    with TestClient(app, client=("127.0.0.1", 50000)) as c:
+    with share_client(port, tmp_path) as c:
         leak_guard.append(c.post("/v1/admin/share").json()["pin"])
         r = httpx.delete(f"https://127.0.0.1:{port}/v1/admin/share", verify=False, timeout=5)
         assert r.status_code == 204

@@ -19,6 +19,7 @@ becomes an empty ``Results`` with ``from_finalize: true``.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import itertools
 from collections import deque
@@ -31,7 +32,6 @@ from gateway.config import Settings
 from gateway.dictation.session import DictationSession
 from gateway.errors import (
     GatewayError,
-    OverCapacity,
     TooLarge,
     close_code_for,
     close_socket,
@@ -39,16 +39,14 @@ from gateway.errors import (
 from gateway.fronts.deepgram import messages as dg
 from gateway.fronts.deepgram.params import ListenParams, parse_listen_params
 from gateway.fronts.deepgram.refusal import new_request_id, refuse, request_headers
-from gateway.protocol.common import Closed, ErrorEvent
+from gateway.protocol.common import Closed, End, ErrorEvent, Keepalive
 from gateway.protocol.dictation import (
     MAX_AUDIO_MESSAGE_BYTES,
     MAX_TEXT_MESSAGE_BYTES,
     ClientMessage,
-    End,
     Final,
     Finalize,
     Finalized,
-    Keepalive,
     Partial,
     ServerEvent,
     SpeechStarted,
@@ -180,12 +178,5 @@ async def listen_socket(websocket: WebSocket) -> None:
     # Deepgram's own idle close, unless the gateway's idle timeout (the ceiling of every vendor timeout) is shorter
     idle_timeout_s = min(IDLE_TIMEOUT_S, settings.idle_timeout_s)
     session = DictationSession(transport, params.dictation, settings, state.asr, idle_timeout_s=idle_timeout_s)
-    try:
-        entry = state.sessions.claim_connection("dictation", websocket, session.describe, session.drain)
-    except OverCapacity as exc:
-        await refuse(websocket, exc, dg.listen_error)
-        return
-    try:
-        await session.run(entry.id)
-    finally:
-        state.sessions.remove(entry.id)
+    await state.sessions.run_connection("dictation", websocket, session.describe, session.drain,
+                                        functools.partial(refuse, websocket, build=dg.listen_error), session.run)

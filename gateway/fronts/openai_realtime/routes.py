@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from typing import Any
 
 from starlette.routing import BaseRoute
@@ -30,6 +31,7 @@ from starlette.websockets import WebSocket
 
 from auth.access import RouteClass, ws_route
 from auth.credentials import answer_subprotocol
+from engines.base import AsrService
 from gateway.config import Settings
 from gateway.dictation.asr_gate import asr_refusal
 from gateway.dictation.relay import GOING_AWAY_REASON
@@ -38,7 +40,6 @@ from gateway.errors import (
     CLOSE_TIMEOUT_S,
     BadRequest,
     GatewayError,
-    OverCapacity,
     close_code_for,
     close_socket,
 )
@@ -113,11 +114,15 @@ async def realtime_socket(websocket: WebSocket) -> None:
         await _refuse(transport, exc)
         return
     socket = _Socket(transport)
-    try:
-        entry = state.sessions.claim_connection("dictation", websocket, socket.describe, socket.drain)
-    except OverCapacity as exc:
-        await _refuse(transport, exc)
-        return
+    await state.sessions.run_connection("dictation", websocket, socket.describe, socket.drain,
+                                        functools.partial(_refuse, transport),
+                                        functools.partial(_transcribe, socket, settings, asr))
+
+
+async def _transcribe(socket: _Socket, settings: Settings, asr: AsrService | None, session_id: str) -> None:
+    """Answer ``session.update`` until the first audio, then run the dictation session."""
+    transport = socket.transport
+    websocket = transport.websocket
     try:
         await transport.send_session_created()
         try:
@@ -139,10 +144,9 @@ async def realtime_socket(websocket: WebSocket) -> None:
         socket.session = session
         if transport.draining:  # it began while the first audio was read
             socket.drain(False)
-        await session.run(entry.id)
+        await session.run(session_id)
     finally:
         await transport.stop_refusing()
-        state.sessions.remove(entry.id)
 
 
 def openai_realtime_routes() -> list[BaseRoute]:
