@@ -342,3 +342,26 @@ def test_tts_stop_silences_the_page_and_cancels_on_the_socket(page, gateway_url)
     fake.route.close(code=1000, reason="")
     expect(page.get_by_role("button", name="Speak", exact=True)).to_be_enabled()
     expect(page.get_by_role("button", name="Stop speaking")).to_be_disabled()
+
+
+def test_speak_is_enabled_as_soon_as_a_stopped_utterance_closes(page, gateway_url):
+    page.clock.install()
+    fake = FakeSocket(page, "**/v1/tts*", ready=None)
+    open_app(page, gateway_url)
+    pause_clock(page)  # a timer waiting out audio that Stop cut would never fire now
+    page.get_by_role("button", name="Speak", exact=True).click()
+    wait_for(page, lambda: fake.route is not None, "the tts socket")
+    fake.send(TTS_READY)
+    fake.send({"type": "start", "id": "page-1", "text": "..."})
+    frame = struct.pack("<1920f", *([0.1] * 1920))
+    for _ in range(100):  # 8 s of speech scheduled ahead
+        fake.route.send(frame)
+    wait_for(page, lambda: counters(page)["ttsFramesScheduled"] == 100, "the frames scheduled")
+    page.get_by_role("button", name="Stop speaking").click()
+    wait_for(page, lambda: {"type": "cancel"} in fake.text, "the cancel message")
+    fake.send({"type": "cancelled", "id": "page-1", "frames_sent": 100})
+    wait_for(page, lambda: fake.text[-1] == {"type": "end"}, "the end message after cancel")
+    fake.send({"type": "closed"})
+    fake.route.close(code=1000, reason="")
+    expect(page.get_by_role("button", name="Speak", exact=True)).to_be_enabled()
+    expect(page.get_by_role("button", name="Stop speaking")).to_be_disabled()
