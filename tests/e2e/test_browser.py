@@ -169,9 +169,9 @@ def test_speech_plays_every_frame_and_shows_the_time_to_first_audio(page, gatewa
     page.get_by_role("button", name="Speak", exact=True).click()
     expect(page.locator("#tts-ttfa")).to_have_text(re.compile(r"^First audio after \d+ ms$"), timeout=120000)
     stats = page.locator("#tts-stats")
-    expect(stats).to_contain_text("real-time factor", timeout=120000)
-    frames = int(stats.inner_text().rsplit(" in ", 1)[1].split()[0])
+    expect(stats).to_contain_text("s of speech · the gateway's first audio after ", timeout=120000)
     expect(page.locator("#tts-state")).to_have_text("Done.", timeout=60000)
+    frames = counters(page)["ttsFramesReceived"]
     assert frames > 0
     assert {k: counters(page)[k] for k in ("ttsFramesReceived", "ttsFramesScheduled", "ttsFramesPlayed",
                                            "ttsFramesStopped")} == {
@@ -185,7 +185,7 @@ def test_stop_cuts_the_speech_off(page):
     page.get_by_role("button", name="Speak", exact=True).click()
     wait_for(page, lambda: counters(page)["ttsFramesScheduled"] >= 3, "the first frames", timeout_s=120)
     page.get_by_role("button", name="Stop speaking").click()
-    expect(page.locator("#tts-state")).to_have_text(re.compile(r"^Stopped( after \d+ frames)?\.$"), timeout=30000)
+    expect(page.locator("#tts-state")).to_have_text("Stopped.", timeout=30000)
     # enabled once the server has closed the socket after the page's "end" (the cancelled
     # synthesis stops first): on a loaded machine that has taken longer than playwright's 5 s
     expect(page.get_by_role("button", name="Speak", exact=True)).to_be_enabled(timeout=30000)
