@@ -338,3 +338,53 @@ def test_speech_shows_readable_voices_and_downloads_what_was_spoken(page, gatewa
     assert (samples[0], samples[frame], samples[2 * frame]) == (8192, -16384, 4096)
     no_sideways_scroll(page)
     screenshots.take(page, "speech-download")
+
+
+# ---- no sideways scrolling on a phone, in every state
+
+LONG = "/home/someone/.local/share/voxgate/models/pocket-tts-checkpoint-without-any-break-in-it/weights.safetensors"
+ENGINES_WITH_A_NOTE = {"engines": [
+    *ENGINES_READY["engines"],
+    {"kind": "tts", "id": "kokoro", "default": False, "state": "unavailable", "detail": f"weights missing at {LONG}",
+     "hint": f"voxgate fetch kokoro --accept-license --dir {LONG}"}]}
+SESSIONS = {"sessions": [
+    {"id": f"dic-{n}-abcdef", "kind": "dictation", "client": "[2001:db8:85a3:8d3:1319:8a2e:370:7348]:51234",
+     "age_s": 1234.5, "phase": "streaming", "sample_rate": 48000, "language": "auto", "audio_s": 1199.9,
+     "utterances": 321, "lag_s": 0.42} for n in range(3)]}
+SHARE = {"enabled": True, "pin": "482913", "port": 8001, "url": "https://192.168.100.200:8001/?pin=482913"}
+
+
+def test_nothing_scrolls_sideways_at_phone_width_in_any_state(page, gateway_url, screenshots):
+    page.set_viewport_size(PHONE)
+    page.route("**/v1/admin/sessions", answer(200, SESSIONS))
+    page.route("**/v1/admin/share", answer(200, SHARE))
+    fake = FakeSocket(page, "**/v1/dictation*", DICTATION_READY)
+    tts = FakeSocket(page, "**/v1/tts*", ready=None)
+    open_app(page, gateway_url, engines=ENGINES_WITH_A_NOTE, me=ME_ADMIN)
+    expect(page.locator("#sessions-body tr")).to_have_count(3)
+    expect(page.locator("#share-qr svg")).to_be_visible()
+    no_sideways_scroll(page)  # idle, signed in as admin, with a long engine note and the sessions table
+    table = page.locator(".table-wrap")
+    assert page.evaluate("document.querySelector('.table-wrap').scrollWidth") > table.bounding_box()["width"]
+    screenshots.take(page, "admin-phone")
+
+    page.get_by_label("Push-to-talk").check()
+    page.get_by_role("button", name="Start dictation").click()
+    wait_for(page, lambda: fake.connections, "the dictation socket")
+    expect(page.locator("#dictation-state")).to_contain_text("Hold to talk")
+    fake.send({"type": "partial", "utterance": 0, "text": "a-partial-" * 12, "stable": "", "start": 0.0, "end": 1.0,
+               "lag_s": 12.5})
+    fake.send({"type": "error", "code": "asr_unavailable", "message": LONG, "retryable": True})
+    expect(page.locator("#dictation-lag")).to_be_visible()
+    no_sideways_scroll(page)  # dictating
+    fake.send(final(0, "a-final-without-spaces-" * 8, 0.0, 1.0))
+    expect(page.locator("#finals p")).to_have_count(1)
+    no_sideways_scroll(page)  # with a transcript
+
+    page.get_by_role("button", name="Speak", exact=True).click()
+    wait_for(page, lambda: tts.route is not None, "the tts socket")
+    tts.send(TTS_READY)
+    tts.send({"type": "error", "code": "bad_request", "message": LONG})
+    expect(page.locator("#tts-problem")).to_contain_text(LONG)
+    no_sideways_scroll(page)  # the speech panel with a problem
+    screenshots.take(page, "every-state-phone")
