@@ -141,6 +141,7 @@ export class Transcript {
     this.el.copy.disabled = empty;
     this.el.clear.disabled = this.lines.length === 0;
     this.el.download.disabled = empty;
+    this.el.format.disabled = empty;
     this.el.undo.hidden = this.cleared === null;
   }
 }
