@@ -98,6 +98,11 @@ def page(browser, proxy):
     assert errors == [], f"uncaught errors in the page: {errors}"
 
 
+def seconds(srt_time: str) -> float:
+    hours, minutes, rest = srt_time.split(":")
+    return int(hours) * 3600 + int(minutes) * 60 + float(rest.replace(",", "."))
+
+
 def test_live_dictation_shows_the_level_partials_and_the_spoken_sentence(page, screenshots):
     meter = page.locator("#mic-level")
     page.get_by_role("button", name="Start dictation").click()
@@ -120,6 +125,18 @@ def test_live_dictation_shows_the_level_partials_and_the_spoken_sentence(page, s
     expect(page.locator("#dictation-state")).to_contain_text("Done: ", timeout=30000)
     expect(page.get_by_role("button", name="Start dictation")).to_be_enabled()
     expect(page.locator("#dictation-problem")).to_have_text("")
+
+    # kept across a reload, and downloadable as subtitles with the final's times in the audio
+    shown = page.locator("#finals p").all_inner_texts()
+    page.reload()
+    expect(page.locator("#finals p")).to_have_text(shown)
+    page.get_by_label("File format").select_option("srt")
+    with page.expect_download() as info:
+        page.get_by_role("button", name="Download", exact=True).click()
+    cue = Path(info.value.path()).read_text(encoding="utf-8").split("\n\n")[0].split("\n")
+    start, end = (seconds(t) for t in cue[1].split(" --> "))
+    assert cue[0] == "1" and cue[2] == shown[0]
+    assert 0.5 <= start < end <= start + 10  # the sentence starts after 1.5 s of silence and lasts about 3 s
 
 
 def test_push_to_talk_release_gives_a_final_with_no_silence_after_it(page, screenshots):
@@ -159,6 +176,9 @@ def test_a_dropped_connection_reconnects_and_the_transcript_continues(page, prox
     screenshots.take(page, "dictation-after-reconnect")
     page.get_by_role("button", name="Stop dictation").click()
     expect(page.locator("#dictation-state")).to_contain_text("Done: ", timeout=30000)
+    # every final shown counts, those of the first socket too
+    done = re.match(r"Done: (\d+) utterances?, ", page.locator("#dictation-state").inner_text())
+    assert done and int(done.group(1)) == finals.count() >= 2
 
 
 def test_speech_plays_every_frame_and_shows_the_time_to_first_audio(page, gateway, screenshots):

@@ -15,7 +15,7 @@ export class SpokenAudio {
     this.rate = rate;
     const room = Math.round(MAX_KEPT_S * rate) - this.samples;
     if (room <= 0) { this.truncated = true; return; }
-    const kept = samples.length > room ? samples.slice(0, room) : samples.slice();
+    const kept = samples.length > room ? samples.slice(0, room) : samples;  // each frame is a fresh array
     if (kept.length < samples.length) this.truncated = true;
     this.chunks.push(kept);
     this.samples += kept.length;
