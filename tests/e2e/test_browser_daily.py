@@ -96,11 +96,11 @@ def final(n: int, text: str, start: float, end: float) -> dict:
 
 
 @WIDTHS
-def test_the_microphone_is_asked_without_processing_and_the_picked_one_is_remembered(page, gateway_url, viewport):
+def test_the_microphone_is_asked_with_the_measured_processing_and_the_picked_one_is_remembered(page, gateway_url, viewport):
     page.add_init_script(RECORD_MICROPHONE)
     fake = start_dictation(page, gateway_url, viewport)
     assert page.evaluate("window.__gum") == [{"audio": {
-        "channelCount": 1, "echoCancellation": False, "noiseSuppression": False, "autoGainControl": False}}]
+        "channelCount": 1, "echoCancellation": True, "noiseSuppression": True, "autoGainControl": True}}]
     picker = page.get_by_label("Microphone", exact=True)
     expect(picker).to_be_disabled()  # the device is fixed while dictating
     options = page.locator("#mic-device option")
