@@ -175,6 +175,7 @@ def test_push_to_talk_can_release_the_microphone_between_presses(page, gateway_u
     assert len(fake.connections) == 1  # the socket stays open between presses
     assert page.evaluate("window.__gum.length") == 3
     assert all(ms > 0 for ms in starts)
+    expect(page.locator("#release-hint")).to_contain_text(f"(the last one: {round(starts[-1])} ms)")
     print(f"\nmicrophone start after a press: {starts} ms")
 
 

@@ -176,6 +176,7 @@ export class DictationSession {
     if (this.pressedAt) {
       counters.micStartMs = performance.now() - this.pressedAt;
       logEvent("dictation:microphone-reopened");
+      this.view.microphoneStarted(counters.micStartMs);
       this.pressedAt = 0;
     }
     this.view.setLevel(levelOf(rms));

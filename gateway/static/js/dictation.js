@@ -191,6 +191,12 @@ export class DictationPanel {
     this.refreshControls();
   }
 
+  /** What releasing the microphone cost this time: the wait for it to start again. */
+  microphoneStarted(ms) {
+    this.el.releaseHint.textContent = "The recording indicator goes off between presses. Each press then waits for "
+      + `the microphone to start (the last one: ${Math.round(ms)} ms), and speech in that moment is not heard.`;
+  }
+
   setState(text) {
     this.el.state.textContent = text;
   }

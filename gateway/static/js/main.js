@@ -42,6 +42,7 @@ const dictation = new DictationPanel({
   language: $("dictation-language"), languageField: $("language-field"), level: $("mic-level"),
   state: $("dictation-state"), lag: $("dictation-lag"), note: $("asr-note"), problem: $("dictation-problem"),
   secure: $("dictation-secure"), mic: $("mic-device"), release: $("release-mic"), releaseField: $("release-field"),
+  releaseHint: $("release-hint"),
   elapsed: $("dictation-elapsed"),
   transcript: {
     finals: $("finals"), partialStable: document.querySelector("#partial .stable"),
