@@ -287,15 +287,15 @@ def test_keyboard_reaches_the_controls_in_order_with_a_visible_focus(page, gatew
     open_app(page, gateway_url, me=ME_USER)
     page.locator("h1").click()  # the document has the focus, nothing in it does
     reached = []
-    for _ in range(7):
+    for _ in range(8):
         page.keyboard.press("Tab")
         reached.append(page.evaluate("document.activeElement.id || document.activeElement.name"))
         outline = page.evaluate("(() => { const s = getComputedStyle(document.activeElement);"
                                 " return [s.outlineStyle, s.outlineWidth]; })()")
         assert outline == ["solid", "3px"], f"{reached} {outline}"
-    # disabled buttons (Stop, Copy and Clear of an empty transcript) are skipped
-    assert reached == ["sign-out", "dictation-mode", "dictation-toggle", "tts-text", "tts-engine", "tts-voice",
-                       "tts-speak"]
+    # disabled controls (Stop; Copy, the format, Download and Clear of an empty transcript) are skipped
+    assert reached == ["sign-out", "dictation-mode", "mic-device", "dictation-toggle", "tts-text", "tts-engine",
+                       "tts-voice", "tts-speak"]
 
 
 def test_phone_width_has_no_sideways_scrolling(page, gateway_url):

@@ -41,18 +41,23 @@ const dictation = new DictationPanel({
   modes: [...document.querySelectorAll("input[name=dictation-mode]")],
   language: $("dictation-language"), languageField: $("language-field"), level: $("mic-level"),
   state: $("dictation-state"), lag: $("dictation-lag"), note: $("asr-note"), problem: $("dictation-problem"),
+  secure: $("dictation-secure"), mic: $("mic-device"), release: $("release-mic"), releaseField: $("release-field"),
+  releaseHint: $("release-hint"),
+  elapsed: $("dictation-elapsed"),
   transcript: {
     finals: $("finals"), partialStable: document.querySelector("#partial .stable"),
     partialUnstable: document.querySelector("#partial .unstable"),
-    copy: $("transcript-copy"), clear: $("transcript-clear"), status: $("transcript-status"),
+    copy: $("transcript-copy"), clear: $("transcript-clear"), undo: $("transcript-undo"),
+    download: $("transcript-download"), format: $("transcript-format"), status: $("transcript-status"),
   },
 }, {onSignInNeeded: () => enter()});
 
 const tts = new TtsPanel({
   text: $("tts-text"), speak: $("tts-speak"), stop: $("tts-stop"), state: $("tts-state"),
   ttfa: $("tts-ttfa"), stats: $("tts-stats"), note: $("tts-note"), problem: $("tts-problem"),
+  download: $("tts-download"),
   picker: {
-    engine: $("tts-engine"), voice: $("tts-voice"),
+    engine: $("tts-engine"), voice: $("tts-voice"), voiceId: $("tts-voice-id"),
     clone: {details: $("clone"), form: $("clone-form"), id: $("clone-id"), file: $("clone-file"),
             submit: $("clone-submit"), status: $("clone-status")},
   },
