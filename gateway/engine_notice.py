@@ -58,8 +58,9 @@ class EngineLog:
             return
         self._last[name] = status
         if status.state in STATE_WORDS:
-            log.warning("engine %s is %s: %s%s", name, status.state.value, status.detail or "(no detail)",
-                        f"; to fix it: {status.hint}" if status.hint else "")
+            fix = f"; to fix it: {status.hint}" if status.hint else ""
+            log.warning("engine %s is not available (%s): %s%s", name, status.state.value,
+                        status.detail or "(no detail)", fix)
         elif last is not None and last.state is not EngineState.READY:
             log.info("engine %s is %s again", name, status.state.value)
 
