@@ -193,3 +193,31 @@ def test_the_log_is_written_again_only_when_the_status_changes(caplog) -> None:
         ("INFO", "engine pocket is ready again"),
         ("WARNING", "engine pocket is not available (failed): OmniVoice failed to load: out of memory"),
     ]
+
+
+# ---- an ASR model configured as a local path
+
+
+def asr_at_a_path(tmp_path) -> FakeSidecar:
+    asr = FakeSidecar()
+    asr.model_name = f"{tmp_path}/models/whisper-small-ct2"
+    return asr
+
+
+def test_dictation_names_a_local_model_by_its_last_component(tmp_path) -> None:
+    with dictation_client(tmp_path, asr_at_a_path(tmp_path)) as client:
+        with client.websocket_connect("/v1/dictation") as ws:
+            ready = receive(ws)
+            assert (ready["type"], ready["model"]) == ("ready", "whisper-small-ct2")
+            ws.send_json({"type": "end"})
+        with client.websocket_connect("/v1/dictation?language=de") as ws:
+            message = ("language: the ASR model whisper-small-ct2 does not support 'de' (available: en); an admin "
+                       "can install multilingual Whisper base")
+            assert receive(ws) == {"type": "error", "code": "unsupported_language", "message": message,
+                                   "retryable": False}
+            assert close_code(ws) == (4400, message[:123])
+        with client.websocket_connect("/v1/listen") as ws:
+            ws.send_json({"type": "CloseStream"})
+            metadata = receive(ws)
+    assert [info["name"] for info in metadata["model_info"].values()] == ["whisper-small-ct2"]
+    assert str(tmp_path) not in repr(metadata)

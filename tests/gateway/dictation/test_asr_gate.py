@@ -63,7 +63,7 @@ def test_an_english_model_refuses_another_language_and_says_how_to_get_one() -> 
     assert refusal is not None
     assert (refusal.code, refusal.message) == (
         "unsupported_language", ("language: the ASR model tiny.en does not support 'de' (available: en); "
-        "install multilingual Whisper base: voxgate models install whisper-base"))
+        "an admin can install multilingual Whisper base"))
     refusal = language_refusal(asr(), "de", install_hint=False)
     assert refusal is not None
     assert refusal.message == "language: the ASR model tiny.en does not support 'de' (available: en)"

@@ -53,7 +53,7 @@ def test_a_language_the_model_lacks_gets_unsupported_language_then_4400(tmp_path
     with dictation_client(tmp_path) as client, client.websocket_connect("/v1/dictation?language=de") as ws:
         error = receive(ws)
         message = ("language: the ASR model tiny.en does not support 'de' (available: en); "
-                   "install multilingual Whisper base: voxgate models install whisper-base")
+                   "an admin can install multilingual Whisper base")
         assert error == {"type": "error", "code": "unsupported_language", "message": message, "retryable": False}
         assert close_code(ws) == (4400, message[:123])
 

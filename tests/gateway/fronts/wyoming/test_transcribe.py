@@ -169,8 +169,8 @@ async def test_an_unsupported_language_is_refused(tmp_path):
         await client.write_event(Transcribe(language="de-DE").event())
         await client.write_event(AudioStart(rate=RATE, width=2, channels=1).event())
         event = await read(client)
-    assert event.data == {"text": "language: the ASR model tiny.en does not support 'de' (available: en); install "
-                                  "multilingual Whisper base: voxgate models install whisper-base",
+    assert event.data == {"text": "language: the ASR model tiny.en does not support 'de' (available: en); an admin "
+                                  "can install multilingual Whisper base",
                           "code": "unsupported_language"}
 
 
