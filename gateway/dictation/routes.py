@@ -57,7 +57,8 @@ async def dictation_socket(websocket: WebSocket) -> None:
         await refuse_socket(websocket, exc)
         return
     try:
-        await session.run(entry.id)
+        # the slot is freed before ``closed`` goes out (remove is idempotent)
+        await session.run(entry.id, lambda: state.sessions.remove(entry.id))
     finally:
         state.sessions.remove(entry.id)
 
