@@ -3,7 +3,11 @@
     flock /tmp/voxgate-bench.lock python bench/dictation.py     # starts its own gateway (tiny.en), ~75 minutes
 
 (most of it the quick-paced set at 1 and 2 streams: ``--clips 0 --levels 8 --quick-renditions 1
---accuracy-renditions 8`` measures the same goals in ~45 minutes).
+--accuracy-renditions 8`` measures the same goals in ~45 minutes). Agent, dictation and
+offline side by side on short single sentences, in ~10 minutes::
+
+    python bench/dictation.py --clips 0 --levels '' --sentence-levels '' --quick-set short \
+        --quick-levels 1,2,8 --low-level-clips 12 --quick-renditions 1 --accuracy-renditions 1
 
 Speech is made at run time (64 clips, 743 words: Piper joe at three speeds,
 espeak-ng with three voices; clean and with white noise at 10 dB SNR; one or
@@ -39,6 +43,10 @@ through a real gateway socket in real time by the project's own client
   finals), with the p95 of the ``lag_s`` the server reports in partials, the
   final and eager latencies and the WER; the largest N with final p95 under
   1.2 s and partial lag p95 under 1 s is what this machine sustains;
+- with ``--quick-set short``, the same tables on the short-sentence set instead
+  (dictation_clips.py: 20 single Harvard sentences said whole, each by Piper at
+  three rates and one espeak-ng voice, clean and at 10 dB SNR): the kind of
+  speech where a short encoder window misread words;
 - whole sentences as Piper writes them (untrimmed), 2 and 8 streams at once,
   with the final timed from the end of the audio, as a client streaming files
   would time it, beside the benchmark's own measure.
@@ -204,14 +212,15 @@ def start_server(threads: int | None, extra_env: dict[str, str]) -> tuple[subpro
 
 async def run(url: str, server_pid: int | None, levels: list[int], max_clips: int, quick_levels: list[int],
               conditions: list[str], renditions: int, modes: list[str], accuracy_renditions: int = 0,
-              sentence_levels: list[int] | None = None, clip_set: str = "quick", low_level_clips: int = 0) -> str:
+              sentence_levels: list[int] | None = None, clip_set: str = "quick", low_level_clips: int = 0,
+              set_clips: int | None = None) -> str:
     clips = make_clips(max_clips) if max_clips else []
     lines: list[str] = []
     if clips:
         lines += await single_streams(url, server_pid, clips)
     if quick_levels and conditions:
         lines += await quick_paced(url, quick_levels, conditions, renditions, modes, accuracy_renditions, clip_set,
-                                   low_level_clips)
+                                   low_level_clips, set_clips)
     if sentence_levels:
         lines += await whole_sentences(url, sentence_levels, modes)
     if not levels:
@@ -254,11 +263,13 @@ QUICK_SNR_DB = 10.0
 QUICK_SETS = ("quick", "short")
 
 
-def quick_conditions(names: list[str], rendition: int, clip_set: str = "quick") -> dict[str, list[Clip]]:
-    """The quick-paced set or the short-sentence set (dictation_clips.py), clean and the
-    same audio with white noise; each ``rendition`` is new audio (Piper's synthesis is
-    random; espeak-ng speaks at another rate)."""
-    clean = make_quick_clips(rendition=rendition) if clip_set == "quick" else make_short_clips(rendition=rendition)
+def quick_conditions(names: list[str], rendition: int, clip_set: str = "quick",
+                     limit: int | None = None) -> dict[str, list[Clip]]:
+    """The quick-paced set or the short-sentence set (dictation_clips.py; its first
+    ``limit`` clips), clean and the same audio with white noise; each ``rendition`` is
+    new audio (Piper's synthesis is random; espeak-ng speaks at another rate)."""
+    clean = (make_quick_clips(limit, rendition=rendition) if clip_set == "quick"
+             else make_short_clips(limit, rendition=rendition))
     sets = {"clean": clean,
             "noisy": [Clip(c.name + f" {QUICK_SNR_DB:.0f} dB", c.text,
                            add_noise(c.audio, QUICK_SNR_DB, seed=n + 1000 * rendition),
@@ -309,7 +320,7 @@ def ratio_interval(pairs: list[tuple[int, int]], draws: int = 2000, seed: int = 
 
 async def quick_paced(url: str, levels: list[int], conditions: list[str], renditions: int,
                       modes: list[str], accuracy_renditions: int = 0, clip_set: str = "quick",
-                      low_level_clips: int = 0) -> list[str]:
+                      low_level_clips: int = 0, set_clips: int | None = None) -> list[str]:
     """The quick-paced clips streamed N at a time (each stream its own clip, started
     together), per mode (dictation: no eager; agent: eager=true), condition and pace:
     streaming against offline WER beside the end-of-speech latencies, and how many
@@ -328,7 +339,7 @@ async def quick_paced(url: str, levels: list[int], conditions: list[str], rendit
     top = max(levels)
     for rendition in range(max(renditions, accuracy_renditions)):
         rendition_levels = levels if rendition < renditions else [top]
-        for condition, all_clips in quick_conditions(conditions, rendition, clip_set).items():
+        for condition, all_clips in quick_conditions(conditions, rendition, clip_set, set_clips).items():
             all_offline = [offline_text(url, c) for c in all_clips]
             words[condition] = words.get(condition, 0) + sum(len(c.text.split()) for c in all_clips)
             if rendition < renditions:
@@ -520,6 +531,8 @@ def main() -> int:
                              "(80 single sentences said whole, Piper at three rates and espeak-ng)")
     parser.add_argument("--low-level-clips", type=int, default=0,
                         help="below the highest quick level, play only the first N clips (0: all)")
+    parser.add_argument("--quick-clips", type=int, default=0,
+                        help="only the first N clips of the quick or short set (0: all)")
     parser.add_argument("--quick-modes", default="dictation,agent",
                         help="dictation (streams without eager) and/or agent (eager=true)")
     parser.add_argument("--quick-renditions", type=int, default=2,
@@ -556,7 +569,7 @@ def main() -> int:
                                      args.threads if args.threads is not None else 0, len(os.sched_getaffinity(0)))
         table = asyncio.run(run(url, pid, levels, args.clips, quick_levels, conditions, args.quick_renditions, modes,
                                 args.accuracy_renditions, [int(x) for x in args.sentence_levels.split(",") if x],
-                                args.quick_set, args.low_level_clips))
+                                args.quick_set, args.low_level_clips, args.quick_clips or None))
         print(table)
         print(f"\nCPU: {cpu_model()}, {os.cpu_count()} cores; load average (1/5/15 min) before "
               f"{'/'.join(f'{x:.2f}' for x in load_before)}, after {'/'.join(f'{x:.2f}' for x in os.getloadavg())}; "

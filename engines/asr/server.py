@@ -43,7 +43,7 @@ from .lanes import DecodeLanes
 from .policy import RATE, DecodeJob, StreamOptions, StreamPolicy
 from .scheduler import Scheduler
 from .tuning import PolicyTuning
-from .utterance import FINAL_WINDOWS, full_window_finals
+from .utterance import DEFAULT_FINAL_WINDOW, FINAL_WINDOWS, full_window_finals
 from .watch import BusyClock
 
 log = logging.getLogger("voxgate.asr")
@@ -55,7 +55,8 @@ MAX_STREAMS = 10000
 
 class SidecarServer:
     def __init__(self, decoder: WhisperDecoder, out: BinaryIO, model_id: str, *, lanes: int = 1,
-                 max_batch: int = 1, final_window: str = "auto", tuning: PolicyTuning | None = None) -> None:
+                 max_batch: int = 1, final_window: str = DEFAULT_FINAL_WINDOW,
+                 tuning: PolicyTuning | None = None) -> None:
         self.decoder = BusyClock(decoder)  # times every decode, for busy_s in the lag event
         self.out = out
         self.model_id = model_id

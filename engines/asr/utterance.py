@@ -19,6 +19,7 @@ from .decoder import ShortWindow, Transcript
 
 # VOXGATE_ASR_FINAL_WINDOW: auto (30 s for streams without eager, short for eager ones), short, full
 FINAL_WINDOWS = ("auto", "short", "full")
+DEFAULT_FINAL_WINDOW = "auto"
 
 
 def full_window_finals(final_window: str, eager: bool) -> bool:
