@@ -7,7 +7,7 @@
 offline side by side on short single sentences, in ~10 minutes::
 
     python bench/dictation.py --clips 0 --levels '' --sentence-levels '' --quick-set short \
-        --quick-levels 1,2,8 --low-level-clips 12 --quick-renditions 1 --accuracy-renditions 1
+        --quick-levels 1,2,8 --low-level-clips 10 --quick-renditions 1 --accuracy-renditions 1
 
 Speech is made at run time (64 clips, 743 words: Piper joe at three speeds,
 espeak-ng with three voices; clean and with white noise at 10 dB SNR; one or
