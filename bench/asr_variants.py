@@ -1,7 +1,7 @@
 """Word errors of streaming-policy variants, side by side with offline decoding of the same audio.
 
-    flock /tmp/voxgate-bench.lock python bench/asr_variants.py     # ~25 minutes on 2 cores
-    python bench/asr_variants.py --variants now,commit-before --sets quick --diffs
+    flock /tmp/voxgate-bench.lock python bench/asr_variants.py     # ~45 minutes on 2 cores
+    python bench/asr_variants.py --variants now,final-window-full --sets short,short-noisy --diffs
 
 Each variant changes one rule of the streaming policy (or several, joined by
 ``+``), and runs the policy itself (VAD, partials, LocalAgreement, speculative
@@ -16,11 +16,18 @@ same audio. Named variants:
   at its first silent VAD window (32 ms) (``spec=160``). On an idle server this
   is also what the early finals on idle lanes change: whether the speculation
   of a short pause runs before the pause has lasted 160 ms.
-- ``margin-8``, ``margin-30s``: 8 s of silence after the utterance on the
+- ``margin-8``, ``margin-30s``: 8 s of silence after a partial's audio on its
   encoder window instead of 7 s, or Whisper's full 30 s window (``margin=N``).
+- ``final-margin-7``: 7 s of silence after a short-window final's audio
+  instead of 12 s (``fmargin=7``).
 - ``partials-in-pauses``: partials go on while the speaker pauses (``pauses=1``).
 - ``final-window-full``: finals on Whisper's 30 s window, as file transcription
-  decodes (VOXGATE_ASR_FINAL_WINDOW=full; ``window=full``).
+  decodes (VOXGATE_ASR_FINAL_WINDOW=full; ``window=full``), speculated from
+  the first silent window as a short-window final is.
+- ``full-late``: the same, speculated only once the turn has ended (160 ms of
+  silence), as streams without eager do (``window=full+early=0``).
+- ``dictation``: a dictation stream (no eager, 30 s-window finals:
+  ``window=full+eager=0``); every other variant is an agent's stream (eager).
 - ``crop-at-dispatch``: a final decodes whatever audio had arrived when it was
   dispatched (and a final taken after the close the utterance plus 400 ms),
   instead of the utterance up to 32 ms after its silence began (``tail=-1``;
@@ -31,12 +38,18 @@ A variant can also be written as its settings, each a field of the policy's
 ``PolicyTuning`` (engines/asr/tuning.py) that the variant's streams are given:
 ``hold=NEWEST/EARLIER`` (``hold_back_words``/``hold_back_earlier_words``: words
 held back at the end of the newest and the earlier agreeing hypotheses),
-``spec=MS`` (``speculate_from_s``), ``margin=S`` (``short_window_margin_s``),
+``spec=MS`` (``speculate_from_s``), ``margin=S`` (``short_window_margin_s``, the
+partials'), ``fmargin=S`` (``final_margin_s``, the short-window finals'),
 ``pauses=0|1`` (``partials_in_pauses``), ``tail=MS`` (``final_tail_s``; -1: up
-to the dispatch), and ``window=short|full`` (the stream's final window, as
-VOXGATE_ASR_FINAL_WINDOW gives it), e.g. ``hold=1/0+pauses=1``.
+to the dispatch), ``window=short|full`` (the stream's final window, as
+VOXGATE_ASR_FINAL_WINDOW gives it), ``early=0|1``
+(``eager_full_window_speculates_early``) and ``eager=0|1`` (the stream's
+``eager``; 1 unless given), e.g. ``hold=1/0+pauses=1``.
 
-Sets: ``quick`` is the quick-paced set of dictation_clips.py (20 sentences said
+Sets: ``short`` is the short-sentence set of dictation_clips.py (20 single
+Harvard sentences, one clause each, each said whole by Piper at three length
+scales and by one espeak-ng voice: 80 clips, clean), ``short-noisy`` the same
+at 10 dB SNR; ``quick`` is the quick-paced set of dictation_clips.py (20 sentences said
 phrase by phrase with 0.12-0.36 s pauses inside, Piper at rates 1.0 and 1.25,
 clean), ``quick-noisy`` the same with white noise at 10 dB SNR, ``bench`` the dictation benchmark's 64 clips (Piper and espeak-ng,
 clean and at 10 dB SNR). Each rendition of a set is new audio (Piper's
@@ -107,7 +120,7 @@ def looped(reference: str, heard: str) -> bool:
 
 def stream(decoder: Timed, clip: clips_module.Clip, variant: Variant) -> str:
     """The finals of one clip streamed through the policy, every due decode run at once."""
-    options = StreamOptions(eager=True, full_window_finals=variant.full_window)
+    options = StreamOptions(eager=variant.eager, full_window_finals=variant.full_window)
     return " ".join(stream_finals(decoder.job, clip.audio, options, tuning=variant.tuning))
 
 
@@ -121,9 +134,12 @@ NAMED = {
     "spec-160": "spec=160",
     "margin-8": "margin=8",
     "margin-30s": "margin=23",
+    "final-margin-7": "fmargin=7",
     "partials-in-pauses": "pauses=1",
     "crop-at-dispatch": "tail=-1",
     "final-window-full": "window=full",
+    "full-late": "window=full+early=0",
+    "dictation": "window=full+eager=0",
 }
 
 
@@ -131,11 +147,12 @@ NAMED = {
 class Variant:
     tuning: PolicyTuning  # what the variant's streams are given
     full_window: bool  # finals on Whisper's 30 s window (a flag of the sidecar, per stream)
+    eager: bool = True  # an agent's stream (eager=true); False: a dictation stream
 
 
 def parse_variant(variant: str) -> Variant:
     """The tuning and final window of ``variant``: the defaults, then its settings in order."""
-    tuning, full_window = PolicyTuning(), False
+    tuning, full_window, eager = PolicyTuning(), False, True
     for setting in filter(None, NAMED.get(variant, variant).split("+")):
         key, _, value = setting.partition("=")
         try:
@@ -146,10 +163,16 @@ def parse_variant(variant: str) -> Variant:
                 tuning = replace(tuning, speculate_from_s=int(value) / 1000)
             elif key == "margin":
                 tuning = replace(tuning, short_window_margin_s=int(value))
+            elif key == "fmargin":
+                tuning = replace(tuning, final_margin_s=int(value))
             elif key == "pauses" and value in ("0", "1"):
                 tuning = replace(tuning, partials_in_pauses=value == "1")
             elif key == "window" and value in ("short", "full"):
                 full_window = value == "full"
+            elif key == "early" and value in ("0", "1"):
+                tuning = replace(tuning, eager_full_window_speculates_early=value == "1")
+            elif key == "eager" and value in ("0", "1"):
+                eager = value == "1"
             elif key == "tail":  # a fixed tail longer than 32 ms also holds the speculation until it has arrived
                 ms = int(value)
                 tuning = replace(tuning, final_tail_s=UNBOUNDED_TAIL_S if ms < 0 else ms / 1000)
@@ -159,18 +182,22 @@ def parse_variant(variant: str) -> Variant:
                 raise SystemExit(f"unknown setting {setting!r} in variant {variant!r} (see --help)")
         except ValueError as exc:
             raise SystemExit(f"setting {setting!r} in variant {variant!r}: {exc}") from None
-    return Variant(tuning, full_window)
+    return Variant(tuning, full_window, eager)
 
 
 def clip_set(name: str, n: int) -> list[clips_module.Clip]:
     if name in ("quick", "quick-noisy"):
         return clips_module.make_quick_clips(rendition=n, snr=10.0 if name == "quick-noisy" else None)
+    if name in ("short", "short-noisy"):
+        return clips_module.make_short_clips(rendition=n, snr=10.0 if name == "short-noisy" else None)
     return rendition(n)
 
 
 def voice(set_name: str, clip: clips_module.Clip) -> str:
     if set_name.startswith("quick"):
         return set_name
+    if set_name.startswith("short"):
+        return f"{set_name} {'piper' if clip.name.startswith('short piper') else 'espeak-ng'}"
     return ("piper" if clip.name.startswith("piper") else "espeak-ng") + (" noisy" if "dB" in clip.name else " clean")
 
 
@@ -178,7 +205,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--variants", default=",".join(NAMED),
                         help="named variants or settings joined by +, comma-separated (see the module docstring)")
-    parser.add_argument("--sets", default="quick,bench", help="clip sets: quick, quick-noisy, bench (comma-separated)")
+    parser.add_argument("--sets", default="short,short-noisy,quick,bench",
+                        help="clip sets: short, short-noisy, quick, quick-noisy, bench (comma-separated)")
     parser.add_argument("--renditions", type=int, default=2, help="fresh syntheses of each clip set")
     parser.add_argument("--clips", type=int, default=None, help="only the first N clips of each set and rendition")
     parser.add_argument("--diffs", action="store_true", help="print the clips where streaming loses words")

@@ -3,7 +3,11 @@
     flock /tmp/voxgate-bench.lock python bench/dictation.py     # starts its own gateway (tiny.en), ~75 minutes
 
 (most of it the quick-paced set at 1 and 2 streams: ``--clips 0 --levels 8 --quick-renditions 1
---accuracy-renditions 8`` measures the same goals in ~45 minutes).
+--accuracy-renditions 8`` measures the same goals in ~45 minutes). Agent, dictation and
+offline side by side on short single sentences, in ~10 minutes::
+
+    python bench/dictation.py --clips 0 --levels '' --sentence-levels '' --quick-set short \
+        --quick-levels 1,2,8 --low-level-clips 10 --quick-renditions 1 --accuracy-renditions 1
 
 Speech is made at run time (64 clips, 743 words: Piper joe at three speeds,
 espeak-ng with three voices; clean and with white noise at 10 dB SNR; one or
@@ -39,6 +43,10 @@ through a real gateway socket in real time by the project's own client
   finals), with the p95 of the ``lag_s`` the server reports in partials, the
   final and eager latencies and the WER; the largest N with final p95 under
   1.2 s and partial lag p95 under 1 s is what this machine sustains;
+- with ``--quick-set short``, the same tables on the short-sentence set instead
+  (dictation_clips.py: 20 single Harvard sentences said whole, each by Piper at
+  three rates and one espeak-ng voice, clean and at 10 dB SNR): the kind of
+  speech where a short encoder window misread words;
 - whole sentences as Piper writes them (untrimmed), 2 and 8 streams at once,
   with the final timed from the end of the audio, as a client streaming files
   would time it, beside the benchmark's own measure.
@@ -71,6 +79,7 @@ from bench.dictation_clips import (  # noqa: E402
     harvard_plan,
     make_clips,
     make_quick_clips,
+    make_short_clips,
     passage_plan,
     whole_sentence_clips,
 )
@@ -203,13 +212,15 @@ def start_server(threads: int | None, extra_env: dict[str, str]) -> tuple[subpro
 
 async def run(url: str, server_pid: int | None, levels: list[int], max_clips: int, quick_levels: list[int],
               conditions: list[str], renditions: int, modes: list[str], accuracy_renditions: int = 0,
-              sentence_levels: list[int] | None = None) -> str:
+              sentence_levels: list[int] | None = None, clip_set: str = "quick", low_level_clips: int = 0,
+              set_clips: int | None = None) -> str:
     clips = make_clips(max_clips) if max_clips else []
     lines: list[str] = []
     if clips:
         lines += await single_streams(url, server_pid, clips)
     if quick_levels and conditions:
-        lines += await quick_paced(url, quick_levels, conditions, renditions, modes, accuracy_renditions)
+        lines += await quick_paced(url, quick_levels, conditions, renditions, modes, accuracy_renditions, clip_set,
+                                   low_level_clips, set_clips)
     if sentence_levels:
         lines += await whole_sentences(url, sentence_levels, modes)
     if not levels:
@@ -249,10 +260,16 @@ async def run(url: str, server_pid: int | None, levels: list[int], max_clips: in
 QUICK_SNR_DB = 10.0
 
 
-def quick_conditions(names: list[str], rendition: int) -> dict[str, list[Clip]]:
-    """The quick-paced set (dictation_clips.py), clean and the same audio with white noise;
-    each ``rendition`` is new audio (Piper's synthesis is random)."""
-    clean = make_quick_clips(rendition=rendition)
+QUICK_SETS = ("quick", "short")
+
+
+def quick_conditions(names: list[str], rendition: int, clip_set: str = "quick",
+                     limit: int | None = None) -> dict[str, list[Clip]]:
+    """The quick-paced set or the short-sentence set (dictation_clips.py; its first
+    ``limit`` clips), clean and the same audio with white noise; each ``rendition`` is
+    new audio (Piper's synthesis is random; espeak-ng speaks at another rate)."""
+    clean = (make_quick_clips(limit, rendition=rendition) if clip_set == "quick"
+             else make_short_clips(limit, rendition=rendition))
     sets = {"clean": clean,
             "noisy": [Clip(c.name + f" {QUICK_SNR_DB:.0f} dB", c.text,
                            add_noise(c.audio, QUICK_SNR_DB, seed=n + 1000 * rendition),
@@ -302,14 +319,17 @@ def ratio_interval(pairs: list[tuple[int, int]], draws: int = 2000, seed: int = 
 
 
 async def quick_paced(url: str, levels: list[int], conditions: list[str], renditions: int,
-                      modes: list[str], accuracy_renditions: int = 0) -> list[str]:
+                      modes: list[str], accuracy_renditions: int = 0, clip_set: str = "quick",
+                      low_level_clips: int = 0, set_clips: int | None = None) -> list[str]:
     """The quick-paced clips streamed N at a time (each stream its own clip, started
     together), per mode (dictation: no eager; agent: eager=true), condition and pace:
     streaming against offline WER beside the end-of-speech latencies, and how many
     clips' finals changed with the load. Renditions past ``renditions`` (up to
     ``accuracy_renditions``) are played at the highest level only: a final depends on
     the audio alone, not on the load, and one rendition is ~25 word errors, too few to
-    tell 1.05x from 1.2x, so the pooled accuracy table takes every rendition."""
+    tell 1.05x from 1.2x, so the pooled accuracy table takes every rendition.
+    ``low_level_clips`` (> 0): the levels below the highest play only the first that
+    many clips of each condition (their latencies; the highest plays them all)."""
     rows: dict[tuple[str, str, str, int], QuickRow] = {}
     changed: dict[tuple[str, str, int], int] = {}  # (mode, condition, streams) -> clips changed from 1 stream's
     clip_count: dict[str, int] = {}
@@ -319,12 +339,14 @@ async def quick_paced(url: str, levels: list[int], conditions: list[str], rendit
     top = max(levels)
     for rendition in range(max(renditions, accuracy_renditions)):
         rendition_levels = levels if rendition < renditions else [top]
-        for condition, clips in quick_conditions(conditions, rendition).items():
-            offline = [offline_text(url, c) for c in clips]
-            words[condition] = words.get(condition, 0) + sum(len(c.text.split()) for c in clips)
+        for condition, all_clips in quick_conditions(conditions, rendition, clip_set, set_clips).items():
+            all_offline = [offline_text(url, c) for c in all_clips]
+            words[condition] = words.get(condition, 0) + sum(len(c.text.split()) for c in all_clips)
             if rendition < renditions:
-                clip_count[condition] = clip_count.get(condition, 0) + len(clips)
+                clip_count[condition] = clip_count.get(condition, 0) + len(all_clips)
             for mode, n in ((m, n) for m in modes for n in rendition_levels):
+                played = len(all_clips) if n == top or low_level_clips <= 0 else low_level_clips
+                clips, offline = all_clips[:played], all_offline[:played]
                 results = await play_in_groups(url, clips, n, QUICK_MODES[mode])
                 texts = [" ".join(r.finals) for r in results]
                 scores = [(*word_errors(c.text, t), word_errors(c.text, o)[0])  # (streaming, words, offline)
@@ -341,8 +363,9 @@ async def quick_paced(url: str, levels: list[int], conditions: list[str], rendit
                     continue
                 if n == levels[0]:
                     first_texts = texts
+                common = min(len(first_texts), len(texts))
                 changed[mode, condition, n] = changed.get((mode, condition, n), 0) + sum(
-                    a != b for a, b in zip(first_texts, texts, strict=True))
+                    a != b for a, b in zip(first_texts[:common], texts[:common], strict=True))
                 for clip, result, (s_e, total, o_e) in zip(clips, results, scores, strict=True):
                     for pace in (clip.name.split()[2], "all"):
                         row = rows.setdefault((mode, condition, pace, n), QuickRow())
@@ -358,8 +381,11 @@ async def quick_paced(url: str, levels: list[int], conditions: list[str], rendit
                 row = rows[mode, condition, "all", n]
                 print(f"  quick {condition}, rendition {rendition + 1}, {mode}, {n} streams: {row.streaming_errors} "
                       f"streaming errors, {row.offline_errors} offline, so far", file=sys.stderr)
-    lines = [(f"Quick-paced set (sentences said phrase by phrase, 0.12-0.36 s pauses inside; N streams at once, "
-              f"each its own clip; {renditions} rendition{'s' if renditions > 1 else ''}):"), "",
+    described = ("Quick-paced set (sentences said phrase by phrase, 0.12-0.36 s pauses inside" if clip_set == "quick"
+                 else "Short-sentence set (single Harvard sentences said whole; the pace column is the voice")
+    below = f"; below {top} streams the first {low_level_clips} clips" if low_level_clips > 0 else ""
+    lines = [(f"{described}; N streams at once, each its own clip{below}; "
+              f"{renditions} rendition{'s' if renditions > 1 else ''}):"), "",
              ("| mode | condition | pace | streams | clips | words | streaming WER | offline WER | streaming / offline "
               "| clips better / worse | final p50 | final p95 | final p50 from `end` | eager p50 | eager p95 |"),
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -379,7 +405,7 @@ async def quick_paced(url: str, levels: list[int], conditions: list[str], rendit
                       f"stream{'s' if levels[0] > 1 else ''}: {changes}. " if changes else "")
                    + "Dictation streams have no eager final: their eager columns repeat the final's.")]
     count = max(renditions, accuracy_renditions)
-    lines += ["", (f"Accuracy over {count} rendition{'s' if count > 1 else ''} of the quick-paced set "
+    lines += ["", (f"Accuracy over {count} rendition{'s' if count > 1 else ''} of the {clip_set} set "
                    f"({top} streams at once; 90% interval of the ratio by bootstrap over clips):"), "",
               ("| mode | condition | clips | words | streaming errors | offline errors | streaming / offline "
                "| 90% interval | per rendition (streaming/offline) |"),
@@ -500,6 +526,13 @@ def main() -> int:
     parser.add_argument("--quick-levels", default="1,2,8",
                         help="stream counts for the quick-paced set ('' skips it)")
     parser.add_argument("--quick-conditions", default="clean,noisy", help="clean and/or noisy")
+    parser.add_argument("--quick-set", default="quick", choices=QUICK_SETS,
+                        help="the clips of the per-mode tables: the quick-paced set, or the short-sentence set "
+                             "(80 single sentences said whole, Piper at three rates and espeak-ng)")
+    parser.add_argument("--low-level-clips", type=int, default=0,
+                        help="below the highest quick level, play only the first N clips (0: all)")
+    parser.add_argument("--quick-clips", type=int, default=0,
+                        help="only the first N clips of the quick or short set (0: all)")
     parser.add_argument("--quick-modes", default="dictation,agent",
                         help="dictation (streams without eager) and/or agent (eager=true)")
     parser.add_argument("--quick-renditions", type=int, default=2,
@@ -535,7 +568,8 @@ def main() -> int:
         lanes, threads = split_cores(int(extra_env.get("VOXGATE_ASR_LANES", 0)),
                                      args.threads if args.threads is not None else 0, len(os.sched_getaffinity(0)))
         table = asyncio.run(run(url, pid, levels, args.clips, quick_levels, conditions, args.quick_renditions, modes,
-                                args.accuracy_renditions, [int(x) for x in args.sentence_levels.split(",") if x]))
+                                args.accuracy_renditions, [int(x) for x in args.sentence_levels.split(",") if x],
+                                args.quick_set, args.low_level_clips, args.quick_clips or None))
         print(table)
         print(f"\nCPU: {cpu_model()}, {os.cpu_count()} cores; load average (1/5/15 min) before "
               f"{'/'.join(f'{x:.2f}' for x in load_before)}, after {'/'.join(f'{x:.2f}' for x in os.getloadavg())}; "

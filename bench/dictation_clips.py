@@ -47,11 +47,13 @@ PAIR_GAPS_S = (0.3, 1.0)  # inside one utterance (shorter than the 500 ms silenc
 SENTENCE_EDGE_S = 0.05  # kept around the voiced part of each sentence of a two-sentence clip
 
 
-def say(engine: str, text: str, variant: float | str, espeak_wpm: int = 165) -> tuple[np.ndarray, str]:
-    """One sentence at 16 kHz and the voice's name (espeak-ng at ``espeak_wpm`` words a minute)."""
+def say(engine: str, text: str, variant: float | str, espeak_wpm: int = 165,
+        steady: bool = False) -> tuple[np.ndarray, str]:
+    """One sentence at 16 kHz and the voice's name (espeak-ng at ``espeak_wpm`` words a
+    minute; ``steady``: Piper without its random noise, the same audio every time)."""
     if engine == "piper":
         assert isinstance(variant, float)
-        samples, rate = piper_say(text, length_scale=variant)
+        samples, rate = piper_say(text, length_scale=variant, steady=steady)
         return resample(samples, rate), f"piper x{1 / variant:.2f}"
     assert isinstance(variant, str)
     samples, rate = espeak_say(text, voice=variant, words_per_minute=espeak_wpm)
@@ -220,3 +222,67 @@ def whole_sentence_clips(count: int = 10) -> list[tuple[Clip, float]]:
             clips.append((Clip(f"sentence {name}", " ".join(phrases), audio, LEAD_S,
                                [LEAD_S + len(speech) / RATE]), trailing))
     return clips
+
+
+# Short single sentences (Harvard lists, public domain) that no other set uses:
+# one clause, no pause inside, 5-9 words. On these a short encoder window misreads
+# a word or two ("Sickness" -> "Signis") that the 30 s window reads right.
+SHORT_SENTENCES = (
+    "Sickness kept him home the third week.",
+    "The lazy cow lay in the cool grass.",
+    "Lift the square stone over the fence.",
+    "The rope will bind the seven books at once.",
+    "Hop over the fence and plunge in.",
+    "Mesh wire keeps chicks inside.",
+    "The frosty air passed through the coat.",
+    "The crooked maze failed to fool the mouse.",
+    "Adding fast leads to wrong sums.",
+    "The show was a flop from the very start.",
+    "Smoky fires lack flame and heat.",
+    "The soft cushion broke the man's fall.",
+    "The salt breeze came across from the sea.",
+    "The small pup gnawed a hole in the sock.",
+    "The swan dive was far short of perfect.",
+    "Two blue fish swam in the tank.",
+    "Her purse was full of useless trash.",
+    "The colt reared and threw the tall rider.",
+    "Read verse out loud for pleasure.",
+    "A cup of sugar makes sweet fudge.",
+)
+SHORT_VOICES: tuple[tuple[str, float | str], ...] = (
+    ("piper", 1.0), ("piper", 0.8), ("piper", 1.2), ("espeak", "en-us"), ("espeak", "en-gb"),
+    ("espeak", "en-us+f3"))
+SHORT_TRAIL_S = 1.5
+
+
+def short_sentence_plan() -> list[tuple[str, str, float | str]]:
+    """Every short sentence in Piper at its three length scales (1.0, 0.8 faster, 1.2
+    slower), then in one of the three espeak-ng voices in turn: 80 clips, 560 words."""
+    plan: list[tuple[str, str, float | str]] = []
+    for i, text in enumerate(SHORT_SENTENCES):
+        plan += [(text, engine, variant) for engine, variant in SHORT_VOICES[:3]]
+        engine, variant = SHORT_VOICES[3 + i % 3]
+        plan.append((text, engine, variant))
+    return plan
+
+
+def make_short_clips(limit: int | None = None, snr: float | None = None, rendition: int = 0) -> list[Clip]:
+    """The short-sentence set (its first ``limit`` clips), each sentence said whole,
+    framed by 0.6 s of silence before and 1.5 s after; ``snr``: with white noise.
+    Another ``rendition`` is new audio (Piper is random; espeak-ng another rate)."""
+    return [make_short_clip(text, engine, variant, snr=snr, seed=seed + 1000 * rendition,
+                            espeak_wpm=(165, 155, 175)[rendition % 3])
+            for seed, (text, engine, variant) in enumerate(short_sentence_plan()[:limit])]
+
+
+def make_short_clip(text: str, engine: str, variant: float | str, *, snr: float | None = None, seed: int = 0,
+                    espeak_wpm: int = 165, steady: bool = False) -> Clip:
+    """One sentence said whole, 0.6 s of silence before and 1.5 s after (``steady``: see ``say``)."""
+    speech, name = say(engine, text, variant, espeak_wpm, steady)
+    start, end = voiced_bounds(speech)
+    audio = np.concatenate([np.zeros(int(LEAD_S * RATE), np.float32), speech,
+                            np.zeros(int(SHORT_TRAIL_S * RATE), np.float32)])
+    if snr is not None:
+        audio = add_noise(audio, snr, seed=seed)
+        name += f" {snr:.0f} dB"
+    return Clip(f"short {name}", text, audio, LEAD_S + start, [LEAD_S + end])

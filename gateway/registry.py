@@ -24,6 +24,7 @@ several credentials. A session claimed without a share counts only globally.
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import secrets
 import time
@@ -150,9 +151,11 @@ class SessionRegistry:
 
     async def run_connection(self, kind: str, conn: HTTPConnection, describe: Callable[[], dict[str, Any]],
                              drain: Callable[[bool], None], refuse: Callable[[OverCapacity], Awaitable[None]],
-                             run: Callable[[str], Awaitable[None]]) -> None:
+                             run: Callable[[str, Callable[[], None]], Awaitable[None]]) -> None:
         """Run a session that ``conn`` carries: claimed (``claim_connection``), ``run``
-        with its id, removed however it ends. With no room for it nothing runs:
+        with its id and a callable that frees its place early (a session calls it
+        before it tells the client it closed, so a client that reconnects at once
+        finds room), removed however it ends. With no room for it nothing runs:
         ``refuse`` tells the client why."""
         try:
             entry = self.claim_connection(kind, conn, describe, drain)
@@ -160,7 +163,7 @@ class SessionRegistry:
             await refuse(exc)
             return
         try:
-            await run(entry.id)
+            await run(entry.id, functools.partial(self.remove, entry.id))
         finally:
             self.remove(entry.id)
 

@@ -19,7 +19,7 @@ def main(argv: list[str] | None = None) -> int:
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     sys.stdout = sys.stderr
 
-    from .utterance import FINAL_WINDOWS
+    from .utterance import DEFAULT_FINAL_WINDOW, FINAL_WINDOWS
 
     parser = argparse.ArgumentParser(prog="python -m engines.asr")
     parser.add_argument("--model", required=True, help="CTranslate2 model directory or faster-whisper name")
@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=0, help="CPU threads per decode (0: the cores / lanes)")
     parser.add_argument("--lanes", type=int, default=0, help="decodes that may run at once (0: the cores / threads)")
     parser.add_argument("--batch", type=int, default=1, help="most decodes run together in one call")
-    parser.add_argument("--final-window", choices=FINAL_WINDOWS, default="auto",
+    parser.add_argument("--final-window", choices=FINAL_WINDOWS, default=DEFAULT_FINAL_WINDOW,
                         help="encoder window of finals: the utterance plus a margin (short), Whisper's 30 s "
                              "(full), or full for streams without eager and short for eager ones (auto)")
     parser.add_argument("--log-level", default="warning")

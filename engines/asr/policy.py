@@ -237,7 +237,7 @@ class StreamPolicy:
                          self.tuning.final_beam if final else self.tuning.partial_beam,
                          final and self.options.word_timestamps, generation, self._ready_at,
                          full_window=final and self.options.full_window_finals,
-                         margin_s=self.tuning.short_window_margin_s)
+                         margin_s=self.tuning.final_margin_s if final else self.tuning.short_window_margin_s)
 
     def final_window(self) -> int | None:
         """The encoder window (frames) of the final ``take_final`` would hand out: finals
@@ -254,7 +254,7 @@ class StreamPolicy:
 
     def _final_frames(self, length: int) -> int:
         full = self.options.full_window_finals
-        return FULL_WINDOW_FRAMES if full else short_window_frames(length, self.tuning.short_window_margin_s)
+        return FULL_WINDOW_FRAMES if full else short_window_frames(length, self.tuning.final_margin_s)
 
     def take_partial(self) -> DecodeJob | None:
         if self.due_partial() is None:

@@ -43,7 +43,7 @@ from .lanes import DecodeLanes
 from .policy import RATE, DecodeJob, StreamOptions, StreamPolicy
 from .scheduler import Scheduler
 from .tuning import PolicyTuning
-from .utterance import FINAL_WINDOWS
+from .utterance import DEFAULT_FINAL_WINDOW, FINAL_WINDOWS, full_window_finals
 from .watch import BusyClock
 
 log = logging.getLogger("voxgate.asr")
@@ -55,7 +55,8 @@ MAX_STREAMS = 10000
 
 class SidecarServer:
     def __init__(self, decoder: WhisperDecoder, out: BinaryIO, model_id: str, *, lanes: int = 1,
-                 max_batch: int = 1, final_window: str = "auto", tuning: PolicyTuning | None = None) -> None:
+                 max_batch: int = 1, final_window: str = DEFAULT_FINAL_WINDOW,
+                 tuning: PolicyTuning | None = None) -> None:
         self.decoder = BusyClock(decoder)  # times every decode, for busy_s in the lag event
         self.out = out
         self.model_id = model_id
@@ -226,15 +227,8 @@ class SidecarServer:
             word_timestamps=bool(header.get("word_timestamps", False)),
             silence_ms=int(header.get("silence_ms", 500)), offset=int(header.get("offset", 0)),
             first_utterance=int(header.get("first_utterance", 0)), stable=str(header.get("stable", "")),
-            eager=eager, full_window_finals=self._full_window_finals(eager))
+            eager=eager, full_window_finals=full_window_finals(self.final_window, eager))
         self.streams[sid] = StreamPolicy(sid, options, tuning=self.tuning)
-
-    def _full_window_finals(self, eager: bool) -> bool:
-        """Whether a stream's finals decode on the 30 s window: ``auto`` gives it to streams
-        without ``eager``, whose final waits for the silence window anyway (the longer
-        decode fits in it), and keeps eager streams on the short window, where the
-        speculative final is the answer a voice agent is waiting for."""
-        return self.final_window == "full" or (self.final_window == "auto" and not eager)
 
     def _after_change(self, sid: str, policy: StreamPolicy) -> None:
         self.emit_all(policy.settle())

@@ -13,9 +13,12 @@ if an ``eager_final`` was out, sends ``turn_resumed``.
 
 A final decodes the utterance up to ``tail()`` past the start of its silence,
 wherever the audio stood when it was dispatched, so the load never changes
-its words. A stream whose finals use Whisper's 30 s window speculates only
-once the turn has ended and decodes up to that mark: such a decode costs
-several short ones, and a shorter pause would waste it.
+its words. A stream without ``eager`` whose finals use Whisper's 30 s window
+speculates only once the turn has ended and decodes up to that mark: such a
+decode costs several short ones, a shorter pause would waste it, and its final
+waits for the silence window anyway. An ``eager`` stream on the 30 s window
+speculates from the first silent window, as on the short one: its eager final
+is what an agent waits for.
 
 One per stream, for its open utterance (``reset`` when it closes); the policy
 calls it on the sidecar's main thread.
@@ -38,7 +41,7 @@ class Speculation:
         self.options = options
         ends_turn = min(round(tuning.speculate_after_s * SAMPLE_RATE), options.silence_ms * SAMPLE_RATE // 2000)
         self.ends_turn_after = ends_turn  # samples of silence that end the turn
-        if options.full_window_finals:
+        if options.full_window_finals and not (options.eager and tuning.eager_full_window_speculates_early):
             self.starts_after, self.tail = ends_turn, ends_turn
         else:
             self.starts_after = min(round(tuning.speculate_from_s * SAMPLE_RATE), ends_turn)

@@ -5,7 +5,8 @@ and its scheduler the same instance (the defaults, ``SidecarServer(tuning=...)``
 bench/asr_variants.py builds its variants with ``dataclasses.replace``.
 ``StreamPolicy`` reads the VAD, partial and final knobs, its ``Agreement`` the
 agreement ones, the ``Scheduler`` the cadence and batching ones, and each
-decode job carries ``short_window_margin_s`` to the decoder.
+decode job carries its encoder margin (``short_window_margin_s`` or
+``final_margin_s``) to the decoder.
 
 Each knob's comment says what it is and why. The measurements that chose the
 defaults are in docs/dictation.md (*Tuning*), not here.
@@ -44,7 +45,13 @@ class PolicyTuning:
     speculate_from_s: float = 0.032  # silence that starts the speculative final: the first silent window, ready soonest
     speculate_after_s: float = 0.16  # silence after which the speculative final ends the turn (eager_final, final due)
     final_tail_s: float = 0.032  # a short-window final decodes this far into its silence, however late it is taken
-    short_window_margin_s: int = 7  # silence after the utterance on the short encoder window (the encoder's cost)
+    # an eager stream's 30 s-window final is speculated from the first silent window (its eager final ready
+    # soonest), not once the turn has ended as for a stream without eager
+    eager_full_window_speculates_early: bool = True
+    short_window_margin_s: int = 7  # silence after a partial's audio on its short encoder window (the encoder's cost)
+    # the same for a short-window final: on 7 s a short sentence's final misreads words and repeats itself that
+    # the 30 s window reads right; 12 s reads as offline decoding does, at a third of the 30 s window's cost
+    final_margin_s: int = 12
     final_rounds: int = 2  # waiting finals are batched to spread over about this many rounds of the lanes
 
     def __post_init__(self) -> None:

@@ -19,6 +19,16 @@ from .decoder import ShortWindow, Transcript
 
 # VOXGATE_ASR_FINAL_WINDOW: auto (30 s for streams without eager, short for eager ones), short, full
 FINAL_WINDOWS = ("auto", "short", "full")
+DEFAULT_FINAL_WINDOW = "auto"
+
+
+def full_window_finals(final_window: str, eager: bool) -> bool:
+    """Whether a stream's finals decode on the 30 s window under the sidecar's
+    ``final_window``: ``auto`` gives it to streams without ``eager``, whose final
+    waits for the silence window anyway (the longer decode fits in it), and keeps
+    eager streams on the short window, where the speculative final is the answer
+    a voice agent is waiting for."""
+    return final_window == "full" or (final_window == "auto" and not eager)
 
 
 @dataclass(frozen=True)
@@ -49,7 +59,7 @@ class DecodeJob:
     generation: int
     audio_ready_at: float  # monotonic time the newest sample in ``audio`` arrived
     full_window: bool  # decode on Whisper's 30 s window rather than a short one
-    margin_s: int  # silence after the audio on a short window (PolicyTuning.short_window_margin_s)
+    margin_s: int  # silence after the audio on a short window (PolicyTuning: a partial's or a final's margin)
 
     def window(self) -> ShortWindow:
         """What the decoder gets for this job (jobs with word timings take ``decode`` instead)."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
+from collections.abc import Callable
 
 from engines.base import AsrStreamHandle
 from gateway.dictation.transport import DictationTransport
@@ -77,8 +78,11 @@ class Drain:
                 self.stop_reading.set()
 
 
-async def relay_events(stream: AsrStreamHandle, out: Outbox, drain: Drain) -> None:
-    """Send the stream's events until the session ends (the close is done here)."""
+async def relay_events(stream: AsrStreamHandle, out: Outbox, drain: Drain,
+                       release_slot: Callable[[], None] | None = None) -> None:
+    """Send the stream's events until the session ends (the close is done here).
+    ``release_slot`` frees the session's capacity slot before ``closed`` goes
+    out, so a client that opens its next stream on ``closed`` finds it free."""
     while True:
         if stream.overflowed:
             await out.close(close_code_for("events_overflowed"), "the client is not reading transcript events")
@@ -95,6 +99,8 @@ async def relay_events(stream: AsrStreamHandle, out: Outbox, drain: Drain) -> No
                 await out.send(item)
             await out.close(item.close_code, item.message)
             return
+        if isinstance(item, Closed) and release_slot is not None:
+            release_slot()
         try:
             await out.send(item)
         except asyncio.TimeoutError:

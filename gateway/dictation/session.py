@@ -30,6 +30,7 @@ import asyncio
 import contextlib
 import enum
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from starlette.websockets import WebSocketDisconnect
@@ -132,7 +133,9 @@ class DictationSession:
         if not self._pacing_off.done():
             self._pacing_off.set_result(None)
 
-    async def run(self, session_id: str) -> None:
+    async def run(self, session_id: str, release_slot: Callable[[], None] | None = None) -> None:
+        """Run the session to its close. ``release_slot`` (idempotent) frees its
+        capacity slot; it is called before ``closed`` is sent."""
         asr = await self._usable_asr()
         if asr is None:
             return
@@ -140,7 +143,7 @@ class DictationSession:
                    "interim": self.params.interim, "word_timestamps": self.params.word_timestamps,
                    "silence_ms": self.params.silence_ms, "eager": self.params.eager}
         self.stream = stream = await asr.open_stream(options)
-        sender = asyncio.create_task(relay_events(stream, self._out, self._drain),
+        sender = asyncio.create_task(relay_events(stream, self._out, self._drain, release_slot),
                                      name=f"dictation-send-{session_id}")
         self._sender = sender
         if self._pacing_off is None:

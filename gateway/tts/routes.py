@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 from starlette.background import BackgroundTask
 from starlette.requests import Request
@@ -77,7 +77,7 @@ async def tts_socket(websocket: WebSocket) -> None:
                          sample_rate=rate, encoding=params.encoding,
                          config=SessionConfig(limits=TEXT_LIMITS, idle_timeout_s=settings.idle_timeout_s))
 
-    async def run(session_id: str) -> None:
+    async def run(session_id: str, _release: Callable[[], None]) -> None:
         ready = Ready(engine=info.id, voice=voice, sample_rate=session.sample_rate, encoding=params.encoding.value,
                       frame_samples=info.frame_samples, session=session_id)
         await websocket.send_json(ready.to_dict())

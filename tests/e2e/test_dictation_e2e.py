@@ -153,6 +153,34 @@ async def test_eager_finals_come_before_finals_with_the_same_text(server, speech
     assert events[-1]["type"] == "closed" and client.close_code == 1000
 
 
+# short single sentences, said whole at three rates, that an agent stream's final on
+# a 7 s encoder margin said twice ("Adding fast leads to wrong sums. Adding fast ...")
+SHORT_SENTENCES = ("Adding fast leads to wrong sums.", "Mesh wire keeps chicks inside.")
+SHORT_SCALES = (1.0, 0.8, 1.2)
+
+
+@pytest.mark.parametrize("eager", [True, False], ids=["agent", "dictation"])
+async def test_finals_of_short_sentences_have_no_more_word_errors_than_the_offline_transcription(server, eager):
+    from bench.dictation_clips import make_short_clip
+
+    url, _ = server
+    worse = []
+    for text in SHORT_SENTENCES:
+        for scale in SHORT_SCALES:
+            clip = make_short_clip(text, "piper", scale, steady=True)
+            async with await DictationClient.connect(url, eager=eager) as client:
+                events = await collect(client, clip.audio, realtime=True)
+            check_invariants(events)
+            streamed = " ".join(f["text"] for f in finals_of(events))
+            async with httpx.AsyncClient(timeout=120) as http:
+                reply = await http.post(url + "/v1/audio/transcriptions", data={"model": "whisper-1"},
+                                        files={"file": ("clip.wav", write_wav(clip.audio, 16000), "audio/wav")})
+            offline = reply.json()["text"]
+            if wer(text, streamed) > wer(text, offline):
+                worse.append(f"{clip.name}: {streamed!r} / offline {offline!r}")
+    assert worse == []
+
+
 async def test_espeak_speech_at_another_rate_and_in_f32(server):
     from gateway.audio import Encoding
 

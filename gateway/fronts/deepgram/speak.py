@@ -28,6 +28,7 @@ import functools
 import itertools
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from starlette.websockets import WebSocket
@@ -132,7 +133,7 @@ async def speak_socket(websocket: WebSocket) -> None:
                          sample_rate=params.sample_rate, encoding=OUTPUT_FORMATS[params.encoding],
                          config=SessionConfig(limits=TEXT_LIMITS, idle_timeout_s=settings.idle_timeout_s))
 
-    async def run(_session_id: str) -> None:
+    async def run(_session_id: str, _release: Callable[[], None]) -> None:
         model = dg.ModelInfo(f"{info.id}-{voice}" if voice else info.id, info.id)
         await websocket.send_json(dg.speak_metadata(request_id=request_id, model=model))
         await session.run()

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+from collections.abc import Callable
 from typing import Any
 
 from starlette.routing import BaseRoute
@@ -119,7 +120,8 @@ async def realtime_socket(websocket: WebSocket) -> None:
                                         functools.partial(_transcribe, socket, settings, asr))
 
 
-async def _transcribe(socket: _Socket, settings: Settings, asr: AsrService | None, session_id: str) -> None:
+async def _transcribe(socket: _Socket, settings: Settings, asr: AsrService | None, session_id: str,
+                      release_slot: Callable[[], None]) -> None:
     """Answer ``session.update`` until the first audio, then run the dictation session."""
     transport = socket.transport
     websocket = transport.websocket
@@ -144,7 +146,7 @@ async def _transcribe(socket: _Socket, settings: Settings, asr: AsrService | Non
         socket.session = session
         if transport.draining:  # it began while the first audio was read
             socket.drain(False)
-        await session.run(session_id)
+        await session.run(session_id, release_slot)
     finally:
         await transport.stop_refusing()
 

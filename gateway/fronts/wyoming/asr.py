@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from typing import Any
 
 from engines.base import AsrService
@@ -76,7 +77,8 @@ class Transcription:
         none) and start the session; its refusal, if any, is an ``error`` event."""
         self._entry = entry = self.sessions.claim("dictation", f"wyoming:{self.link.client}", self.describe,
                                                   share=self.link.share)
-        self._task = asyncio.create_task(self.session.run(entry.id), name=f"wyoming-asr-{entry.id}")
+        release = functools.partial(self.sessions.remove, entry.id)  # freed before the answer goes out
+        self._task = asyncio.create_task(self.session.run(entry.id, release), name=f"wyoming-asr-{entry.id}")
 
     def describe(self) -> dict[str, Any]:
         return {"front": "wyoming", **self.session.describe(), "utterances": self.transport.utterances,

@@ -17,6 +17,9 @@ from engines.asr.tuning import PolicyTuning
     ("partials-in-pauses", Variant(PolicyTuning(partials_in_pauses=True), False)),
     ("crop-at-dispatch", Variant(PolicyTuning(final_tail_s=UNBOUNDED_TAIL_S), False)),
     ("final-window-full", Variant(PolicyTuning(), True)),
+    ("final-margin-7", Variant(PolicyTuning(final_margin_s=7), False)),
+    ("full-late", Variant(PolicyTuning(eager_full_window_speculates_early=False), True)),
+    ("dictation", Variant(PolicyTuning(), True, eager=False)),
     ("tail=100+hold=6", Variant(PolicyTuning(final_tail_s=0.1, speculate_from_s=0.1, hold_back_words=6,
                                              hold_back_earlier_words=6), False)),
 ])

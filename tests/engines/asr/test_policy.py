@@ -17,7 +17,7 @@ RATE = 16000
 PAD = 6400  # speech_pad_s 0.4
 FINAL_TAIL = 512  # final_tail_s 0.032: one VAD window
 FINAL_BEAM = PARTIAL_BEAM = 5
-MARGIN_S = 7
+MARGIN_S = 12  # final_margin_s: a short-window final's encoder margin
 
 
 def make(speech, dips=None, tuning=None, **options) -> StreamPolicy:
@@ -130,6 +130,27 @@ def test_a_full_window_stream_speculates_once_the_pause_lasts_160_ms_on_audio_up
     assert job.full_window
     # its audio runs as far past the pause's start as the speculation had: 160 ms
     assert job.end_sample == silence_since + int(0.16 * RATE) == job.start_sample + len(job.audio)
+
+
+def test_an_eager_full_window_stream_speculates_from_the_first_silent_window():
+    policy = make([(1.0, 2.0)], silence_ms=500, full_window_finals=True, eager=True)
+    now = [0.0]
+    feed_seconds(policy, 2.1, now, chunk_s=0.02)  # ~100 ms of pause
+    policy.take_partial()
+    assert policy.due_early_final() is not None
+    silence_since = policy.utterance.silence_since
+    job = policy.take_final()
+    assert job.full_window
+    assert job.end_sample == silence_since + FINAL_TAIL == job.start_sample + len(job.audio)
+
+
+def test_the_tuning_can_hold_an_eager_full_window_streams_speculation_until_the_turn_ends():
+    policy = make([(1.0, 2.0)], silence_ms=500, full_window_finals=True, eager=True,
+                  tuning=PolicyTuning(eager_full_window_speculates_early=False))
+    now = [0.0]
+    feed_seconds(policy, 2.1, now, chunk_s=0.02)
+    policy.take_partial()
+    assert (policy.due_early_final(), policy.due_final()) == (None, None)
 
 
 def test_the_speculative_final_of_a_short_pause_is_early_work_until_the_pause_lasts_160_ms():
@@ -451,8 +472,8 @@ def test_a_finalize_mark_waits_for_an_earlier_utterance_closed_by_silence():
 # ---- the tuning passed in (defaults above; each knob changes what the policy does)
 
 
-def test_the_tuning_sets_the_pad_the_beams_and_the_encoder_margin():
-    tuning = PolicyTuning(speech_pad_s=0.2, final_beam=3, partial_beam=1, short_window_margin_s=8)
+def test_the_tuning_sets_the_pad_the_beams_and_the_encoder_margins():
+    tuning = PolicyTuning(speech_pad_s=0.2, final_beam=3, partial_beam=1, short_window_margin_s=8, final_margin_s=9)
     policy = make([(1.0, 3.0)], silence_ms=500, tuning=tuning)
     now = [0.0]
     onset = 31 * WINDOW
@@ -462,8 +483,8 @@ def test_the_tuning_sets_the_pad_the_beams_and_the_encoder_margin():
     feed_seconds(policy, 1.7, now)  # into the pause: the speculative final is due
     window = policy.final_window()
     final = policy.take_final()
-    assert (final.beam_size, final.margin_s, final.end_sample) == (3, 8, 3008 * RATE // 1000 + FINAL_TAIL)
-    assert window == short_window_frames(len(final.audio), 8) == 1100  # 2.248 s of audio: 3 s + 8 s
+    assert (final.beam_size, final.margin_s, final.end_sample) == (3, 9, 3008 * RATE // 1000 + FINAL_TAIL)
+    assert window == short_window_frames(len(final.audio), 9) == 1200  # 2.248 s of audio: 3 s + 9 s
 
 
 def test_the_tuning_can_let_partials_go_on_while_the_speaker_pauses():

@@ -5,6 +5,7 @@ relay of sidecar events with their invariants."""
 from __future__ import annotations
 
 import json
+from contextlib import ExitStack
 
 import numpy as np
 import pytest
@@ -90,6 +91,30 @@ def test_over_the_stream_limit_a_new_socket_closes_1013(tmp_path):
             assert close_code(second) == (1013, "too many dictation streams (limit 1); try again later")
         first.send_json({"type": "end"})
         assert receive(first) == {"type": "closed", "utterances": 0, "audio_s": 0.0}
+
+
+REOPENS = 50
+
+
+def test_at_the_stream_limit_a_client_that_reopens_on_closed_is_never_over_capacity(tmp_path):
+    # the slot is free once ``closed`` arrives: the next socket opens while this one is still open
+    refusals = []
+    with dictation_client(tmp_path, max_dictation_streams=1) as client, ExitStack() as sockets:
+        ws = sockets.enter_context(client.websocket_connect("/v1/dictation"))
+        assert receive(ws)["type"] == "ready"
+        for _ in range(REOPENS):
+            ws.send_json({"type": "end"})
+            assert receive(ws) == {"type": "closed", "utterances": 0, "audio_s": 0.0}
+            after = sockets.enter_context(client.websocket_connect("/v1/dictation"))
+            first = receive(after)
+            if first["type"] != "ready":
+                refusals.append(first["code"])
+                assert close_code(after)[0] == 1013
+                assert close_code(ws) == (1000, "")
+                after = sockets.enter_context(client.websocket_connect("/v1/dictation"))
+                assert receive(after)["type"] == "ready"
+            ws = after
+    assert refusals == []
 
 
 def test_odd_byte_counts_keep_the_partial_sample_for_the_next_message(tmp_path):
