@@ -27,6 +27,7 @@ from engines.base import (
     SynthesisOptions,
     TtsInfo,
     UnknownVoice,
+    check_options,
     Voice,
     load_in_thread,
 )
@@ -44,6 +45,7 @@ GET_MODEL_HINT = ("run `voxgate models pull pocket` to download it, or "
                   "`voxgate models make-random pocket DIR` for random weights (then set VOXGATE_POCKET_DIR=DIR)")
 _VOICE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 MAX_TEMPERATURE = 2.0
+OPTIONS = ("seed", "temperature")  # English only, voices from audio: no language, instruct or speaker
 
 
 class PocketEngine:
@@ -120,7 +122,7 @@ class PocketEngine:
     def info(self) -> TtsInfo:
         return TtsInfo(id=ENGINE_ID, sample_rate=SAMPLE_RATE, frame_samples=FRAME_SAMPLES, languages=("en",),
                        can_clone=bool(self._model is not None and self._model.can_clone),
-                       default_voice=self.default_voice())
+                       default_voice=self.default_voice(), options=OPTIONS)
 
     def default_voice(self) -> str | None:
         if PREFERRED_DEFAULT_VOICE in self._builtin:
@@ -146,6 +148,7 @@ class PocketEngine:
     def open_stream(self, text: str, voice: str | None = None,
                     options: SynthesisOptions | None = None) -> ScheduledStream:
         """Start synthesising ``text``; must be called on the event loop that reads the frames."""
+        check_options(self.info(), options)
         scheduler = self._ready_scheduler()
         if not isinstance(text, str) or not text.strip():
             raise EngineError("text: nothing to say (empty or whitespace only)", code="bad_request")

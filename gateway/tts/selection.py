@@ -6,7 +6,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from engines.base import EngineError, EngineState, EngineUnavailable, TtsEngine, UnknownVoice
+from engines.base import (
+    EngineError,
+    EngineState,
+    EngineUnavailable,
+    SynthesisOptions,
+    TtsEngine,
+    UnknownVoice,
+    unsupported_option,
+)
 from gateway.errors import CODES, BadRequest, GatewayError, OverCapacity, Unavailable
 
 
@@ -32,6 +40,16 @@ def check_ready(engine: TtsEngine) -> None:
     detail = status.detail or f"engine {name} is {status.state.value}"
     message = f"{detail}. {status.hint}" if status.hint else detail
     raise Unavailable(message, extra={"state": status.state.value, "hint": status.hint})
+
+
+def check_options(engine: TtsEngine, seed: int | None, options: Mapping[str, str] | None, *,
+                  prefix: str = "", error: type[GatewayError] = BadRequest) -> None:
+    """Refuse (``error``, its message naming the field, the engine and what it takes)
+    a per-utterance option the engine does not honour, before any work is queued;
+    ``prefix`` names the message the field came in (``"speak."``)."""
+    message = unsupported_option(engine.info(), SynthesisOptions(seed=seed, extra=dict(options or {})))
+    if message is not None:
+        raise error(prefix + message)
 
 
 def voice_ids(engine: TtsEngine) -> list[str]:

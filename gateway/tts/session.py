@@ -61,7 +61,7 @@ from gateway.protocol.tts import (
 from gateway.tasks import cancel_and_wait
 from gateway.tts.frames import FrameEncoder
 from gateway.tts.outbound import OutboundQueue, OutItem, Stalled
-from gateway.tts.selection import gateway_error, resolve_voice
+from gateway.tts.selection import check_options, gateway_error, resolve_voice
 from gateway.tts.sentences import SentenceBuffer
 from gateway.tts.states import GOING_AWAY_REASON, Closing, SessionConfig, TtsState, transition
 from gateway.tts.transport import TtsTransport
@@ -171,6 +171,7 @@ class TtsSession:
         new_state = transition(self.state, msg.type)
         if isinstance(msg, Speak):
             voice = resolve_voice(self.engine, msg.voice) if msg.voice is not None else self.voice
+            check_options(self.engine, msg.seed, msg.engine_options(), prefix="speak.", error=BadMessage)
             self._check_queue_room()
             self._enqueue(msg.text, voice, msg.seed, msg.id, msg.engine_options())
         elif isinstance(msg, TextFragment):

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from engines.base import (
+    OPTION_NAMES,
     CloneRefused,
     EngineState,
     EngineStatus,
@@ -24,6 +25,7 @@ from engines.base import (
     TtsInfo,
     UnknownVoice,
     Voice,
+    check_options,
 )
 
 RATE = 24000
@@ -100,10 +102,11 @@ class FakeTtsEngine:
     transcripts: dict[str, str | None] = field(default_factory=dict)  # what clone_voice was told the clip says
     streams: list[FakeStream] = field(default_factory=list)
     frames_produced: int = 0
+    options: tuple[str, ...] = OPTION_NAMES  # the options it honours (a real engine's subset: Piper ("speaker",))
 
     def info(self) -> TtsInfo:
         return TtsInfo(id=self.engine_id, sample_rate=RATE, frame_samples=FRAME, languages=("en",),
-                       can_clone=self.can_clone, default_voice=self.builtin[0])
+                       can_clone=self.can_clone, default_voice=self.builtin[0], options=self.options)
 
     def status(self) -> EngineStatus:
         return EngineStatus(self.state, self.detail, self.hint)
@@ -124,6 +127,7 @@ class FakeTtsEngine:
         known = [v.id for v in self.voices()]
         if voice is not None and voice not in known:
             raise UnknownVoice(voice, known)
+        check_options(self.info(), options)
         stream = FakeStream(self, text, voice, options)
         self.streams.append(stream)
         return stream

@@ -63,7 +63,7 @@ async def test_ready_engine_describes_itself(engine: PocketEngine):
     assert isinstance(engine, TtsEngine)
     assert engine.status().state is EngineState.READY
     assert engine.info() == TtsInfo(id="pocket", sample_rate=24000, frame_samples=1920, languages=("en",),
-                                    can_clone=True, default_voice="alba")
+                                    can_clone=True, default_voice="alba", options=("seed", "temperature"))
     assert engine.voices() == [Voice(id="alba", engine="pocket", source="builtin"),
                                Voice(id="marius", engine="pocket", source="builtin")]
 
