@@ -36,8 +36,8 @@ from engines.base import (
     SynthesisOptions,
     TtsInfo,
     UnknownVoice,
-    check_options,
     Voice,
+    check_options,
     load_in_thread,
 )
 from engines.omnivoice.backend import Backend, LoadSpec, PackageChecks, WeightsMissing, load_backend, package_checks

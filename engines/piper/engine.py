@@ -35,8 +35,8 @@ from engines.base import (
     SynthesisOptions,
     TtsInfo,
     UnknownVoice,
-    check_options,
     Voice,
+    check_options,
     load_in_thread,
 )
 from engines.piper.int8 import PRECISIONS

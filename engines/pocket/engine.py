@@ -27,8 +27,8 @@ from engines.base import (
     SynthesisOptions,
     TtsInfo,
     UnknownVoice,
-    check_options,
     Voice,
+    check_options,
     load_in_thread,
 )
 from engines.files import write_atomically

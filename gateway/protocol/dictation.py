@@ -36,8 +36,8 @@ from gateway.audio import parse_rate
 from gateway.codecs.formats import InputEncoding, parse_input_encoding
 from gateway.errors import BadMessage, BadRequest
 from gateway.protocol.common import Closed, ErrorEvent
-from gateway.protocol.json import message_type, parse_message
-from gateway.protocol.query import query_bool
+from gateway.protocol.json import message_type, parse_message, refuse_unknown_fields
+from gateway.protocol.query import query_bool, refuse_unknown_params
 from gateway.protocol.wire import OMIT_NONE, WireMessage, internal
 
 MIN_SILENCE_MS = 200
@@ -62,8 +62,12 @@ class DictationParams:
     eager: bool = False
 
 
+QUERY_PARAMS = ("sample_rate", "encoding", "language", "interim", "word_timestamps", "silence_ms", "eager")
+
+
 def parse_dictation_params(query: Mapping[str, str]) -> DictationParams:
     """Parse the /v1/dictation query string. Raises ``BadRequest`` naming the parameter."""
+    refuse_unknown_params(query, "/v1/dictation", QUERY_PARAMS)
     try:
         encoding = parse_input_encoding(query.get("encoding") or InputEncoding.PCM_S16LE.value)
     except ValueError as exc:
@@ -113,13 +117,17 @@ class Keepalive:
 
 
 ClientMessage = Finalize | End | Keepalive
-CLIENT_TYPES = ("finalize", "end", "keepalive")
+# each message type and the fields it takes besides ``type``; any other field is refused
+CLIENT_FIELDS: dict[str, tuple[str, ...]] = {"finalize": ("id",), "end": (), "keepalive": ()}
+CLIENT_TYPES = tuple(CLIENT_FIELDS)
 
 
 def parse_client_message(raw: str) -> ClientMessage:
     """Parse one JSON text message; raises ``BadMessage`` saying what is wrong."""
     data = parse_message(raw)
     kind = message_type(data)
+    if kind in CLIENT_FIELDS:
+        refuse_unknown_fields(data, kind, CLIENT_FIELDS[kind])
     if kind == "finalize":
         mark = data.get("id")
         if mark is not None and (not isinstance(mark, str) or not 0 < len(mark) <= MAX_ID_CHARS):

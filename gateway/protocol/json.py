@@ -73,6 +73,16 @@ def message_type(data: dict[str, Any]) -> str:
     return kind
 
 
+def refuse_unknown_fields(data: dict[str, Any], kind: str, fields: tuple[str, ...]) -> None:
+    """``BadMessage`` naming the first field of a ``kind`` message that is not in
+    ``fields`` (besides ``type``): a field the server would not act on is refused,
+    never dropped."""
+    unknown = sorted(set(data) - {"type", *fields})
+    if unknown:
+        listed = ", ".join(fields) or "(none besides type)"
+        raise BadMessage(f"{kind}.{unknown[0][:40]}: not a field of {kind}; its fields are: {listed}")
+
+
 async def read_body(request: Request, max_bytes: int) -> bytes:
     """The request body, refused with 413 as soon as it is larger than ``max_bytes``
     (declared or counted while it arrives), so a huge body is never held whole.

@@ -24,7 +24,8 @@ from typing import Any, Literal
 from gateway.audio import parse_rate
 from gateway.codecs.formats import SOCKET_OUTPUTS, OutputFormat, parse_output_format
 from gateway.errors import BadMessage, BadRequest
-from gateway.protocol.json import message_type, parse_message
+from gateway.protocol.json import message_type, parse_message, refuse_unknown_fields
+from gateway.protocol.query import refuse_unknown_params
 from gateway.protocol.wire import WireMessage, rounded
 
 MAX_ID_CHARS = 128
@@ -98,7 +99,11 @@ class Keepalive:
 
 
 ClientMessage = Speak | TextFragment | Flush | Cancel | End | Keepalive
-CLIENT_TYPES = ("speak", "text", "flush", "cancel", "end", "keepalive")
+# each message type and the fields it takes besides ``type``; any other field is refused
+CLIENT_FIELDS: dict[str, tuple[str, ...]] = {
+    "speak": ("text", "id", "voice", "seed", "language", "instruct"), "text": ("text",), "flush": ("id",),
+    "cancel": (), "end": (), "keepalive": ()}
+CLIENT_TYPES = tuple(CLIENT_FIELDS)
 
 
 def text_too_long(field: str, length: int, limits: TextLimits) -> BadMessage:
@@ -111,6 +116,8 @@ def parse_client_message(raw: str | bytes, limits: TextLimits) -> ClientMessage:
     ``text_too_long``) with a message that names the field."""
     data = parse_message(raw)
     kind = message_type(data)
+    if kind in CLIENT_FIELDS:
+        refuse_unknown_fields(data, kind, CLIENT_FIELDS[kind])
     if kind == "speak":
         text = _text_field(data, "speak.text", limits, allow_blank=False)
         return Speak(text=text, id=_opt_str(data, "id", "speak.id", MAX_ID_CHARS),
@@ -172,8 +179,12 @@ class TtsParams:
     encoding: OutputFormat
 
 
+QUERY_PARAMS = ("engine", "voice", "sample_rate", "encoding")
+
+
 def parse_tts_params(query: Mapping[str, str], default_engine: str) -> TtsParams:
     """Parse the /v1/tts query string. Raises ``BadRequest`` naming the parameter."""
+    refuse_unknown_params(query, "/v1/tts", QUERY_PARAMS)
     engine = query.get("engine") or default_engine
     voice = query.get("voice") or None
     if voice is not None and len(voice) > MAX_VOICE_CHARS:

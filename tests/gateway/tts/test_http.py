@@ -141,7 +141,7 @@ async def test_openai_client_gets_wav_and_pcm(tmp_path):
 @pytest.mark.parametrize(("body", "detail"), [
     ({"model": "tts-1", "voice": "alloy"}, "input: required, a non-empty string"),
     ({"model": "tts-1", "input": "hi", "speed": 1.5}, "speed: only 1.0 is supported"),
-    ({"model": "tts-1", "input": "hi", "stream_format": "sse"}, "stream_format: only 'audio' is supported"),
+    ({"model": "tts-1", "input": "hi", "stream_format": "chunks"}, "stream_format: 'chunks' is not supported; use audio or sse"),
     ({"model": "tts-1", "input": "hi", "voice": 3}, "voice: must be a string"),
     ({"model": "tts-1", "input": "hi", "response_format": "ogg"},
      "response_format: 'ogg' is not supported; use one of: mp3, opus, aac, flac, wav, pcm"),

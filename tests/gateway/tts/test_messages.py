@@ -31,7 +31,6 @@ def parse(obj) -> object:
 def test_every_message_type_parses():
     assert parse({"type": "speak", "text": "Hi.", "id": "a1", "voice": "alba", "seed": 7}) == \
         Speak(text="Hi.", id="a1", voice="alba", seed=7)
-    assert parse({"type": "speak", "text": "Hi.", "unknown": 1}) == Speak(text="Hi.")
     assert parse({"type": "text", "text": ""}) == TextFragment(text="")
     assert parse({"type": "flush"}) == Flush()
     assert parse({"type": "cancel"}) == Cancel()
@@ -64,6 +63,14 @@ def test_every_message_type_parses():
     ({"type": "text", "text": ["a"]}, "bad_message", "text.text must be a string"),
     ({"type": "text", "text": "y" * 60}, "text_too_long",
      "text.text has 60 characters; the limit is 50 (split it into several messages)"),
+    # a field the server would not act on is refused, never dropped
+    ({"type": "speak", "text": "Hi.", "speed": 1.2}, "bad_message",
+     "speak.speed: not a field of speak; its fields are: text, id, voice, seed, language, instruct"),
+    ({"type": "text", "text": "Hi.", "flush": True}, "bad_message",
+     "text.flush: not a field of text; its fields are: text"),
+    ({"type": "flush", "voice": "alba"}, "bad_message", "flush.voice: not a field of flush; its fields are: id"),
+    ({"type": "cancel", "id": "u1"}, "bad_message",
+     "cancel.id: not a field of cancel; its fields are: (none besides type)"),
 ])
 def test_bad_messages_name_the_field(raw, code, message):
     with pytest.raises(BadMessage) as info:
