@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Mapping
 
 from engines.base import TtsEngine
 from gateway.errors import BadRequest
@@ -58,7 +58,7 @@ def openai_voice(engine: TtsEngine, voice: str | None) -> str | None:
     return voice
 
 
-async def sse_events(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+async def sse_events(chunks: AsyncIterable[bytes]) -> AsyncIterator[bytes]:
     """OpenAI's speech events: one ``speech.audio.delta`` (base64 audio) per chunk,
     then ``speech.audio.done`` with a usage object of zeros (this server counts no tokens).
     A stream that fails mid-way ends without ``done``, so the client can tell."""

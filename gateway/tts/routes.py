@@ -12,7 +12,7 @@ route is declared with its access class, which the auth middleware enforces.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterable, AsyncIterator, Callable
 
 from starlette.background import BackgroundTask
 from starlette.requests import Request
@@ -43,7 +43,7 @@ log = logging.getLogger("voxgate.tts")
 TEXT_LIMITS = TextLimits()
 OPENAI_RATE = 24000  # OpenAI's audio is 24 kHz mono in every format (pcm: 16-bit)
 PCM_OUTPUTS = (OutputFormat.PCM_S16LE, OutputFormat.PCM_F32LE)
-BodyWrapper = Callable[[AsyncIterator[bytes]], AsyncIterator[bytes]]
+BodyWrapper = Callable[[AsyncIterable[bytes]], AsyncIterator[bytes]]
 
 
 # ---- the socket
