@@ -67,7 +67,7 @@ QUERY_PARAMS = ("sample_rate", "encoding", "language", "interim", "word_timestam
 
 def parse_dictation_params(query: Mapping[str, str]) -> DictationParams:
     """Parse the /v1/dictation query string. Raises ``BadRequest`` naming the parameter."""
-    refuse_unknown_params(query, "/v1/dictation", QUERY_PARAMS)
+    refuse_unknown_params(query, QUERY_PARAMS)
     try:
         encoding = parse_input_encoding(query.get("encoding") or InputEncoding.PCM_S16LE.value)
     except ValueError as exc:

@@ -184,7 +184,7 @@ QUERY_PARAMS = ("engine", "voice", "sample_rate", "encoding")
 
 def parse_tts_params(query: Mapping[str, str], default_engine: str) -> TtsParams:
     """Parse the /v1/tts query string. Raises ``BadRequest`` naming the parameter."""
-    refuse_unknown_params(query, "/v1/tts", QUERY_PARAMS)
+    refuse_unknown_params(query, QUERY_PARAMS)
     engine = query.get("engine") or default_engine
     voice = query.get("voice") or None
     if voice is not None and len(voice) > MAX_VOICE_CHARS:

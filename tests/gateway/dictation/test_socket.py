@@ -43,6 +43,9 @@ def test_the_sidecar_is_opened_with_the_stream_options(tmp_path):
     ("language=english", "language: 'english' is not an ISO 639-1 code or 'auto'"),
     ("interim=maybe", "interim: 'maybe' is not a boolean (use true or false)"),
     ("eager=soon", "eager: 'soon' is not a boolean (use true or false)"),
+    # a parameter the socket would not act on is refused, never dropped (credentials are the auth layer's)
+    ("punctuate=true&api_key=", ("punctuate: not a parameter here; known: sample_rate, encoding, language, interim, "
+                                "word_timestamps, silence_ms, eager")),
 ])
 def test_a_bad_query_parameter_closes_4400_naming_it(tmp_path, query, reason):
     with dictation_client(tmp_path) as client, client.websocket_connect(f"/v1/dictation?{query}") as ws:
@@ -143,6 +146,8 @@ def test_audio_is_resampled_to_16_khz(tmp_path):
     ("[1]", "message must be a JSON object with a \"type\""),
     ('{"type": 3}', "message has no \"type\" string"),
     ('{"type": "speak"}', "unknown message type 'speak'; expected one of: finalize, end, keepalive"),
+    ('{"type": "finalize", "utterance": 2}', "finalize.utterance: not a field of finalize; its fields are: id"),
+    ('{"type": "end", "flush": true}', "end.flush: not a field of end; its fields are: (none besides type)"),
 ])
 def test_a_bad_text_message_is_bad_message_and_the_session_goes_on(tmp_path, text, message):
     with dictation_client(tmp_path) as client, client.websocket_connect("/v1/dictation") as ws:
