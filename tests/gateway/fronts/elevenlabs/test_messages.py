@@ -72,9 +72,9 @@ def test_socket_query_defaults_and_values():
      "enable_ssml_parsing: not supported; SSML is not parsed here (its tags would be spoken)"),
     ({"apply_language_text_normalization": "true"},
      "apply_language_text_normalization: not supported; each engine prepares text its own way"),
-    ({"seed": "3"}, "seed: not a parameter here; known: model_id, language_code, output_format, inactivity_timeout, "
+    ({"seed": "3"}, ("seed: not a parameter here; known: model_id, language_code, output_format, inactivity_timeout, "
                     "sync_alignment, auto_mode, enable_logging, enable_ssml_parsing, apply_text_normalization, "
-                    "apply_language_text_normalization, optimize_streaming_latency"),
+                    "apply_language_text_normalization, optimize_streaming_latency")),
 ])
 def test_bad_socket_query_values_are_named(query, message):
     with pytest.raises(BadRequest) as info:
