@@ -278,3 +278,14 @@ def test_the_browser_subprotocol_pair_is_a_credential_answered_with_realtime(tmp
         with client.websocket_connect(URL, headers={"Authorization": f"Bearer {KEY}"}) as ws:
             assert ws.accepted_subprotocol is None
             opened(ws)
+
+
+@pytest.mark.parametrize(("query", "reason"), [
+    ("intent=transcription&model=nova-3",
+     "model: 'nova-3' is not served; use an OpenAI transcription model or tiny.en"),
+    ("intent=transcription&voice=alloy", "voice: not a parameter here; known: intent, model"),
+])
+def test_a_query_parameter_that_cannot_be_honoured_closes_4400(tmp_path, query, reason):
+    with dictation_client(tmp_path) as client, client.websocket_connect(f"/v1/realtime?{query}") as ws:
+        assert receive(ws)["error"]["message"] == reason
+        assert close_code(ws) == (4400, reason)
