@@ -188,6 +188,10 @@ class Speaker:
                 if match is not None:
                     engine_id, voice_id = candidate, match
                     break
+            else:
+                spoken = sorted({v.language for e in self.engines.values() for v in e.voices() if v.language})
+                raise BadRequest(f"voice.language: no voice here speaks {voice.language[:20]!r}; languages: "
+                                 f"{', '.join(spoken) or '(none)'}")
         engine = self.engines.get(engine_id)
         if engine is None:
             raise BadRequest(f"no TTS engine is enabled on this gateway ({engine_id} is not loaded)",
