@@ -30,6 +30,7 @@ MAX_UPLOAD_BYTES = 10 * 1024 * 1024
 MIN_CLONE_S = 1.0
 MAX_CLONE_S = 30.0
 MAX_REF_TEXT_CHARS = 1000
+CLONE_FIELDS = ("id", "file", "engine", "ref_text")
 VOICE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 
 
@@ -58,6 +59,9 @@ async def add_voice(request: Request) -> Response:
     state = request.state
     not_multipart = "body: send multipart/form-data with the fields id and file (a WAV)"
     async with multipart_form(request, MAX_UPLOAD_BYTES, max_fields=8, not_multipart=not_multipart) as form:
+        unknown = sorted(set(form.keys()) - set(CLONE_FIELDS))
+        if unknown:
+            raise BadRequest(f"{unknown[0][:40]}: not a field of this form; the fields are: {', '.join(CLONE_FIELDS)}")
         voice_id = form.get("id")
         if not isinstance(voice_id, str) or not VOICE_ID.match(voice_id):
             raise BadRequest("id: required, 1-64 characters of letters, digits, '_' or '-', starting with a letter "

@@ -226,7 +226,7 @@ def test_ref_text_reaches_the_engine_only_when_given(tmp_path):
      "engine: unknown engine 'nope'; available: pocket"),
 ])
 def test_clone_bad_input(client, tmp_path, data, file, status, detail):
-    files = {"file": file} if file else {"dummy": ("x.txt", b"x", "text/plain")}
+    files = {"file": file} if file else {"ref_text": (None, "no file here")}  # multipart without a file
     r = client.post("/v1/voices", data=data, files=files)
     assert (r.status_code, r.json()["detail"]) == (status, detail)
     assert not (tmp_path / "voices" / "uploads").exists()
