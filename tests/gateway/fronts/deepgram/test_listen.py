@@ -188,6 +188,9 @@ def test_a_bad_control_message_is_an_error_and_the_stream_goes_on(tmp_path):
         ws.send_json({"type": "Speak"})
         assert receive(ws)["description"] == ("unknown message type 'Speak'; expected one of: "
                                               "KeepAlive, Finalize, CloseStream")
+        ws.send_json({"type": "Finalize", "channel": 1})
+        assert receive(ws)["description"] == ("Finalize.channel: not a field of Finalize; its fields are: (none "
+                                              "besides type)")
         ws.send_json({"type": "CloseStream"})
         assert receive(ws)["type"] == "Metadata"
 
