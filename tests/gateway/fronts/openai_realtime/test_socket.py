@@ -200,6 +200,11 @@ def test_an_error_about_an_event_names_the_events_own_id_before_and_after_the_fi
         assert receive(ws)["error"] == {"type": "invalid_request_error", "code": "bad_message",
                                         "message": "input_audio_buffer.append.audio must be a base64 string",
                                         "param": None, "event_id": "evt_a"}
+        ws.send_json({"type": "input_audio_buffer.commit", "event_id": "evt_c", "item_id": "item_1"})
+        assert receive(ws)["error"] == {"type": "invalid_request_error", "code": "bad_message", "message":
+                                        "input_audio_buffer.commit.item_id is not a field of "
+                                        "input_audio_buffer.commit; it takes: event_id",
+                                        "param": None, "event_id": "evt_c"}
     assert [h["op"] for h, _ in fake.frames] == ["open", "audio", "close"]
 
 
