@@ -17,9 +17,8 @@ is finished (the text buffer is flushed, every queued utterance is spoken),
 new ``speak``/``text`` are refused with a ``draining`` error, then the session
 closes 1001; at the deadline it stops at the next frame and closes 1001.
 
-Backpressure: the outbound queue holds at most ``max_buffer_s`` of audio, so a
-slow reader pauses only its own synthesizer; the engine's batch scheduler goes
-on with every other stream.
+Backpressure: the outbound queue holds at most ``max_buffer_s`` of audio, so a slow
+reader pauses only its own synthesizer; the engine's batch scheduler goes on with every other stream.
 
 Longer than 300 lines: the four tasks are one concept, sharing the queue, the live
 utterances and the state machine whose invariants hold only read together.
