@@ -63,6 +63,18 @@ LISTEN_REFUSED = {
 LISTEN_PARAMS = ("encoding", "sample_rate", "channels", "language", "detect_language", "model", "interim_results",
                  "endpointing", "utterance_end_ms", "vad_events", "version", *FIXED, *NO_EFFECT, *LISTEN_REFUSED)
 SPEAK_PARAMS = ("encoding", "sample_rate", "container", "model", "speed", "bit_rate", "mip_opt_out")
+# Deepgram's model families: a listen model of one is run by this server's recognizer; a speak
+# model of one (an Aura voice) speaks with the engine's default voice
+LISTEN_MODEL_FAMILIES = ("nova", "enhanced", "base", "whisper")
+SPEAK_MODEL_FAMILIES = ("aura",)
+
+
+def check_model(model: str, served: list[str], families: tuple[str, ...]) -> None:
+    """``BadRequest`` unless ``model`` is empty, one of ``served`` or of a Deepgram family."""
+    if not model or model in served or model.split("-")[0] in families:
+        return
+    names = ", ".join([*served, *(f"{family}-*" for family in families)])
+    raise BadRequest(f"model: {model[:40]!r} is not served here; use one of: {names}")
 
 
 @dataclass(frozen=True)

@@ -172,6 +172,8 @@ def test_no_audio_and_no_keepalive_for_10_s_closes_1011_net_0001(tmp_path, monke
     ("interim_results=maybe", "interim_results: 'maybe' is not a boolean (use true or false)"),
     ("endpointing=soon", "endpointing: 'soon' is not an integer"),
     ("language=english!", "language: 'english!' is not a BCP-47 language tag"),
+    ("model=gpt-4o-transcribe", ("model: 'gpt-4o-transcribe' is not served here; use one of: tiny.en, nova-*, "
+                                 "enhanced-*, base-*, whisper-*")),
 ])
 def test_a_bad_query_gets_an_error_message_and_close_4400(tmp_path, query, message):
     with dictation_client(tmp_path) as client, client.websocket_connect(f"/v1/listen?{query}") as ws:

@@ -87,3 +87,25 @@ def test_speak_parameters_that_cannot_be_honoured_are_refused(text, message):
 
 def test_speed_one_is_served():
     assert parse_speak_params(query("speed=1.0&encoding=linear16")).encoding == "linear16"
+
+
+@pytest.mark.parametrize(("model", "served", "families", "message"), [
+    ("nova-3-general", ["tiny.en"], ("nova", "enhanced", "base", "whisper"), None),
+    ("tiny.en", ["tiny.en"], ("nova", "enhanced", "base", "whisper"), None),
+    ("", ["tiny.en"], ("nova",), None),
+    ("aura-2-thalia-en", ["alba"], ("aura",), None),
+    ("alba", ["alba"], ("aura",), None),
+    ("gpt-4o-transcribe", ["tiny.en"], ("nova", "enhanced", "base", "whisper"),
+     "model: 'gpt-4o-transcribe' is not served here; use one of: tiny.en, nova-*, enhanced-*, base-*, whisper-*"),
+    ("eleven_v3", ["alba", "marius"], ("aura",), ("model: 'eleven_v3' is not served here; use one of: alba, marius, "
+                                                 "aura-*")),
+])
+def test_a_model_is_the_servers_own_or_of_a_deepgram_family(model, served, families, message):
+    from gateway.fronts.deepgram.params import check_model
+
+    if message is None:
+        check_model(model, served, families)
+        return
+    with pytest.raises(BadRequest) as info:
+        check_model(model, served, families)
+    assert info.value.message == message

@@ -115,6 +115,7 @@ def test_bad_messages_are_warnings_and_the_socket_goes_on(tmp_path):
                      "containers or compressed audio)")),
     ("container=wav", "container: 'wav' is not supported on the socket; use container=none"),
     ("sample_rate=99", "sample_rate: '99' must be between 8000 and 48000"),
+    ("model=eleven_v3", "model: 'eleven_v3' is not served here; use one of: alba, marius, aura-*"),
 ])
 def test_a_bad_query_gets_an_error_message_and_close_4400(tmp_path, query, message):
     with tts_client(tmp_path) as client, client.websocket_connect(f"/v1/speak?{query}") as ws:
