@@ -133,7 +133,24 @@ class EngineError(Exception):
 
 
 class EngineUnavailable(EngineError):
+    """The engine cannot synthesize now. The message and hint may name server
+    paths and commands: they are for the server's log and the local CLI. A
+    gateway tells its clients only ``engine`` (the engine's id) and ``state``
+    (None when it stopped while ready)."""
+
     code = "engine_unavailable"
+
+    def __init__(self, message: str, *, engine: str = "", state: EngineState | None = None, hint: str = "") -> None:
+        super().__init__(message, hint=hint)
+        self.engine = engine
+        self.state = state
+
+    @classmethod
+    def not_ready(cls, engine: str, name: str, status: EngineStatus) -> EngineUnavailable:
+        """``name`` (e.g. "Pocket TTS") is not ready: its status's detail in the message, its hint kept."""
+        detail = f": {status.detail}" if status.detail else ""
+        return cls(f"{name} is not available ({status.state.value}{detail})", engine=engine, state=status.state,
+                   hint=status.hint)
 
 
 class UnknownVoice(EngineError):

@@ -20,10 +20,17 @@ def is_local_path(name: str) -> bool:
     return name.startswith(("/", "~", ".")) or "\\" in name or (len(name) > 1 and name[1] == ":")
 
 
+def public_model_name(name: str) -> str:
+    """A model's name as a client is told it: a local path by its last component."""
+    if not is_local_path(name):
+        return name
+    return PurePath(name.replace("\\", "/")).name or "local model"
+
+
 def without_server_details(entry: dict[str, Any]) -> dict[str, Any]:
     """``entry`` (one engine of GET /v1/engines) as a non-admin sees it."""
     out = {k: v for k, v in entry.items() if k not in ADMIN_ONLY_FIELDS}
     model = out.get("model")
-    if isinstance(model, str) and is_local_path(model):
-        out["model"] = PurePath(model.replace("\\", "/")).name or "local model"
+    if isinstance(model, str):
+        out["model"] = public_model_name(model)
     return out

@@ -131,7 +131,8 @@ class OmniVoiceEngine(LoadsInThread):
         self._status = EngineStatus(EngineState.READY, detail="reloading the model after an idle unload")
         backend = self._open_backend()
         if backend is None:
-            raise EngineUnavailable(f"OmniVoice could not reload: {self._status.detail}", hint=self._status.hint)
+            raise EngineUnavailable(f"OmniVoice could not reload: {self._status.detail}", engine=ENGINE_ID,
+                                    state=self._status.state, hint=self._status.hint)
         return backend
 
     def _unload_idle(self) -> bool:
@@ -184,9 +185,7 @@ class OmniVoiceEngine(LoadsInThread):
     # ---- synthesis
     def _ready(self) -> None:
         if self._status.state is not EngineState.READY or self._worker is None:
-            raise EngineUnavailable(f"OmniVoice is not available ({self._status.state.value}"
-                                    f"{': ' + self._status.detail if self._status.detail else ''})",
-                                    hint=self._status.hint)
+            raise EngineUnavailable.not_ready(ENGINE_ID, "OmniVoice", self._status)
 
     def _submit(self, job: Callable[[], Any]) -> Future[Any]:
         try:
@@ -194,7 +193,7 @@ class OmniVoiceEngine(LoadsInThread):
         except queue.Full:
             raise EngineError("OmniVoice's queue is full; try again shortly", code="over_capacity") from None
         except RuntimeError as exc:  # closed while the request came in
-            raise EngineUnavailable(f"OmniVoice is not available ({exc})") from None
+            raise EngineUnavailable(f"OmniVoice is not available ({exc})", engine=ENGINE_ID) from None
         return future
 
     def open_stream(self, text: str, voice: str | None = None,

@@ -166,9 +166,7 @@ class PiperEngine(LoadsInThread):
         picks a speaker of a multi-speaker voice."""
         pool = self._pool
         if self._status.state != EngineState.READY or pool is None:
-            raise EngineUnavailable(f"Piper is not available ({self._status.state.value}"
-                                    f"{': ' + self._status.detail if self._status.detail else ''})",
-                                    hint=self._status.hint)
+            raise EngineUnavailable.not_ready(ENGINE_ID, "Piper", self._status)
         if not isinstance(text, str) or not text.strip():
             raise EngineError("text: nothing to say (empty or whitespace only)", code="bad_request")
         voice_id = voice or self._default

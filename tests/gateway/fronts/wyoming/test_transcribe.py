@@ -167,12 +167,16 @@ async def test_a_bad_audio_format_is_named(tmp_path, data, text):
     assert (event.type, event.data) == ("error", {"text": text, "code": "bad_message"})
 
 
-async def test_asr_that_is_not_ready_is_an_error(tmp_path):
-    fake = FakeSidecar(state=EngineState.MISSING, detail="model tiny.en not found", hint="pip install it")
+async def test_asr_that_is_not_ready_is_an_error_naming_its_state(tmp_path):
+    fake = FakeSidecar(state=EngineState.MISSING, detail=f"model tiny.en not found in {tmp_path}",
+                       hint="pip install it")
     async with wyoming_server(tmp_path, asr=fake) as server, connect(server) as client:
         await client.write_event(AudioStart(rate=RATE, width=2, channels=1).event())
         event = await read(client)
-    assert event.data == {"text": "model tiny.en not found. pip install it", "code": "engine_unavailable"}
+    assert (event.type, event.data) == ("error", {
+        "text": "Speech recognition is not available on this gateway (not installed); an admin can see why at "
+                "GET /v1/engines", "code": "engine_unavailable"})
+    assert str(tmp_path) not in repr(event.data)
 
 
 async def test_an_unsupported_language_is_refused(tmp_path):
@@ -180,8 +184,8 @@ async def test_an_unsupported_language_is_refused(tmp_path):
         await client.write_event(Transcribe(language="de-DE").event())
         await client.write_event(AudioStart(rate=RATE, width=2, channels=1).event())
         event = await read(client)
-    assert event.data == {"text": "language: the ASR model tiny.en does not support 'de' (available: en); install "
-                                  "multilingual Whisper base: voxgate models install whisper-base",
+    assert event.data == {"text": "language: the ASR model tiny.en does not support 'de' (available: en); an admin "
+                                  "can install multilingual Whisper base",
                           "code": "unsupported_language"}
 
 
