@@ -230,7 +230,8 @@ async def start_share(request: Request) -> Response:
         info = await state.start_sharing(request.scope["app"])
     except ShareUnavailable as exc:
         return _detail(503, str(exc), codes.SHARE_UNAVAILABLE)
-    return JSONResponse({"pin": info.pin, "url": info.url, "port": info.port}, status_code=201)
+    return JSONResponse({"pin": info.pin, "url": info.url, "port": info.port, "fingerprint": info.fingerprint or None},
+                        status_code=201)
 
 
 @needs_store
@@ -238,8 +239,9 @@ async def share_status(request: Request) -> Response:
     state: AuthState = request.state.auth
     info = await state.share.current()
     if info is None:
-        return JSONResponse({"enabled": False, "url": None, "port": None})
-    body: dict[str, Any] = {"enabled": True, "url": info.url, "port": info.port}
+        return JSONResponse({"enabled": False, "url": None, "port": None, "fingerprint": None})
+    body: dict[str, Any] = {"enabled": True, "url": info.url, "port": info.port,
+                            "fingerprint": info.fingerprint or None}
     principal = principal_of(request.scope)
     if principal is not None and principal.may_admin:
         body["pin"] = info.pin

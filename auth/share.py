@@ -9,7 +9,8 @@ or on again kills every PIN credential in circulation. After
 ``failure_budget`` failed PIN attempts in total, from any number of clients
 (on any replica), the PIN is revoked: guessing one of 10^6 values with 100
 tries has a 1-in-10^4 chance at most. The listener itself belongs to the
-process that was asked to share.
+process that was asked to share; the fingerprint of the TLS certificate it
+serves is kept with the PIN record, so every replica shows the same https link.
 """
 
 from __future__ import annotations
@@ -38,6 +39,12 @@ class ShareListener(Protocol):
     @property
     def running(self) -> bool: ...
 
+    @property
+    def tls_fingerprint(self) -> str | None:
+        """The SHA-256 fingerprint of the TLS certificate served while running; None
+        for a plain-HTTP listener."""
+        ...
+
     async def start(self, app: Any) -> tuple[str, int]:
         """Start serving ``app``; return ``(url_host, port)``. Raises OSError when
         the address cannot be bound. Calling it while running returns the same address."""
@@ -57,11 +64,13 @@ class ShareInfo:
     pin: str
     host: str
     port: int
+    fingerprint: str = ""  # of the listener's TLS certificate; "" for plain HTTP
 
     @property
     def url(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}/?pin={self.pin}"
+        scheme = "https" if self.fingerprint else "http"
+        return f"{scheme}://{host}:{self.port}/?pin={self.pin}"
 
 
 def new_pin() -> str:
@@ -96,7 +105,7 @@ class LanShare:
         if shared is None:
             return None
         pin = self._seal.open(shared.sealed)
-        return ShareInfo(pin, shared.host, shared.port) if pin is not None else None
+        return ShareInfo(pin, shared.host, shared.port, shared.fingerprint) if pin is not None else None
 
     async def generation(self) -> int:
         return await self._store.share_generation()
@@ -112,9 +121,10 @@ class LanShare:
                 raise ShareUnavailable(f"LAN sharing could not start its listener: {exc.strerror or exc}") from None
             self._listening_host = host
             pin = new_pin()
-            shared = await self._store.open_share(self._seal.seal(pin), host, port)
+            fingerprint = self._listener.tls_fingerprint or ""
+            shared = await self._store.open_share(self._seal.seal(pin), host, port, fingerprint)
             await self._on_new_generation()
-            return ShareInfo(pin, shared.host, shared.port)
+            return ShareInfo(pin, shared.host, shared.port, shared.fingerprint)
 
     async def disable(self, *, wait: bool = True) -> None:
         """Revoke the PIN at once and stop the listener. ``wait=False`` stops it in

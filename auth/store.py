@@ -64,6 +64,7 @@ class SharedPin:
     generation: int
     host: str
     port: int
+    fingerprint: str = ""  # SHA-256 of the listener's TLS certificate; "" when it serves plain HTTP
 
 
 class AuthStore(Protocol):
@@ -114,7 +115,7 @@ class AuthStore(Protocol):
         """Bumped by every open and close: sessions minted from a PIN are bound to it."""
         ...
 
-    async def open_share(self, sealed: str, host: str, port: int) -> SharedPin:
+    async def open_share(self, sealed: str, host: str, port: int, fingerprint: str = "") -> SharedPin:
         """Replace any PIN with the one ``sealed`` under a new generation, its failure count at 0."""
         ...
 

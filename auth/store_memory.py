@@ -160,9 +160,9 @@ class MemoryStore:
     async def share_generation(self) -> int:
         return self._generation
 
-    async def open_share(self, sealed: str, host: str, port: int) -> SharedPin:
+    async def open_share(self, sealed: str, host: str, port: int, fingerprint: str = "") -> SharedPin:
         self._generation += 1
-        self._share = SharedPin(sealed, self._generation, host, port)
+        self._share = SharedPin(sealed, self._generation, host, port, fingerprint)
         self._pin_failures = 0
         return self._share
 

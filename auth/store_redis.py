@@ -103,11 +103,12 @@ end
 return out
 """
 
-# KEYS: share, share:gen   ARGV: sealed PIN, host, port
+# KEYS: share, share:gen   ARGV: sealed PIN, host, port, TLS fingerprint
 _OPEN_SHARE = """
 local g = redis.call('INCR', KEYS[2])
 redis.call('DEL', KEYS[1])
-redis.call('HSET', KEYS[1], 'sealed', ARGV[1], 'host', ARGV[2], 'port', ARGV[3], 'generation', g, 'failures', 0)
+redis.call('HSET', KEYS[1], 'sealed', ARGV[1], 'host', ARGV[2], 'port', ARGV[3], 'fingerprint', ARGV[4],
+           'generation', g, 'failures', 0)
 return g
 """
 
@@ -228,15 +229,16 @@ class RedisStore:
         fields: dict[str, str] = await self._call(lambda: self._client.hgetall(self._key("share")))
         if not fields.get("sealed"):
             return None
-        return SharedPin(fields["sealed"], int(fields["generation"]), fields["host"], int(fields["port"]))
+        return SharedPin(fields["sealed"], int(fields["generation"]), fields["host"], int(fields["port"]),
+                         fields.get("fingerprint", ""))
 
     async def share_generation(self) -> int:
         return int(await self._call(lambda: self._client.get(self._key("share", "gen"))) or 0)
 
-    async def open_share(self, sealed: str, host: str, port: int) -> SharedPin:
+    async def open_share(self, sealed: str, host: str, port: int, fingerprint: str = "") -> SharedPin:
         generation = await self._call(lambda: self._open_share(
-            keys=[self._key("share"), self._key("share", "gen")], args=[sealed, host, port]))
-        return SharedPin(sealed, int(generation), host, port)
+            keys=[self._key("share"), self._key("share", "gen")], args=[sealed, host, port, fingerprint]))
+        return SharedPin(sealed, int(generation), host, port, fingerprint)
 
     async def close_share(self, if_generation: int | None = None) -> bool:
         closed = await self._call(lambda: self._close_share(

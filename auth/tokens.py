@@ -18,7 +18,9 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 from .store import SESSIONS, TICKETS, AuthStore, Cap
 
@@ -75,23 +77,38 @@ class SessionGrant:
     owner: str = "key"
 
 
-class SessionStore:
+class _CappedTokens:
+    """Tokens of one kind in the shared store (``table``, a ``prefix`` on each): each
+    lives ``ttl_s``; at most ``max_entries`` live at once, and ``max_per_guest`` of
+    one guest owner (``caps_for``)."""
+
+    table: ClassVar[str]
+    prefix: ClassVar[str]
+    noun: ClassVar[str]  # what a full cap's QuotaFull says there are too many of
+
     def __init__(self, store: AuthStore, ttl_s: float, max_entries: int, max_per_guest: int | None = None) -> None:
         self.store = store
         self.ttl_s = ttl_s
         self._max = max_entries
         self._per_guest = max_per_guest if max_per_guest is not None else max_entries
 
-    async def mint(self, source: str, binding: str, owner: str = "key") -> str:
-        """A new token held by ``owner``; ``QuotaFull`` when a cap it counts in is full."""
-        token = new_token(SESSION_PREFIX)
-        value = json.dumps({"source": source, "binding": binding, "owner": owner})
-        tags = [PIN_TAG] if source == SOURCE_PIN else []
-        full = await self.store.put_token(SESSIONS, digest(token), value, self.ttl_s,
+    async def _mint(self, value: str, owner: str, tags: Sequence[str] = ()) -> str:
+        """A new token holding ``value``; ``QuotaFull`` when a cap it counts in is full."""
+        token = new_token(self.prefix)
+        full = await self.store.put_token(self.table, digest(token), value, self.ttl_s,
                                           caps_for(owner, self._max, self._per_guest), tags)
         if full is not None:
-            raise _full("sessions", full)
+            raise _full(self.noun, full)
         return token
+
+
+class SessionStore(_CappedTokens):
+    table, prefix, noun = SESSIONS, SESSION_PREFIX, "sessions"
+
+    async def mint(self, source: str, binding: str, owner: str = "key") -> str:
+        """A new token held by ``owner``; ``QuotaFull`` when a cap it counts in is full."""
+        value = json.dumps({"source": source, "binding": binding, "owner": owner})
+        return await self._mint(value, owner, [PIN_TAG] if source == SOURCE_PIN else [])
 
     async def lookup(self, token: str) -> SessionGrant | None:
         raw = await self.store.get_token(SESSIONS, digest(token))
@@ -107,23 +124,14 @@ class SessionStore:
         return await self.store.delete_tagged(SESSIONS, PIN_TAG)
 
 
-class TicketStore:
+class TicketStore(_CappedTokens):
     """Single-use tickets, each bound to one WebSocket path."""
 
-    def __init__(self, store: AuthStore, ttl_s: float, max_entries: int, max_per_guest: int | None = None) -> None:
-        self.store = store
-        self.ttl_s = ttl_s
-        self._max = max_entries
-        self._per_guest = max_per_guest if max_per_guest is not None else max_entries
+    table, prefix, noun = TICKETS, TICKET_PREFIX, "tickets"
 
     async def mint(self, path: str, owner: str = "key") -> str:
         """A new ticket for ``path`` held by ``owner``; ``QuotaFull`` when a cap it counts in is full."""
-        ticket = new_token(TICKET_PREFIX)
-        full = await self.store.put_token(TICKETS, digest(ticket), path, self.ttl_s,
-                                          caps_for(owner, self._max, self._per_guest))
-        if full is not None:
-            raise _full("tickets", full)
-        return ticket
+        return await self._mint(path, owner)
 
     async def redeem(self, ticket: str, path: str) -> bool:
         """True when the ticket is live and bound to ``path``. Any presentation

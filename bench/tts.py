@@ -184,6 +184,18 @@ async def run_levels(name: str, request, url: str, levels: list[int], rounds: in
     return out
 
 
+async def measure_server(proc: subprocess.Popen, port: int, log_path: Path, name: str, request,
+                         levels: list[int], rounds: int) -> list[Level]:
+    """``run_levels`` against the server ``proc`` started on ``port``, once it is
+    healthy; the server is stopped however it ends."""
+    try:
+        url = f"http://127.0.0.1:{port}"
+        await wait_healthy(url, proc, log_path)
+        return await run_levels(name, request, url, levels, rounds)
+    finally:
+        processes.stop(proc, signal.SIGINT)
+
+
 async def bench_voxgate(model_dir: Path, work: Path, levels: list[int], rounds: int,
                         precision: str) -> list[Level]:
     port = free_port()
@@ -194,12 +206,7 @@ async def bench_voxgate(model_dir: Path, work: Path, levels: list[int], rounds: 
     log_path = work / "voxgate.log"
     proc = start_logged([sys.executable, "-c", "from gateway.cli.main import main; raise SystemExit(main())", "serve",
                   "--port", str(port)], env, log_path)
-    try:
-        url = f"http://127.0.0.1:{port}"
-        await wait_healthy(url, proc, log_path)
-        return await run_levels("voxgate", voxgate_request, url, levels, rounds)
-    finally:
-        processes.stop(proc, signal.SIGINT)
+    return await measure_server(proc, port, log_path, "voxgate", voxgate_request, levels, rounds)
 
 
 async def bench_reference(model_dir: Path, work: Path, levels: list[int], rounds: int,
@@ -212,12 +219,7 @@ async def bench_reference(model_dir: Path, work: Path, levels: list[int], rounds
     proc = start_logged([str(exe), "serve", "--config", str(config), "--host", "127.0.0.1", "--port", str(port),
                   "--default-voice", str(model_dir / "embeddings" / "alba.safetensors"), *quantize],
                  dict(os.environ), log_path)
-    try:
-        url = f"http://127.0.0.1:{port}"
-        await wait_healthy(url, proc, log_path)
-        return await run_levels("reference", reference_request, url, levels, rounds)
-    finally:
-        processes.stop(proc, signal.SIGINT)
+    return await measure_server(proc, port, log_path, "reference", reference_request, levels, rounds)
 
 
 def table(ours: list[Level], ref: list[Level]) -> str:

@@ -25,6 +25,11 @@ sentences at 16 kHz, sent as
 (as a satellite does before its own VAD sends ``audio-stop``), then
 ``audio-stop``. Reported: audio-stop -> ``transcript`` (median, p95) and the
 WER of the transcripts, for two trailing silences.
+
+Streaming (voxgate only: wyoming-faster-whisper sends no ``transcript-chunk``):
+a ~9 s utterance (four sentences joined by 0.15 s gaps, too short to end it),
+sent in real time; reported: speech start -> first ``transcript-chunk`` and the
+mean gap between chunks, over ``--stream-runs`` runs.
 """
 
 from __future__ import annotations
@@ -56,6 +61,7 @@ READ_TIMEOUT_S = 120
 TTS_TEXTS = [f"{SENTENCES[i]} {SENTENCES[i + 1]}" for i in range(0, 16, 2)]
 ASR_SENTENCES = SENTENCES[:8]
 CHUNK_S = 0.1
+LEAD_SILENCE_S = 0.2
 
 
 
@@ -212,30 +218,53 @@ class AsrRun:
     words: int = 0
 
 
-async def transcribe_once(port: int, pcm: bytes, trailing_s: float) -> tuple[float, str]:
-    """Real-time audio, trailing silence, audio-stop: (audio-stop -> transcript, its text)."""
+@dataclass
+class Transcription:
+    stop_to_transcript_s: float
+    text: str
+    chunk_times_s: list[float]  # each transcript-chunk, seconds after the speech started
+
+
+async def transcribe_once(port: int, pcm: bytes, trailing_s: float) -> Transcription:
+    """Real-time audio (``LEAD_SILENCE_S`` of silence, then speech), trailing silence,
+    audio-stop; the chunks are read while the audio is still being sent."""
     from wyoming.asr import Transcribe
     from wyoming.audio import AudioChunk, AudioStart, AudioStop
     from wyoming.client import AsyncTcpClient
 
     rate, step = 16000, int(16000 * CHUNK_S) * 2
     pcm = pcm + bytes(int(trailing_s * rate) * 2)
+    chunks: list[float] = []
     async with AsyncTcpClient("127.0.0.1", port) as client:
         await client.write_event(Transcribe(language="en").event())
         await client.write_event(AudioStart(rate=rate, width=2, channels=1).event())
-        next_at = time.perf_counter()
-        for offset in range(0, len(pcm), step):
-            await client.write_event(AudioChunk(rate=rate, width=2, channels=1, audio=pcm[offset:offset + step]).event())
-            next_at += CHUNK_S
-            await asyncio.sleep(max(0.0, next_at - time.perf_counter()))
-        stopped = time.perf_counter()
-        await client.write_event(AudioStop().event())
-        while True:
-            event = await asyncio.wait_for(client.read_event(), READ_TIMEOUT_S)
-            if event is None or event.type == "error":
-                raise RuntimeError(f"transcribe failed: {event}")
-            if event.type == "transcript":
-                return time.perf_counter() - stopped, str(event.data.get("text", ""))
+        speech_at = time.perf_counter() + LEAD_SILENCE_S
+        stopped = asyncio.get_running_loop().create_future()
+
+        async def send() -> None:
+            next_at = time.perf_counter()
+            for offset in range(0, len(pcm), step):
+                chunk = AudioChunk(rate=rate, width=2, channels=1, audio=pcm[offset:offset + step])
+                await client.write_event(chunk.event())
+                next_at += CHUNK_S
+                await asyncio.sleep(max(0.0, next_at - time.perf_counter()))
+            stopped.set_result(time.perf_counter())
+            await client.write_event(AudioStop().event())
+
+        sender = asyncio.create_task(send())
+        try:
+            while True:
+                event = await asyncio.wait_for(client.read_event(), READ_TIMEOUT_S)
+                if event is None or event.type == "error":
+                    raise RuntimeError(f"transcribe failed: {event}")
+                if event.type == "transcript-chunk":
+                    chunks.append(time.perf_counter() - speech_at)
+                if event.type == "transcript":
+                    await sender
+                    return Transcription(time.perf_counter() - stopped.result(),
+                                         str(event.data.get("text", "")), chunks)
+        finally:
+            sender.cancel()
 
 
 async def asr_runs(ports: dict[str, int], clips: list[tuple[str, bytes]], trailing_s: float) -> list[AsrRun]:
@@ -245,21 +274,41 @@ async def asr_runs(ports: dict[str, int], clips: list[tuple[str, bytes]], traili
         await transcribe_once(port, clips[0][1], trailing_s)  # warm-up
     for reference, pcm in clips:
         for server, port in ports.items():
-            latency, text = await transcribe_once(port, pcm, trailing_s)
-            errors, words = word_errors(reference, text)
+            result = await transcribe_once(port, pcm, trailing_s)
+            errors, words = word_errors(reference, result.text)
             run = runs[server]
-            run.latency_s.append(latency)
+            run.latency_s.append(result.stop_to_transcript_s)
             run.errors, run.words = run.errors + errors, run.words + words
     return list(runs.values())
+
+
+async def streaming_runs(port: int, runs: int) -> list[Transcription]:
+    """The long utterance through voxgate ``runs`` times, 1 s of trailing silence."""
+    pcm = long_utterance()
+    return [await transcribe_once(port, pcm, 1.0) for _ in range(runs)]
+
+
+def pcm16(audio: np.ndarray) -> bytes:
+    lead = np.zeros(int(16000 * LEAD_SILENCE_S), dtype=np.float32)
+    return (np.clip(np.concatenate([lead, audio]), -1, 1) * 32767).round().astype("<i2").tobytes()
 
 
 def speech_clips() -> list[tuple[str, bytes]]:
     clips = []
     for sentence in ASR_SENTENCES:
         samples, rate = piper_say(sentence)
-        audio = np.concatenate([np.zeros(3200, dtype=np.float32), resample(samples, rate)])
-        clips.append((sentence, (np.clip(audio, -1, 1) * 32767).round().astype("<i2").tobytes()))
+        clips.append((sentence, pcm16(resample(samples, rate))))
     return clips
+
+
+def long_utterance() -> bytes:
+    """Four sentences, 0.15 s apart: one ~9 s utterance to a VAD."""
+    gap = np.zeros(int(16000 * 0.15), dtype=np.float32)
+    parts: list[np.ndarray] = []
+    for sentence in SENTENCES[8:12]:
+        samples, rate = piper_say(sentence, steady=True)
+        parts += [resample(samples, rate), gap]
+    return pcm16(np.concatenate(parts[:-1]))
 
 
 # ---- report
@@ -299,67 +348,98 @@ def asr_table(runs: list[AsrRun]) -> str:
     return "\n".join(lines)
 
 
+def streaming_table(runs: list[Transcription], utterance_s: float) -> str:
+    firsts = [r.chunk_times_s[0] for r in runs if r.chunk_times_s]
+    gaps = [b - a for r in runs for a, b in zip(r.chunk_times_s, r.chunk_times_s[1:], strict=False)]
+    first = f"{statistics.median(firsts):.2f} s (runs: {', '.join(f'{x:.2f}' for x in firsts)})" if firsts else "none"
+    gap = f"{statistics.mean(gaps):.2f} s" if gaps else "none"
+    missing = len(runs) - len(firsts)
+    return "\n".join([
+        f"| voxgate, {utterance_s:.1f} s utterance sent in real time | |", "|---|---|",
+        f"| speech start -> first transcript-chunk, median | {first} |",
+        f"| mean gap between transcript-chunks | {gap} |",
+        f"| runs with no transcript-chunk | {missing} of {len(runs)} |",
+    ])
+
+
 async def main_async(args: argparse.Namespace) -> int:
-    levels = [int(x) for x in args.levels.split(",")]
+    levels = [int(x) for x in args.levels.split(",") if x]
     trailing = [float(x) for x in args.trailing.split(",") if x]
     with tempfile.TemporaryDirectory(prefix="voxgate-wyoming-bench-") as tmp:
         work = Path(tmp)
         ports = {"voxgate": free_port(), "wyoming-piper": free_port(), "wyoming-faster-whisper": free_port()}
         procs: list[subprocess.Popen] = []
+        tts: list[TtsLevel] = []
+        asr: list[AsrRun] = []
+        streamed: list[Transcription] = []
         try:
             vg, vg_log = start_voxgate(work, ports["voxgate"], args.piper_precision)
             procs.append(vg)
             await wait_describable(ports["voxgate"], vg, vg_log, "asr")
             await wait_describable(ports["voxgate"], vg, vg_log, "tts")
-            wp, wp_log = start_wyoming_piper(work, ports["wyoming-piper"])
-            procs.append(wp)
-            await wait_describable(ports["wyoming-piper"], wp, wp_log, "tts")
-            tts: list[TtsLevel] = []
-            pids = {"voxgate": vg.pid, "wyoming-piper": wp.pid}
-            for server in pids:
-                await synthesize_once(ports[server], "Warm up.")
-            for clients in levels:
-                print(f"synthesize: {clients} client(s), {args.rounds} rounds ...", flush=True)
-                pair = {server: TtsLevel(server, clients) for server in pids}
-                for r in range(args.rounds):  # round by round, so drifting load hits both servers alike
-                    for server in pids:
-                        await tts_round(pair[server], ports[server], pids[server], r)
-                tts.extend(pair.values())
-            stop(wp)
-            if not trailing:
-                return print_tables(tts, [])
-            wf, wf_log = start_wyoming_faster_whisper(work, ports["wyoming-faster-whisper"])
-            procs.append(wf)
-            await wait_describable(ports["wyoming-faster-whisper"], wf, wf_log, "asr")
-            clips = speech_clips()
-            asr: list[AsrRun] = []
-            asr_ports = {"voxgate": ports["voxgate"], "wyoming-faster-whisper": ports["wyoming-faster-whisper"]}
-            for seconds in trailing:
-                print(f"transcribe: {seconds:g} s trailing silence ...", flush=True)
-                asr.extend(await asr_runs(asr_ports, clips, seconds))
+            if levels:
+                wp, wp_log = start_wyoming_piper(work, ports["wyoming-piper"])
+                procs.append(wp)
+                await wait_describable(ports["wyoming-piper"], wp, wp_log, "tts")
+                tts = await tts_levels(args, levels, ports, {"voxgate": vg.pid, "wyoming-piper": wp.pid})
+                stop(wp)
+            if trailing:
+                wf, wf_log = start_wyoming_faster_whisper(work, ports["wyoming-faster-whisper"])
+                procs.append(wf)
+                await wait_describable(ports["wyoming-faster-whisper"], wf, wf_log, "asr")
+                clips = speech_clips()
+                asr_ports = {"voxgate": ports["voxgate"], "wyoming-faster-whisper": ports["wyoming-faster-whisper"]}
+                for seconds in trailing:
+                    print(f"transcribe: {seconds:g} s trailing silence ...", flush=True)
+                    asr.extend(await asr_runs(asr_ports, clips, seconds))
+            if args.stream_runs:
+                print(f"streaming: {args.stream_runs} run(s) of the long utterance ...", flush=True)
+                streamed = await streaming_runs(ports["voxgate"], args.stream_runs)
         finally:
             for proc in procs:
                 stop(proc)
-    return print_tables(tts, asr)
+    print_tables(tts, asr)
+    if streamed:
+        print()
+        print(streaming_table(streamed, len(long_utterance()) / 2 / 16000 - LEAD_SILENCE_S))
+    return 0
 
 
-def print_tables(tts: list[TtsLevel], asr: list[AsrRun]) -> int:
-    print()
-    print(tts_table(tts))
+async def tts_levels(args: argparse.Namespace, levels: list[int], ports: dict[str, int],
+                     pids: dict[str, int]) -> list[TtsLevel]:
+    tts: list[TtsLevel] = []
+    for server in pids:
+        await synthesize_once(ports[server], "Warm up.")
+    for clients in levels:
+        print(f"synthesize: {clients} client(s), {args.rounds} rounds ...", flush=True)
+        pair = {server: TtsLevel(server, clients) for server in pids}
+        for r in range(args.rounds):  # round by round, so drifting load hits both servers alike
+            for server in pids:
+                await tts_round(pair[server], ports[server], pids[server], r)
+        tts.extend(pair.values())
+    return tts
+
+
+def print_tables(tts: list[TtsLevel], asr: list[AsrRun]) -> None:
+    if tts:
+        print()
+        print(tts_table(tts))
     if asr:
         print()
         print(asr_table(asr))
-    return 0
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--levels", default="1,4", help="concurrent synthesis clients per level (default 1,4)")
+    parser.add_argument("--levels", default="1,4",
+                        help="concurrent synthesis clients per level (default 1,4; empty: no synthesis part)")
     parser.add_argument("--rounds", type=int, default=8,
                         help="synthesis rounds per level, servers alternating (default 8)")
     parser.add_argument("--trailing", default="0.5,1.0",
                         help="seconds of silence before audio-stop, one run each (default 0.5,1.0; empty: no "
                              "transcription part)")
+    parser.add_argument("--stream-runs", type=int, default=3,
+                        help="runs of the ~9 s streamed utterance through voxgate (default 3; 0: none)")
     parser.add_argument("--piper-precision", choices=("fp32", "int8"), default="fp32",
                         help="voxgate's VOXGATE_PIPER_PRECISION (default fp32)")
     return asyncio.run(main_async(parser.parse_args()))

@@ -17,9 +17,9 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -47,21 +47,37 @@ class EngineStatus:
             out["hint"] = self.hint
         return out
 
-    @classmethod
-    def failed_to_load(cls, engine_name: str, exc: BaseException) -> EngineStatus:
-        return cls(EngineState.FAILED, detail=f"{engine_name} failed to load: {exc}")
 
+class LoadsInThread:
+    """The lifecycle every engine here shares: ``status()``; ``load()``, which runs
+    the engine's blocking ``_load_blocking`` in a thread and never raises, so the
+    gateway keeps running without the engine (a failure becomes the ``failed``
+    status); and ``_mark_closed()``, the ``missing`` status a closed engine reports.
+    ``display_name`` is the engine's name in those statuses and in the log."""
 
-async def load_in_thread(load_blocking: Callable[[], None], engine_name: str,
-                         logger: logging.Logger) -> EngineStatus | None:
-    """Run an engine's ``load_blocking`` in a thread. Never raises, so the gateway
-    keeps running without the engine: None when it loaded, else the failed status."""
-    try:
-        await asyncio.to_thread(load_blocking)
-    except Exception as exc:
-        logger.exception("%s failed to load", engine_name)
-        return EngineStatus.failed_to_load(engine_name, exc)
-    return None
+    display_name: ClassVar[str]
+    _status: EngineStatus
+
+    def status(self) -> EngineStatus:
+        return self._status
+
+    async def load(self) -> None:
+        """Load in a thread. Never raises: the outcome is in ``status()``."""
+        try:
+            await asyncio.to_thread(self._load_blocking)
+        except Exception as exc:
+            self._failed_to_load(exc)
+
+    def _failed_to_load(self, exc: Exception) -> None:
+        logging.getLogger(type(self).__module__).error("%s failed to load", self.display_name, exc_info=exc)
+        self._status = EngineStatus(EngineState.FAILED, detail=f"{self.display_name} failed to load: {exc}")
+
+    def _load_blocking(self) -> None:
+        raise NotImplementedError
+
+    def _mark_closed(self) -> None:
+        if self._status.state is EngineState.READY:
+            self._status = EngineStatus(EngineState.MISSING, detail=f"{self.display_name} engine closed")
 
 
 @dataclass(frozen=True)
@@ -156,7 +172,24 @@ class EngineError(Exception):
 
 
 class EngineUnavailable(EngineError):
+    """The engine cannot synthesize now. The message and hint may name server
+    paths and commands: they are for the server's log and the local CLI. A
+    gateway tells its clients only ``engine`` (the engine's id) and ``state``
+    (None when it stopped while ready)."""
+
     code = "engine_unavailable"
+
+    def __init__(self, message: str, *, engine: str = "", state: EngineState | None = None, hint: str = "") -> None:
+        super().__init__(message, hint=hint)
+        self.engine = engine
+        self.state = state
+
+    @classmethod
+    def not_ready(cls, engine: str, name: str, status: EngineStatus) -> EngineUnavailable:
+        """``name`` (e.g. "Pocket TTS") is not ready: its status's detail in the message, its hint kept."""
+        detail = f": {status.detail}" if status.detail else ""
+        return cls(f"{name} is not available ({status.state.value}{detail})", engine=engine, state=status.state,
+                   hint=status.hint)
 
 
 class UnknownVoice(EngineError):

@@ -25,7 +25,7 @@ from starlette.routing import BaseRoute
 from auth import AuthMiddleware, AuthState, ShareListener, auth_routes
 from auth.access import make_classifier
 from auth.store import AuthStore
-from engines.base import AsrService, TtsEngine
+from engines.base import AsrService, EngineStatus, TtsEngine
 from gateway import __version__
 from gateway.admission import AdmissionMiddleware, PendingSockets
 from gateway.child_env import child_environment
@@ -33,6 +33,7 @@ from gateway.codecs.decode_pool import DecodeLimits, DecoderPool
 from gateway.config import Settings
 from gateway.dictation.routes import dictation_routes
 from gateway.drain import Drainer
+from gateway.engine_notice import ASR_ENGINE, EngineLog
 from gateway.errors import GatewayError
 from gateway.fronts.deepgram.routes import deepgram_routes
 from gateway.fronts.elevenlabs.routes import elevenlabs_routes
@@ -174,7 +175,7 @@ def create_app(
         }
         if hasattr(listener, "bind_state"):
             listener.bind_state(state)
-        loader = asyncio.create_task(_load_engines(startup, engines, asr_service), name="engine-loader")
+        loader = asyncio.create_task(_load_and_watch(startup, engines, asr_service), name="engine-loader")
         wyoming = None
         try:
             if app_settings.wyoming_uri:
@@ -215,6 +216,20 @@ async def _gateway_error_response(request: Request, exc: Exception) -> Response:
     """Every GatewayError raised by an HTTP route becomes its JSON response here."""
     assert isinstance(exc, GatewayError)
     return exc.to_response()
+
+
+async def _load_and_watch(startup: Startup, engines: Mapping[str, TtsEngine], asr_service: AsrService | None) -> None:
+    """Load the engines, then log each one's detail and hint whenever its status changes
+    (a client is told only its state, gateway/engine_notice.py)."""
+    await _load_engines(startup, engines, asr_service)
+
+    def statuses() -> dict[str, EngineStatus]:
+        out = {name: engine.status() for name, engine in engines.items()}
+        if asr_service is not None:
+            out[ASR_ENGINE] = asr_service.status()
+        return out
+
+    await EngineLog().watch(statuses)
 
 
 async def _load_engines(startup: Startup, engines: Mapping[str, TtsEngine], asr_service: AsrService | None) -> None:

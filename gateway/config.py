@@ -36,6 +36,7 @@ from gateway.config_parsers import (
     _wyoming_uri,
     parse_tcp_uri,
 )
+from gateway.share_tls import supplied_pair_problem
 
 ENV_PREFIX = "VOXGATE_"
 
@@ -79,6 +80,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("forwarded_allow_ips", _networks, "", "Proxies whose X-Forwarded-For is trusted (CIDRs)."),
     Option("share_host", _opt_str, "", "LAN address for the PIN-share listener (default: the primary LAN address)."),
     Option("share_port", _int_range(0, 65535), "0", "Port for the PIN-share listener (0: main port + 1)."),
+    Option("share_cert", _opt_path, "", "PEM certificate the HTTPS share listener serves (with VOXGATE_SHARE_KEY); unset: a self-signed one kept in <data_dir>/share-tls."),
+    Option("share_key", _opt_path, "", "PEM private key of VOXGATE_SHARE_CERT; set both or neither."),
     Option("data_dir", _path, _default_data_dir(), "Where voices, models and other state are kept."),
     Option("log_level", _choice("debug", "info", "warning", "error"), "info", "Log level."),
     # engines
@@ -89,11 +92,11 @@ OPTIONS: tuple[Option, ...] = (
     Option("pocket_dir", _opt_path, "", "Pocket TTS model directory (default: <data_dir>/models/pocket)."),
     Option("pocket_quantize", _choice("none", "int8"), "int8", "Pocket TTS weight quantization of the LM linears."),
     Option("tts_threads", _int_range(0, 256), "0", "Torch threads for TTS (0: all cores)."),
-    Option("max_tts_sessions", _int_range(1, 10000), "16", "Concurrent /v1/tts sockets; above it new ones close 1013."),
+    Option("max_tts_sessions", _int_range(1, 10000), "16", "Concurrent TTS sessions (/v1/tts sockets, HTTP streams, vendor fronts' sessions and ElevenLabs contexts, Wyoming syntheses); above it new ones close 1013 (HTTP: 503)."),
     Option("asr_model", _str, "tiny.en", "ASR model: a bundled id (tiny.en, whisper-base), a faster-whisper name or a CTranslate2 directory."),
     Option("asr_compute_type", _str, "int8", "CTranslate2 compute type for the ASR model."),
     Option("asr_threads", _int_range(0, 256), "0", "CPU threads per ASR decode (0: the cores divided among VOXGATE_ASR_LANES)."),
-    Option("max_dictation_streams", _int_range(1, 10000), "8", "Concurrent /v1/dictation sockets; above it new ones close 1013."),
+    Option("max_dictation_streams", _int_range(1, 10000), "8", "Concurrent dictation streams (/v1/dictation, Deepgram, OpenAI Realtime, Wyoming); above it new ones close 1013."),
     Option("idle_timeout_s", _float_range(1, 3600), "30", "Close a socket (4408) after this long with no message or read."),
     # OmniVoice TTS engine (engines/omnivoice, the [omnivoice] extra; docs/engines/omnivoice.md)
     Option("device", _device, "auto", "Torch device for OmniVoice: auto (cuda, then mps, then cpu), cpu, cuda, cuda:N, mps."),
@@ -152,6 +155,8 @@ class Settings:
     forwarded_allow_ips: tuple[IPNetwork, ...] = ()
     share_host: str | None = None
     share_port: int = 0
+    share_cert: Path | None = None
+    share_key: Path | None = None
     data_dir: Path = DEFAULT_DATA_DIR
     log_level: str = "info"
     engines: tuple[str, ...] = ("pocket", "piper", "asr")
@@ -223,6 +228,9 @@ class Settings:
         problem = short_key_problem(self.api_key, where)
         if problem is not None and not self.allow_short_api_key:
             raise ConfigError(problem)
+        tls_problem = supplied_pair_problem(self.share_cert, self.share_key)
+        if tls_problem is not None:
+            raise ConfigError(tls_problem)
 
     def with_key_file(self) -> Settings:
         """Read ``api_key_file`` (if set) into ``api_key``; the file wins."""

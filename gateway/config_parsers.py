@@ -7,8 +7,11 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from auth.hosts import normalize_pattern
+
+N = TypeVar("N", int, float)
 
 
 def _bool(raw: str) -> bool:
@@ -20,30 +23,26 @@ def _bool(raw: str) -> bool:
     raise ValueError("is not a boolean (use 1/0, true/false, yes/no, on/off)")
 
 
-def _int_range(lo: int, hi: int) -> Callable[[str], int]:
-    def parse(raw: str) -> int:
+def _in_range(convert: Callable[[str], N], not_a: str, lo: N, hi: N) -> Callable[[str], N]:
+    """A parser of a number ``convert`` reads (else ``not_a``), from ``lo`` to ``hi``."""
+    def parse(raw: str) -> N:
         try:
-            value = int(raw.strip())
+            value = convert(raw.strip())
         except ValueError:
-            raise ValueError("is not an integer") from None
+            raise ValueError(not_a) from None
         if not lo <= value <= hi:
             raise ValueError(f"is out of range ({lo}..{hi})")
         return value
 
     return parse
+
+
+def _int_range(lo: int, hi: int) -> Callable[[str], int]:
+    return _in_range(int, "is not an integer", lo, hi)
 
 
 def _float_range(lo: float, hi: float) -> Callable[[str], float]:
-    def parse(raw: str) -> float:
-        try:
-            value = float(raw.strip())
-        except ValueError:
-            raise ValueError("is not a number") from None
-        if not lo <= value <= hi:
-            raise ValueError(f"is out of range ({lo}..{hi})")
-        return value
-
-    return parse
+    return _in_range(float, "is not a number", lo, hi)
 
 
 def _str(raw: str) -> str:

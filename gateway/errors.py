@@ -76,7 +76,8 @@ _ROWS = (
     WireCode("over_capacity", 503, CLOSE_TRY_AGAIN, True, "too many sessions or queued requests; retry later"),
     WireCode("engine_loading", 503, CLOSE_TRY_AGAIN, True, "the engine is still loading; retry in a few seconds"),
     WireCode("engine_unavailable", 503, CLOSE_SERVER_ERROR, False,
-             "the engine is missing or failed to load; `hint` says how to install it"),
+             "the engine is missing or failed to load; the message names it and its state, and an admin reads "
+             "why in `GET /v1/engines`"),
     WireCode("codec_unavailable", 503, CLOSE_SERVER_ERROR, False,
              "the server's FFmpeg (PyAV) is missing or lacks the codec of this format; the message says how to "
              "install it"),

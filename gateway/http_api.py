@@ -16,8 +16,10 @@ from starlette.routing import BaseRoute
 from starlette.staticfiles import StaticFiles
 
 from auth.access import RouteClass, http_route, mount
+from auth.principal import principal_of
 from auth.store import AuthStore, StoreUnavailable
 from gateway import __version__
+from gateway.engine_view import without_server_details
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"  # packaged with gateway/, so a wheel carries it
 
@@ -71,7 +73,8 @@ async def index(request: Request) -> Response:
 
 async def list_engines(request: Request) -> Response:
     """Every configured engine with its state (ready / loading / missing + hint);
-    the default TTS engine also says why it is the default."""
+    the default TTS engine also says why it is the default. The detail, hint and
+    reason (server paths, commands) go to admins only (gateway/engine_view.py)."""
     state = request.state
     out = []
     for name, engine in state.tts.items():
@@ -82,6 +85,9 @@ async def list_engines(request: Request) -> Response:
         out.append(entry)
     if state.asr is not None:
         out.append({"kind": "asr", "id": "asr", **state.asr.info(), **state.asr.status().to_dict()})
+    principal = principal_of(request.scope)
+    if principal is None or not principal.may_admin:
+        out = [without_server_details(entry) for entry in out]
     return JSONResponse({"engines": out})
 
 

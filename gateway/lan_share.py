@@ -1,4 +1,4 @@
-"""The LAN-share listener: a second uvicorn server serving the same app on the LAN.
+"""The LAN-share listener: a second uvicorn server serving the same app on the LAN, over HTTPS.
 
 It runs inside the main server's event loop with ``lifespan="off"``: the main
 lifespan owns every resource, and ``bind_state`` hands its state over, which a
@@ -6,6 +6,8 @@ small shim puts in each scope the way Starlette does for the main listener. The
 socket is bound here, before uvicorn sees it, so a busy port is an ``OSError``
 for the caller (uvicorn would exit the process). Signals stay with the main
 server, which stops this one through the lifespan (``AuthState.aclose``).
+It serves HTTPS (a phone's browser opens the microphone only on a secure
+origin) with the certificate gateway/share_tls.py provides for the address.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import uvicorn
 from auth.share import VIA_SHARE_SCOPE_KEY
 from gateway.config import Settings
 from gateway.serving import uvicorn_config
+from gateway.share_tls import ShareCertificates
 
 log = logging.getLogger("voxgate.lan_share")
 
@@ -79,6 +82,15 @@ class UvicornShareListener:
         self._server: _QuietServer | None = None
         self._task: asyncio.Task[None] | None = None
         self._address: tuple[str, int] | None = None
+        self._fingerprint: str | None = None
+        supplied = (settings.share_cert, settings.share_key)
+        self._certificates = ShareCertificates(
+            settings.data_dir, (supplied[0], supplied[1]) if supplied[0] and supplied[1] else None)
+
+    @property
+    def tls_fingerprint(self) -> str | None:
+        """The SHA-256 fingerprint of the certificate served, while running."""
+        return self._fingerprint if self.running else None
 
     def bind_state(self, state: Mapping[str, Any]) -> None:
         self._state = state
@@ -97,9 +109,11 @@ class UvicornShareListener:
             raise OSError("no LAN address found; set VOXGATE_SHARE_HOST to the address to share on")
         main_port = self._settings.port
         port = self._settings.share_port or (main_port + 1 if main_port else 0)
+        pair = await asyncio.to_thread(self._certificates.for_host, host)  # may run openssl (bounded)
         sock = _bind(host, port)
         # proxy_headers off: X-Forwarded-For is auth's to judge (forwarded_allow_ips), nobody else's.
-        config = uvicorn_config(_StateShim(app, self._state), self._settings, lifespan="off", access_log=False)
+        config = uvicorn_config(_StateShim(app, self._state), self._settings, lifespan="off", access_log=False,
+                                ssl_certfile=str(pair.cert), ssl_keyfile=str(pair.key))
         server = _QuietServer(config)
         task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]), name="lan-share-listener")
         try:
@@ -109,14 +123,14 @@ class UvicornShareListener:
             await _finish(task, server)
             sock.close()
             raise
-        self._server, self._task = server, task
+        self._server, self._task, self._fingerprint = server, task, pair.fingerprint
         self._address = (host, sock.getsockname()[1])
-        log.info("LAN sharing listening on %s:%d", *self._address)
+        log.info("LAN sharing listening on https://%s:%d (certificate SHA-256 %s)", *self._address, pair.fingerprint)
         return self._address
 
     async def stop(self) -> None:
         server, task = self._server, self._task
-        self._server = self._task = self._address = None
+        self._server = self._task = self._address = self._fingerprint = None
         if server is None or task is None:
             return
         server.should_exit = True

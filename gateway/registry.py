@@ -27,7 +27,7 @@ import asyncio
 import itertools
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,8 +45,14 @@ SHARE_OF_TOTAL = 4  # a per-client limit left at 0 is this fraction of the globa
 
 
 def client_label(conn: HTTPConnection) -> str:
-    """How the admin listing names a session's client: ``host:port``."""
-    return f"{conn.client.host}:{conn.client.port}" if conn.client else "?"
+    """How the admin listing names a session's client: the address the auth
+    middleware resolved (after trusted proxy headers), with the port when that is
+    the direct peer's; behind a trusted proxy the port is the proxy's, so it is left out."""
+    peer = f"{conn.client.host}:{conn.client.port}" if conn.client else "?"
+    principal = principal_of(conn.scope)
+    if principal is None or conn.client is None or principal.client == conn.client.host:
+        return peer
+    return principal.client
 
 
 def address_share(host: str) -> str:
@@ -141,6 +147,22 @@ class SessionRegistry:
         """``claim`` for a session that ``conn`` runs: listed under its client's
         ``host:port`` and counted against its client's share."""
         return self.claim(kind, client_label(conn), describe, drain=drain, share=client_share(conn))
+
+    async def run_connection(self, kind: str, conn: HTTPConnection, describe: Callable[[], dict[str, Any]],
+                             drain: Callable[[bool], None], refuse: Callable[[OverCapacity], Awaitable[None]],
+                             run: Callable[[str], Awaitable[None]]) -> None:
+        """Run a session that ``conn`` carries: claimed (``claim_connection``), ``run``
+        with its id, removed however it ends. With no room for it nothing runs:
+        ``refuse`` tells the client why."""
+        try:
+            entry = self.claim_connection(kind, conn, describe, drain)
+        except OverCapacity as exc:
+            await refuse(exc)
+            return
+        try:
+            await run(entry.id)
+        finally:
+            self.remove(entry.id)
 
     def add(self, kind: str, client: str, describe: Callable[[], dict[str, Any]],
             drain: Callable[[bool], None] | None = None, *, share: str | None = None) -> SessionEntry | None:

@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import numpy as np
+import websockets
 from websockets.asyncio.client import ClientConnection
 
 CHUNK = 320  # 20 ms at 16 kHz
@@ -65,3 +66,33 @@ async def first_audio(ws: ClientConnection, requests: list[dict[str, Any]], canc
             break
     await ws.send(json.dumps(cancel))
     return elapsed
+
+
+def ws_url(base_url: str, path: str) -> str:
+    return base_url.replace("http", "ws", 1) + path
+
+
+async def final_latency_rounds(url: str, audio16k: np.ndarray, speech_end_s: float, rounds: int, *,
+                               is_final: Callable[[dict[str, Any]], bool], end_message: dict[str, Any],
+                               greeted: bool, headers: dict[str, str] | None = None) -> list[float]:
+    """``final_latency`` over a fresh socket to ``url`` per round; ``greeted``: the
+    socket's first message (ready, Metadata) is read before the audio."""
+    out = []
+    for _ in range(rounds):
+        async with websockets.connect(url, max_size=None, additional_headers=headers) as ws:
+            if greeted:
+                await ws.recv()
+            out.append(await final_latency(ws, audio16k, speech_end_s, is_final, end_message))
+    return out
+
+
+async def first_audio_rounds(url: str, rounds: int, requests: list[dict[str, Any]],
+                             cancel: dict[str, Any]) -> list[float]:
+    """``first_audio`` over a fresh socket to ``url`` per round, after its first message
+    (ready, Metadata)."""
+    out = []
+    for _ in range(rounds):
+        async with websockets.connect(url, max_size=None) as ws:
+            await ws.recv()
+            out.append(await first_audio(ws, requests, cancel))
+    return out

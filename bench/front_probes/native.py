@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import websockets
 
-from bench.front_probes.common import final_latency, first_audio
+from bench.front_probes.common import final_latency_rounds, first_audio_rounds, ws_url
 
 NAME = "native"
 
@@ -18,21 +17,11 @@ def is_final(event: dict[str, Any]) -> bool:
 
 async def stt_final_latency(base_url: str, audio16k: np.ndarray, *, speech_end_s: float,
                             rounds: int) -> list[float]:
-    out = []
-    url = base_url.replace("http", "ws", 1) + "/v1/dictation?silence_ms=500&interim=true"
-    for _ in range(rounds):
-        async with websockets.connect(url, max_size=None) as ws:
-            await ws.recv()  # ready
-            out.append(await final_latency(ws, audio16k, speech_end_s, is_final, {"type": "end"}))
-    return out
+    url = ws_url(base_url, "/v1/dictation?silence_ms=500&interim=true")
+    return await final_latency_rounds(url, audio16k, speech_end_s, rounds, is_final=is_final,
+                                      end_message={"type": "end"}, greeted=True)  # ready
 
 
 async def tts_first_audio(base_url: str, text: str, *, rounds: int) -> list[float]:
-    out = []
-    url = base_url.replace("http", "ws", 1) + "/v1/tts"
-    for _ in range(rounds):
-        async with websockets.connect(url, max_size=None) as ws:
-            await ws.recv()  # ready
-            out.append(await first_audio(ws, [{"type": "text", "text": text}, {"type": "flush", "id": "t"}],
-                                         {"type": "cancel"}))
-    return out
+    return await first_audio_rounds(ws_url(base_url, "/v1/tts"), rounds,
+                                    [{"type": "text", "text": text}, {"type": "flush", "id": "t"}], {"type": "cancel"})

@@ -33,12 +33,12 @@ from engines.base import (
     EngineState,
     EngineStatus,
     EngineUnavailable,
+    LoadsInThread,
     SynthesisOptions,
     TtsInfo,
     UnknownVoice,
     Voice,
     check_options,
-    load_in_thread,
 )
 from engines.omnivoice.backend import Backend, LoadSpec, PackageChecks, WeightsMissing, load_backend, package_checks
 from engines.omnivoice.options import instruct_option, language_option
@@ -59,8 +59,10 @@ TRANSCRIPT_HINT = ("send the clip's transcript as the form field ref_text, or se
                    "to a local Whisper model directory (transformers format)")
 
 
-class OmniVoiceEngine:
+class OmniVoiceEngine(LoadsInThread):
     """OmniVoice behind the ``TtsEngine`` interface (see the module docstring)."""
+
+    display_name = "OmniVoice"
 
     def __init__(self, spec: LoadSpec, voices_dir: Path, cache_dir: Path, *, idle_unload_s: float = 0.0,
                  max_streams: int = 8, split_sentences: Callable[[str], list[str]] | None = None,
@@ -85,15 +87,6 @@ class OmniVoiceEngine:
         self.loads = 0
 
     # ---- lifecycle
-    def status(self) -> EngineStatus:
-        return self._status
-
-    async def load(self) -> None:
-        """Load in a thread. Never raises: the outcome is in ``status()``."""
-        failed = await load_in_thread(self._load_blocking, "OmniVoice", log)
-        if failed is not None:
-            self._status = failed
-
     def _load_blocking(self) -> None:
         from engines.omnivoice.worker import GenerationWorker
 
@@ -122,8 +115,7 @@ class OmniVoiceEngine:
             self._status = EngineStatus(EngineState.MISSING, detail=str(exc), hint=exc.hint)
             return None
         except Exception as exc:
-            log.exception("OmniVoice failed to load")
-            self._status = EngineStatus.failed_to_load("OmniVoice", exc)
+            self._failed_to_load(exc)
             return None
         with self._lock:
             self._backend = backend
@@ -141,7 +133,8 @@ class OmniVoiceEngine:
         self._status = EngineStatus(EngineState.READY, detail="reloading the model after an idle unload")
         backend = self._open_backend()
         if backend is None:
-            raise EngineUnavailable(f"OmniVoice could not reload: {self._status.detail}", hint=self._status.hint)
+            raise EngineUnavailable(f"OmniVoice could not reload: {self._status.detail}", engine=ENGINE_ID,
+                                    state=self._status.state, hint=self._status.hint)
         return backend
 
     def _unload_idle(self) -> bool:
@@ -166,8 +159,7 @@ class OmniVoiceEngine:
         backend, self._backend = self._backend, None
         if backend is not None:
             backend.close()
-        if self._status.state is EngineState.READY:
-            self._status = EngineStatus(EngineState.MISSING, detail="OmniVoice engine closed")
+        self._mark_closed()
 
     @property
     def loaded(self) -> bool:
@@ -196,9 +188,7 @@ class OmniVoiceEngine:
     # ---- synthesis
     def _ready(self) -> None:
         if self._status.state is not EngineState.READY or self._worker is None:
-            raise EngineUnavailable(f"OmniVoice is not available ({self._status.state.value}"
-                                    f"{': ' + self._status.detail if self._status.detail else ''})",
-                                    hint=self._status.hint)
+            raise EngineUnavailable.not_ready(ENGINE_ID, "OmniVoice", self._status)
 
     def _submit(self, job: Callable[[], Any]) -> Future[Any]:
         try:
@@ -206,7 +196,7 @@ class OmniVoiceEngine:
         except queue.Full:
             raise EngineError("OmniVoice's queue is full; try again shortly", code="over_capacity") from None
         except RuntimeError as exc:  # closed while the request came in
-            raise EngineUnavailable(f"OmniVoice is not available ({exc})") from None
+            raise EngineUnavailable(f"OmniVoice is not available ({exc})", engine=ENGINE_ID) from None
         return future
 
     def open_stream(self, text: str, voice: str | None = None,

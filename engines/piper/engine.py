@@ -32,12 +32,12 @@ from engines.base import (
     EngineState,
     EngineStatus,
     EngineUnavailable,
+    LoadsInThread,
     SynthesisOptions,
     TtsInfo,
     UnknownVoice,
     Voice,
     check_options,
-    load_in_thread,
 )
 from engines.piper.int8 import PRECISIONS
 from engines.piper.model import GRAPHS, INSTALL_HINT, PiperModel, Synthesizer, runtime_missing
@@ -56,8 +56,10 @@ OPTIONS = ("speaker",)  # its noise is drawn inside the ONNX graph: nothing to s
 ModelFactory = Callable[[VoiceFile], Synthesizer]
 
 
-class PiperEngine:
+class PiperEngine(LoadsInThread):
     """Piper behind the ``TtsEngine`` interface (see module docstring)."""
+
+    display_name = "Piper"
 
     def __init__(self, voice_dirs: Sequence[Path] = (), threads: int = 0, *, default_voice: str | None = None,
                  packages: Iterable[str] = BUNDLED_VOICE_PACKAGES, max_streams: int = 64,
@@ -92,16 +94,8 @@ class PiperEngine:
 
     # ---- lifecycle
 
-    def status(self) -> EngineStatus:
-        return self._status
-
-    async def load(self) -> None:
-        """Find the voices and load the default one, in a thread. Never raises."""
-        failed = await load_in_thread(self._load_blocking, "Piper", log)
-        if failed is not None:
-            self._status = failed
-
     def _load_blocking(self) -> None:
+        """Find the voices and load the default one."""
         missing = runtime_missing() if self._real_models else None
         if missing:
             self._status = EngineStatus(EngineState.MISSING, detail=missing, hint=INSTALL_HINT)
@@ -137,8 +131,7 @@ class PiperEngine:
         if self._pool is not None:
             pool, self._pool = self._pool, None
             await asyncio.to_thread(pool.close)
-        if self._status.state == EngineState.READY:
-            self._status = EngineStatus(EngineState.MISSING, detail="Piper engine closed")
+        self._mark_closed()
 
     def _model(self, voice_id: str) -> Synthesizer:
         """The loaded model of ``voice_id``, loading it on first use (worker threads only)."""
@@ -176,9 +169,7 @@ class PiperEngine:
         check_options(self.info(), options)
         pool = self._pool
         if self._status.state != EngineState.READY or pool is None:
-            raise EngineUnavailable(f"Piper is not available ({self._status.state.value}"
-                                    f"{': ' + self._status.detail if self._status.detail else ''})",
-                                    hint=self._status.hint)
+            raise EngineUnavailable.not_ready(ENGINE_ID, "Piper", self._status)
         if not isinstance(text, str) or not text.strip():
             raise EngineError("text: nothing to say (empty or whitespace only)", code="bad_request")
         voice_id = voice or self._default

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from engines.base import EngineError
+from engines.base import EngineError, EngineUnavailable
 from engines.piper.model import Synthesizer
 from engines.piper.pool import DeadlinePool, PoolClosed, PoolFull
 
@@ -160,7 +160,7 @@ class PiperStream:
         except PoolFull as exc:
             raise EngineError(f"Piper is busy: {exc}; try again shortly", code="over_capacity") from None
         except PoolClosed as exc:
-            raise EngineError(str(exc), code="engine_unavailable") from None
+            raise EngineUnavailable(str(exc), engine="piper") from None
         self._job, self._waiter = job, waiter
 
         def settle(done: concurrent.futures.Future[Any]) -> None:

@@ -24,12 +24,12 @@ from engines.base import (
     EngineState,
     EngineStatus,
     EngineUnavailable,
+    LoadsInThread,
     SynthesisOptions,
     TtsInfo,
     UnknownVoice,
     Voice,
     check_options,
-    load_in_thread,
 )
 from engines.files import write_atomically
 from engines.pocket.scheduled_stream import ScheduledStream
@@ -48,8 +48,10 @@ MAX_TEMPERATURE = 2.0
 OPTIONS = ("seed", "temperature")  # English only, voices from audio: no language, instruct or speaker
 
 
-class PocketEngine:
+class PocketEngine(LoadsInThread):
     """Pocket TTS behind the ``TtsEngine`` interface."""
+
+    display_name = "Pocket TTS"
 
     def __init__(self, model_dir: Path, voices_dir: Path, quantize: str = "none", threads: int = 0, *,
                  max_streams: int = 8, max_waiting: int = 32, decode_chunk: int = 4,
@@ -67,16 +69,8 @@ class PocketEngine:
         self._cloned: dict = {}
 
     # ---- lifecycle
-    def status(self) -> EngineStatus:
-        return self._status
-
-    async def load(self) -> None:
-        """Load the model directory in a thread. Never raises: the outcome is in ``status()``."""
-        failed = await load_in_thread(self._load_blocking, "Pocket TTS", log)
-        if failed is not None:
-            self._status = failed
-
     def _load_blocking(self) -> None:
+        """Load the model directory."""
         from engines.pocket.errors import PocketModelError
         from engines.pocket.model import MODEL_FILE, load_model
 
@@ -115,8 +109,7 @@ class PocketEngine:
         if self._scheduler is not None:
             scheduler, self._scheduler = self._scheduler, None
             await asyncio.to_thread(scheduler.close)
-        if self._status.state == EngineState.READY:
-            self._status = EngineStatus(EngineState.MISSING, detail="Pocket TTS engine closed")
+        self._mark_closed()
 
     # ---- description
     def info(self) -> TtsInfo:
@@ -140,9 +133,7 @@ class PocketEngine:
     # ---- synthesis
     def _ready_scheduler(self) -> BatchScheduler:
         if self._status.state != EngineState.READY or self._scheduler is None:
-            raise EngineUnavailable(f"Pocket TTS is not available ({self._status.state.value}"
-                                    f"{': ' + self._status.detail if self._status.detail else ''})",
-                                    hint=self._status.hint)
+            raise EngineUnavailable.not_ready(ENGINE_ID, "Pocket TTS", self._status)
         return self._scheduler
 
     def open_stream(self, text: str, voice: str | None = None,

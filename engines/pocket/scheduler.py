@@ -104,7 +104,7 @@ class BatchScheduler:
         stream = ScheduledStream(self, text, voice, settings, seed, loop or asyncio.get_running_loop())
         with self._lock:
             if self._closing or self._thread is None:
-                raise EngineUnavailable("the Pocket TTS worker is not running")
+                raise EngineUnavailable("the Pocket TTS worker is not running", engine="pocket")
             if len(self._waiting) >= self.max_waiting:
                 raise EngineError(f"too many TTS streams: {self.max_streams} running and {self.max_waiting} "
                                   "waiting; try again shortly", code="over_capacity")
@@ -117,7 +117,7 @@ class BatchScheduler:
         future: concurrent.futures.Future = concurrent.futures.Future()
         with self._lock:
             if self._closing or self._thread is None:
-                raise EngineUnavailable("the Pocket TTS worker is not running")
+                raise EngineUnavailable("the Pocket TTS worker is not running", engine="pocket")
             self._jobs.append((job, future))
         self.wake()
         return future
@@ -176,7 +176,7 @@ class BatchScheduler:
                         del self._active[out.stream_id]
         finally:
             batch.close()
-            self._fail_all(EngineUnavailable("the Pocket TTS engine was closed"))
+            self._fail_all(EngineUnavailable("the Pocket TTS engine was closed", engine="pocket"))
             with self._lock:
                 jobs, self._jobs = list(self._jobs), collections.deque()
             for _, future in jobs:

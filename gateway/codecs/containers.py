@@ -9,6 +9,7 @@ complete (see ogg.py and webm.py).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
@@ -31,23 +32,19 @@ def concat(parts: list[np.ndarray]) -> np.ndarray:
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
-class OggOpusDecoder:
-    """An Ogg byte stream -> mono float32 at 48 kHz. The first Opus logical
-    stream is decoded, other streams (video, skeleton) are skipped unread; a new
-    Opus stream after the current one's data (a chained file) is followed.
-    Bounded as gateway/codecs/limits.py says."""
+class _OpusContainerDecoder:
+    """What both containers share: ``feed`` and ``decode`` over the container's
+    reader, each decoded packet counted against the message's decode budget and
+    the silent-bytes rule (gateway/codecs/limits.py). A subclass reads its
+    container's items into samples (``_samples``, empty for an item that holds
+    none) and says how many bytes its reader holds unread (``_held_bytes``)."""
 
     sample_rate = OPUS_DECODE_RATE
 
-    def __init__(self) -> None:
-        self._reader = OggReader()
-        self._serial: int | None = None
-        self._opus: OpusDecoder | None = None
-        self._headers_left = 0  # OpusTags still to skip
-        self._has_data = False
-        self._others: list[str] = []
+    def __init__(self, reader: OggReader | WebmReader, container: str) -> None:
+        self._reader = reader
         self._budget = MessageBudget(OPUS_DECODE_RATE)
-        self._silent = SilentBytes("Ogg")
+        self._silent = SilentBytes(container)
         self._received = 0
 
     def feed(self, data: bytes) -> np.ndarray:
@@ -55,17 +52,42 @@ class OggOpusDecoder:
 
     def decode(self, data: bytes) -> Iterator[np.ndarray]:
         """The samples of each packet ``data`` completes, one array a packet."""
-        self._budget.start(len(data), self._reader.pending_bytes)
+        self._budget.start(len(data), self._held_bytes())
         self._received += len(data)
-        for packet in self._reader.feed(data):
-            samples = self._packet(packet)
+        for item in self._reader.feed(data):
+            samples = self._samples(item)
             if len(samples):
                 self._budget.spend(len(samples))
                 self._silent.heard(self._reader.consumed_bytes)
                 yield samples
         self._silent.check(self._received)
 
-    def _packet(self, packet: OggPacket) -> np.ndarray:
+    def _held_bytes(self) -> int:
+        raise NotImplementedError
+
+    def _samples(self, item: Any) -> np.ndarray:
+        raise NotImplementedError
+
+
+class OggOpusDecoder(_OpusContainerDecoder):
+    """An Ogg byte stream -> mono float32 at 48 kHz. The first Opus logical
+    stream is decoded, other streams (video, skeleton) are skipped unread; a new
+    Opus stream after the current one's data (a chained file) is followed.
+    Bounded as gateway/codecs/limits.py says."""
+
+    def __init__(self) -> None:
+        self._ogg = OggReader()
+        super().__init__(self._ogg, "Ogg")
+        self._serial: int | None = None
+        self._opus: OpusDecoder | None = None
+        self._headers_left = 0  # OpusTags still to skip
+        self._has_data = False
+        self._others: list[str] = []
+
+    def _held_bytes(self) -> int:
+        return self._ogg.pending_bytes
+
+    def _samples(self, packet: OggPacket) -> np.ndarray:
         if packet.bos:
             self._begin(packet.serial, packet.data)
             return _EMPTY
@@ -89,45 +111,33 @@ class OggOpusDecoder:
             return  # a second Opus stream multiplexed with the first: keep the first
         self._opus = OpusDecoder(OpusHead.parse(header), header)
         self._serial, self._headers_left, self._has_data = serial, 1, False
-        self._reader.select(serial)
+        self._ogg.select(serial)
 
     def finish(self) -> np.ndarray:
-        if self._reader.pending_bytes:
-            raise AudioFormatError(f"the Ogg stream ended inside a page ({self._reader.pending_bytes} bytes "
+        if self._ogg.pending_bytes:
+            raise AudioFormatError(f"the Ogg stream ended inside a page ({self._ogg.pending_bytes} bytes "
                                    "of it were dropped)")
         return _EMPTY
 
 
-class WebmOpusDecoder:
+class WebmOpusDecoder(_OpusContainerDecoder):
     """A WebM byte stream -> mono float32 at 48 kHz, from its first audio track,
     which must be Opus. Bounded as gateway/codecs/limits.py says."""
 
-    sample_rate = OPUS_DECODE_RATE
-
     def __init__(self) -> None:
-        self._reader = WebmReader()
+        self._webm = WebmReader()
+        super().__init__(self._webm, "WebM")
         self._opus: OpusDecoder | None = None
-        self._budget = MessageBudget(OPUS_DECODE_RATE)
-        self._silent = SilentBytes("WebM")
-        self._received = 0
 
-    def feed(self, data: bytes) -> np.ndarray:
-        return concat(list(self.decode(data)))
+    def _held_bytes(self) -> int:
+        return self._webm.buffered_bytes
 
-    def decode(self, data: bytes) -> Iterator[np.ndarray]:
-        """The samples of each frame ``data`` completes, one array a frame."""
-        self._budget.start(len(data), self._reader.buffered_bytes)
-        self._received += len(data)
-        for item in self._reader.feed(data):
-            if isinstance(item, AudioTrack):
-                self._opus = self._open(item)
-            elif self._opus is not None:
-                samples = self._opus.decode(item)
-                if len(samples):
-                    self._budget.spend(len(samples))
-                    self._silent.heard(self._reader.consumed_bytes)
-                    yield samples
-        self._silent.check(self._received)
+    def _samples(self, item: AudioTrack | bytes) -> np.ndarray:
+        if isinstance(item, AudioTrack):
+            self._opus = self._open(item)
+            return _EMPTY
+        return _EMPTY if self._opus is None else self._opus.decode(item)
+
     @staticmethod
     def _open(track: AudioTrack) -> OpusDecoder:
         if track.codec != "A_OPUS":
@@ -137,7 +147,7 @@ class WebmOpusDecoder:
         return OpusDecoder(OpusHead.parse(track.codec_private), track.codec_private)
 
     def finish(self) -> np.ndarray:
-        if self._reader.in_element:
-            raise AudioFormatError(f"the WebM stream ended inside an element ({self._reader.pending_bytes} bytes "
+        if self._webm.in_element:
+            raise AudioFormatError(f"the WebM stream ended inside an element ({self._webm.pending_bytes} bytes "
                                    "of it were dropped)")
         return _EMPTY

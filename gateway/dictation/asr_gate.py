@@ -13,10 +13,11 @@ from collections.abc import Sequence
 
 from engines.base import AsrService, EngineState
 from gateway.dictation.faults import disabled_error, unavailable_error
+from gateway.engine_view import public_model_name
 from gateway.errors import BadRequest, Unavailable
 
 SHOWN_LANGUAGES = 20  # a multilingual model knows ~100; the error lists the first ones
-INSTALL_HINT = "; install multilingual Whisper base: voxgate models install whisper-base"
+INSTALL_HINT = "; an admin can install multilingual Whisper base"
 
 
 def asr_refusal(asr: AsrService | None) -> Unavailable | None:
@@ -40,10 +41,11 @@ def shown_languages(languages: Sequence[str]) -> str:
 
 def language_refusal(asr: AsrService, language: str | None, *, install_hint: bool) -> BadRequest | None:
     """The ``unsupported_language`` error for ``language`` on ``asr``, or None when it is known.
-    ``install_hint``: an English-only model's error says how to get a multilingual one."""
+    ``install_hint``: an English-only model's error says a multilingual one can be installed.
+    A model configured as a local path is named by its last component."""
     languages = list(asr.info()["languages"])
     if language is None or supports_language(languages, language):
         return None
     hint = INSTALL_HINT if install_hint and languages == ["en"] else ""
-    return BadRequest(f"language: the ASR model {asr.model_name} does not support {language[:10]!r} "
+    return BadRequest(f"language: the ASR model {public_model_name(asr.model_name)} does not support {language[:10]!r} "
                       f"(available: {shown_languages(languages)}){hint}", code="unsupported_language")

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Protocol, TypeVar
 
 from engines.base import EngineState, EngineStatus
+from gateway.engine_notice import ASR_ENGINE, engine_unavailable
 from gateway.errors import GatewayError, Unavailable
 
 MAX_CRASHES = 2
@@ -54,13 +55,14 @@ def blame(held: Sequence[C], crash_loop: bool) -> list[C]:
 
 
 def unavailable_error(status: EngineStatus) -> Unavailable:
-    """The error for an ASR service that is not ready, with its reason and hint."""
+    """The error for an ASR service that is not ready: its state, never its detail
+    or hint when it is missing or failed (they name server paths and commands,
+    gateway/engine_notice.py)."""
     if status.state is EngineState.LOADING:
         return Unavailable(f"the ASR sidecar is starting ({status.detail}); try again shortly",
                            code="asr_unavailable", retry_after_s=2)
-    message = status.detail + (f". {status.hint}" if status.hint else "")
-    return Unavailable(message or "ASR is not available", code="engine_unavailable")
+    return engine_unavailable(ASR_ENGINE, status.state)
 
 
 def disabled_error() -> Unavailable:
-    return Unavailable("ASR is not enabled on this gateway; start it with --engines including asr")
+    return Unavailable("Speech recognition is not enabled on this gateway")

@@ -16,6 +16,8 @@ and CPU are capped.
 
 from __future__ import annotations
 
+import functools
+
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute
@@ -29,7 +31,8 @@ from gateway.config import Settings
 from gateway.dictation.asr_gate import asr_refusal, language_refusal
 from gateway.dictation.session import DictationSession
 from gateway.dictation.transport import NativeDictationTransport
-from gateway.errors import BadRequest, GatewayError, OverCapacity, TooLarge, refuse_socket
+from gateway.engine_view import public_model_name
+from gateway.errors import BadRequest, GatewayError, TooLarge, refuse_socket
 from gateway.protocol.dictation import parse_dictation_params
 from gateway.protocol.multipart import multipart_form, read_file_field
 from gateway.protocol.transcription import TranscriptionRequest, subtitles
@@ -52,15 +55,8 @@ async def dictation_socket(websocket: WebSocket) -> None:
     except GatewayError as exc:  # a bad query, or a decoder whose codec is missing
         await refuse_socket(websocket, exc)
         return
-    try:
-        entry = state.sessions.claim_connection("dictation", websocket, session.describe, session.drain)
-    except OverCapacity as exc:
-        await refuse_socket(websocket, exc)
-        return
-    try:
-        await session.run(entry.id)
-    finally:
-        state.sessions.remove(entry.id)
+    await state.sessions.run_connection("dictation", websocket, session.describe, session.drain,
+                                        functools.partial(refuse_socket, websocket), session.run)
 
 
 async def transcriptions(request: Request) -> Response:
@@ -83,7 +79,7 @@ async def _transcribe(request: Request) -> Response:
         raise refusal
     async with multipart_form(request, MAX_UPLOAD_BYTES, max_fields=20,
                               not_multipart="the body must be multipart/form-data with a 'file' field") as form:
-        req = TranscriptionRequest.from_form(form, str(asr.info()["model"]))
+        req = TranscriptionRequest.from_form(form, public_model_name(str(asr.info()["model"])))
         data = await read_file_field(form, "file", MAX_UPLOAD_BYTES,
                                      missing="file: missing; send the audio as a multipart file field named 'file'")
     language, response_format = req.language, req.response_format

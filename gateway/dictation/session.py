@@ -44,6 +44,7 @@ from gateway.dictation.faults import unavailable_error
 from gateway.dictation.pacing import Pacer
 from gateway.dictation.relay import Drain, Outbox, relay_events
 from gateway.dictation.transport import DictationTransport
+from gateway.engine_view import public_model_name
 from gateway.errors import (
     BadAudio,
     BadMessage,
@@ -51,8 +52,8 @@ from gateway.errors import (
     TooLarge,
     close_code_for,
 )
-from gateway.protocol.common import ErrorEvent
-from gateway.protocol.dictation import ClientMessage, DictationParams, End, Finalize, Ready
+from gateway.protocol.common import End, ErrorEvent
+from gateway.protocol.dictation import ClientMessage, DictationParams, Finalize, Ready
 
 log = logging.getLogger("voxgate.dictation")
 
@@ -149,7 +150,7 @@ class DictationSession:
             # a container carries its own rate: ready tells the one its audio decodes at
             rate = self._audio.decoder.sample_rate if self.params.encoding.is_container else self.params.sample_rate
             await self._out.send(Ready(session=session_id, sample_rate=rate, encoding=self.params.encoding.value,
-                                       language=self.params.language, model=asr.model_name))
+                                       language=self.params.language, model=public_model_name(asr.model_name)))
             await self._receive_loop(stream, sender)
         except WebSocketDisconnect:
             pass

@@ -1,4 +1,5 @@
-"""Events both sockets share."""
+"""Messages both sockets share: the client's ``end`` and ``keepalive``, the
+server's ``closed`` and ``error``."""
 
 from __future__ import annotations
 
@@ -8,6 +9,16 @@ from typing import Any, Literal
 
 from gateway.errors import GatewayError
 from gateway.protocol.wire import INLINE, WireMessage, internal, rounded
+
+
+@dataclass(frozen=True)
+class End:
+    type: Literal["end"] = "end"
+
+
+@dataclass(frozen=True)
+class Keepalive:
+    type: Literal["keepalive"] = "keepalive"
 
 
 @dataclass(frozen=True)

@@ -32,12 +32,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from gateway.audio import parse_rate
 from gateway.codecs.formats import InputEncoding, parse_input_encoding
 from gateway.errors import BadMessage, BadRequest
-from gateway.protocol.common import Closed, ErrorEvent
-from gateway.protocol.json import message_type, parse_message, refuse_unknown_fields
-from gateway.protocol.query import query_bool, refuse_unknown_params
+from gateway.protocol.common import Closed, End, ErrorEvent, Keepalive
+from gateway.protocol.json import message_type, parse_message, refuse_unknown_fields, unknown_type
+from gateway.protocol.query import query_bool, query_rate, refuse_unknown_params
 from gateway.protocol.wire import OMIT_NONE, WireMessage, internal
 
 MIN_SILENCE_MS = 200
@@ -72,16 +71,11 @@ def parse_dictation_params(query: Mapping[str, str]) -> DictationParams:
         encoding = parse_input_encoding(query.get("encoding") or InputEncoding.PCM_S16LE.value)
     except ValueError as exc:
         raise BadRequest(f"encoding: {query['encoding'][:20]!r} {exc}") from None
-    rate = encoding.default_rate
-    if query.get("sample_rate"):
-        try:
-            rate = parse_rate(query["sample_rate"])
-            encoding.check_rate(rate)
-        except ValueError as exc:
-            raise BadRequest(f"sample_rate: {query['sample_rate'][:20]!r} {exc}") from None
+    rate = query_rate(query, encoding, encoding.default_rate)
     language = (query.get("language") or "auto").lower()
     if language != "auto" and not _LANGUAGE.match(language):
-        raise BadRequest(f"language: {language[:20]!r} is not an ISO 639-1 code or 'auto'")
+        raise BadRequest(f"language: {language[:20]!r} is not a language code "
+                         "(two or three letters, such as 'en') or 'auto'")
     silence_ms = 500
     if query.get("silence_ms"):
         raw = query["silence_ms"]
@@ -106,16 +100,6 @@ class Finalize:
     type: Literal["finalize"] = "finalize"
 
 
-@dataclass(frozen=True)
-class End:
-    type: Literal["end"] = "end"
-
-
-@dataclass(frozen=True)
-class Keepalive:
-    type: Literal["keepalive"] = "keepalive"
-
-
 ClientMessage = Finalize | End | Keepalive
 # each message type and the fields it takes besides ``type``; any other field is refused
 CLIENT_FIELDS: dict[str, tuple[str, ...]] = {"finalize": ("id",), "end": (), "keepalive": ()}
@@ -137,7 +121,7 @@ def parse_client_message(raw: str) -> ClientMessage:
         return End()
     if kind == "keepalive":
         return Keepalive()
-    raise BadMessage(f"unknown message type {kind[:40]!r}; expected one of: {', '.join(CLIENT_TYPES)}")
+    raise unknown_type(kind, CLIENT_TYPES)
 
 
 # ---- server -> client

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from starlette.requests import Request
 
@@ -26,6 +26,7 @@ from gateway.errors import BadMessage, BadRequest, TooLarge
 
 MAX_EVENT_BYTES = 64 * 1024  # a JSON socket message that carries no audio
 STRUCTURAL_CHARACTERS = "{[:,"
+T = TypeVar("T")
 
 
 def utf8_size(text: str) -> int:
@@ -81,6 +82,22 @@ def refuse_unknown_fields(data: dict[str, Any], kind: str, fields: tuple[str, ..
     if unknown:
         listed = ", ".join(fields) or "(none besides type)"
         raise BadMessage(f"{kind}.{unknown[0][:40]}: not a field of {kind}; its fields are: {listed}")
+
+
+def optional_field(data: dict[str, Any], name: str, expected: type[T], message: str) -> T | None:
+    """``data[name]`` when it is an ``expected``, None when it is absent or null,
+    else ``BadMessage(message)``."""
+    value = data.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, expected):
+        raise BadMessage(message)
+    return value
+
+
+def unknown_type(kind: str, expected: tuple[str, ...]) -> BadMessage:
+    """The error for a message whose ``type`` is none of ``expected``."""
+    return BadMessage(f"unknown message type {kind[:40]!r}; expected one of: {', '.join(expected)}")
 
 
 async def read_body(request: Request, max_bytes: int) -> bytes:

@@ -1,7 +1,7 @@
-"""The one reader of a boolean query parameter, shared by the native sockets and
-every front.
+"""The readers of the query parameters the native sockets share: a boolean
+(every front reads its booleans here too) and the sample rate.
 
-Spellings (any case): ``true``/``1``/``yes``/``on`` and ``false``/``0``/``no``/``off``,
+Boolean spellings (any case): ``true``/``1``/``yes``/``on`` and ``false``/``0``/``no``/``off``,
 the union of what the vendors' clients send and what the native sockets
 document; absent or empty means the default. Anything else is a ``BadRequest``
 naming the parameter.
@@ -10,9 +10,17 @@ naming the parameter.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Protocol, TypeVar
 
 from auth.redact import SECRET_PARAMS
+from gateway.audio import parse_rate
 from gateway.errors import BadRequest
+
+D = TypeVar("D", int, None)
+
+
+class RateChecked(Protocol):
+    def check_rate(self, rate: int) -> None: ...
 
 TRUE_SPELLINGS = ("true", "1", "yes", "on")
 FALSE_SPELLINGS = ("false", "0", "no", "off")
@@ -38,3 +46,16 @@ def refuse_unknown_params(query: Mapping[str, str], names: tuple[str, ...]) -> N
     unknown = sorted(name for name in query if name not in names and name.lower() not in SECRET_PARAMS)
     if unknown:
         raise BadRequest(f"{unknown[0][:40]}: not a parameter here; known: {', '.join(names)}")
+
+
+def query_rate(query: Mapping[str, str], encoding: RateChecked, default: D) -> int | D:
+    """``sample_rate``, a rate ``encoding`` can carry; ``default`` when absent or empty."""
+    raw = query.get("sample_rate")
+    if not raw:
+        return default
+    try:
+        rate = parse_rate(raw)
+        encoding.check_rate(rate)
+    except ValueError as exc:
+        raise BadRequest(f"sample_rate: {raw[:20]!r} {exc}") from None
+    return rate

@@ -21,11 +21,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from gateway.audio import parse_rate
 from gateway.codecs.formats import SOCKET_OUTPUTS, OutputFormat, parse_output_format
 from gateway.errors import BadMessage, BadRequest
-from gateway.protocol.json import message_type, parse_message, refuse_unknown_fields
-from gateway.protocol.query import refuse_unknown_params
+from gateway.protocol.common import End, Keepalive
+from gateway.protocol.json import message_type, parse_message, refuse_unknown_fields, unknown_type
+from gateway.protocol.query import query_rate, refuse_unknown_params
 from gateway.protocol.wire import WireMessage, rounded
 
 MAX_ID_CHARS = 128
@@ -88,16 +88,6 @@ class Cancel:
     type: Literal["cancel"] = "cancel"
 
 
-@dataclass(frozen=True)
-class End:
-    type: Literal["end"] = "end"
-
-
-@dataclass(frozen=True)
-class Keepalive:
-    type: Literal["keepalive"] = "keepalive"
-
-
 ClientMessage = Speak | TextFragment | Flush | Cancel | End | Keepalive
 # each message type and the fields it takes besides ``type``; any other field is refused
 CLIENT_FIELDS: dict[str, tuple[str, ...]] = {
@@ -134,7 +124,7 @@ def parse_client_message(raw: str | bytes, limits: TextLimits) -> ClientMessage:
         return End()
     if kind == "keepalive":
         return Keepalive()
-    raise BadMessage(f"unknown message type {kind[:40]!r}; expected one of: {', '.join(CLIENT_TYPES)}")
+    raise unknown_type(kind, CLIENT_TYPES)
 
 
 def _text_field(data: dict[str, Any], field: str, limits: TextLimits, *, allow_blank: bool) -> str:
@@ -193,14 +183,7 @@ def parse_tts_params(query: Mapping[str, str], default_engine: str) -> TtsParams
         encoding = parse_output_format(query.get("encoding") or OutputFormat.PCM_S16LE.value, SOCKET_OUTPUTS)
     except ValueError as exc:
         raise BadRequest(f"encoding: {query['encoding'][:20]!r} {exc}") from None
-    rate = None
-    if query.get("sample_rate"):
-        try:
-            rate = parse_rate(query["sample_rate"])
-            encoding.check_rate(rate)
-        except ValueError as exc:
-            raise BadRequest(f"sample_rate: {query['sample_rate'][:20]!r} {exc}") from None
-    return TtsParams(engine=engine, voice=voice, sample_rate=rate, encoding=encoding)
+    return TtsParams(engine=engine, voice=voice, sample_rate=query_rate(query, encoding, None), encoding=encoding)
 
 
 # ---- server -> client

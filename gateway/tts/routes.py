@@ -11,6 +11,7 @@ route is declared with its access class, which the auth middleware enforces.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import AsyncIterable, AsyncIterator, Callable
 
@@ -24,7 +25,7 @@ from auth.access import RouteClass, http_route, ws_route
 from engines.base import TtsEngine
 from gateway.codecs.formats import OutputFormat
 from gateway.codecs.pyav import load_av
-from gateway.errors import GatewayError, OverCapacity, refuse_socket
+from gateway.errors import GatewayError, refuse_socket
 from gateway.protocol.json import read_json_object
 from gateway.protocol.tts import Ready, TextLimits, parse_tts_params
 from gateway.protocol.tts_http import SpeechRequest, SynthesisRequest
@@ -73,18 +74,15 @@ async def tts_socket(websocket: WebSocket) -> None:
     session = TtsSession(transport=NativeTtsTransport(websocket, TEXT_LIMITS), engine=engine, voice=voice,
                          sample_rate=rate, encoding=params.encoding,
                          config=SessionConfig(limits=TEXT_LIMITS, idle_timeout_s=settings.idle_timeout_s))
-    try:
-        entry = state.sessions.claim_connection("tts", websocket, session.describe, session.drain)
-    except OverCapacity as exc:
-        await refuse_socket(websocket, exc)
-        return
-    try:
+
+    async def run(session_id: str) -> None:
         ready = Ready(engine=info.id, voice=voice, sample_rate=session.sample_rate, encoding=params.encoding.value,
-                      frame_samples=info.frame_samples, session=entry.id)
+                      frame_samples=info.frame_samples, session=session_id)
         await websocket.send_json(ready.to_dict())
         await session.run()
-    finally:
-        state.sessions.remove(entry.id)
+
+    await state.sessions.run_connection("tts", websocket, session.describe, session.drain,
+                                        functools.partial(refuse_socket, websocket), run)
 
 
 # ---- HTTP speech

@@ -15,6 +15,7 @@ from engines.base import (
     UnknownVoice,
     unsupported_option,
 )
+from gateway.engine_notice import engine_unavailable
 from gateway.errors import CODES, BadRequest, GatewayError, OverCapacity, Unavailable
 
 
@@ -22,14 +23,16 @@ def pick_engine(engines: Mapping[str, TtsEngine], engine_id: str) -> TtsEngine:
     """The engine called ``engine_id``; ``BadRequest`` naming the available ones."""
     engine = engines.get(engine_id)
     if engine is None:
-        available = ", ".join(sorted(engines)) or "(none: start the gateway with --engines pocket)"
+        available = ", ".join(sorted(engines)) or "(none: this gateway runs no TTS engine)"
         raise BadRequest(f"engine: unknown engine {engine_id[:40]!r}; available: {available}",
                          code="unknown_engine")
     return engine
 
 
 def check_ready(engine: TtsEngine) -> None:
-    """Raise ``Unavailable`` (what is missing and how to get it) unless the engine is ready."""
+    """Raise ``engine_loading`` or ``engine_unavailable`` unless the engine is ready; the
+    message names the engine and its state, never the server's detail or hint
+    (gateway/engine_notice.py)."""
     status = engine.status()
     if status.state is EngineState.READY:
         return
@@ -37,9 +40,7 @@ def check_ready(engine: TtsEngine) -> None:
     if status.state is EngineState.LOADING:
         raise Unavailable(f"engine {name} is still loading; try again in a few seconds", code="engine_loading",
                           retry_after_s=2, extra={"state": status.state.value})
-    detail = status.detail or f"engine {name} is {status.state.value}"
-    message = f"{detail}. {status.hint}" if status.hint else detail
-    raise Unavailable(message, extra={"state": status.state.value, "hint": status.hint})
+    raise engine_unavailable(name, status.state)
 
 
 def check_options(engine: TtsEngine, seed: int | None, options: Mapping[str, str] | None, *,
@@ -73,12 +74,13 @@ def unknown_voice(voice: str, available: list[str]) -> GatewayError:
 
 
 def gateway_error(exc: EngineError) -> GatewayError:
-    """The gateway error for an engine error (same code where the table has it, hint appended)."""
+    """The gateway error for an engine error (same code where the table has it, hint appended).
+    An unavailable engine's own message and hint stay on the server: they may name paths."""
     if isinstance(exc, UnknownVoice):
         return unknown_voice(exc.voice, exc.available)
-    message = f"{exc}. {exc.hint}" if exc.hint else str(exc)
     if isinstance(exc, EngineUnavailable):
-        return Unavailable(message, extra={"hint": exc.hint} if exc.hint else None)
+        return engine_unavailable(exc.engine or "tts", exc.state)
+    message = f"{exc}. {exc.hint}" if exc.hint else str(exc)
     if exc.code == "over_capacity":  # the engine's own queue is full: retry shortly
         return OverCapacity(message)
     if exc.code in ("bad_request", "bad_audio"):

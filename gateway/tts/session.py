@@ -44,19 +44,8 @@ from gateway.errors import (
     TooLarge,
     close_code_for,
 )
-from gateway.protocol.common import Closed
-from gateway.protocol.tts import (
-    Cancel,
-    Cancelled,
-    ClientMessage,
-    End,
-    Flush,
-    Flushed,
-    Keepalive,
-    Speak,
-    Start,
-    TextFragment,
-)
+from gateway.protocol.common import Closed, End, Keepalive
+from gateway.protocol.tts import Cancel, Cancelled, ClientMessage, Flush, Flushed, Speak, Start, TextFragment
 from gateway.tasks import cancel_and_wait
 from gateway.tts.frames import FrameEncoder
 from gateway.tts.outbound import OutboundQueue, OutItem, Stalled

@@ -120,7 +120,7 @@ def test_pin_is_revoked_after_100_failures_from_many_addresses(harness) -> None:
     r = h.local.get("/consume", headers={"X-Voxgate-Pin": pin, **other})
     assert (r.status_code, r.json()) == (403, {"detail": "loopback origin required", "code": "loopback_required"})
     assert h.local.get("/v1/admin/share", headers=local_via_proxy).json() == {
-        "enabled": False, "url": None, "port": None}
+        "enabled": False, "url": None, "port": None, "fingerprint": None}
     h.local.portal.call(h.state.share.wait_stopped)
     assert (h.listener.running, h.listener.stops) == (False, 1)
     new_pin = h.enable_pin(local_via_proxy)

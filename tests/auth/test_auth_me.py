@@ -27,11 +27,16 @@ def test_loopback_is_admin_without_a_session(harness) -> None:
     assert me(h.local) == {"principal": "loopback", "admin": True, "session": False}
 
 
-def test_loopback_with_a_live_session_cookie_has_a_session(harness) -> None:
-    h = harness(LOCAL_KEY)
+@pytest.mark.parametrize(("config", "caller", "principal", "admin"), [
+    (LOCAL_KEY, "local", "loopback", True),  # loopback stays loopback, and has a session
+    (SERVER_KEY, "remote", "session", True),  # a key session is admin in server mode only
+    (LOCAL_KEY, "remote", "session", False),
+])
+def test_a_live_key_session_cookie_is_a_session(harness, config, caller, principal, admin) -> None:
+    h = harness(config)
     token = h.key_session()
-    assert me(h.local, headers={"Cookie": f"vg_session={token}"}) == {
-        "principal": "loopback", "admin": True, "session": True}
+    assert me(getattr(h, caller), headers={"Cookie": f"vg_session={token}"}) == {
+        "principal": principal, "admin": admin, "session": True}
 
 
 def test_loopback_with_a_dead_session_cookie_has_none_and_nothing_is_counted(harness) -> None:
@@ -52,14 +57,6 @@ def test_a_remote_caller_with_a_pin_share_on_but_no_pin_is_nobody(harness) -> No
     h = harness(AuthConfig())
     h.enable_pin()
     assert me(h.remote) == NOBODY
-
-
-def test_key_session_cookie_is_admin_in_server_mode_only(harness) -> None:
-    for config, admin in ((SERVER_KEY, True), (LOCAL_KEY, False)):
-        h = harness(config)
-        token = h.key_session()
-        assert me(h.remote, headers={"Cookie": f"vg_session={token}"}) == {
-            "principal": "session", "admin": admin, "session": True}
 
 
 def test_the_key_itself_is_no_session(harness) -> None:

@@ -16,7 +16,8 @@ def test_enabling_sharing_returns_pin_url_and_port(harness) -> None:
     body = r.json()
     h.secrets.append(body["pin"])
     assert re.fullmatch(r"[0-9]{6}", body["pin"])
-    assert body == {"pin": body["pin"], "url": f"http://192.0.2.10:8001/?pin={body['pin']}", "port": 8001}
+    assert body == {"pin": body["pin"], "url": f"http://192.0.2.10:8001/?pin={body['pin']}", "port": 8001,
+                    "fingerprint": None}
     assert h.listener.running and h.listener.starts == 1
 
 
@@ -39,10 +40,24 @@ def test_every_enable_draws_a_new_pin_and_kills_the_old_one(harness) -> None:
 
 def test_status_shows_the_pin_to_admins(harness) -> None:
     h = harness(AuthConfig())
-    assert h.local.get("/v1/admin/share").json() == {"enabled": False, "url": None, "port": None}
+    assert h.local.get("/v1/admin/share").json() == {"enabled": False, "url": None, "port": None,
+                                                          "fingerprint": None}
     pin = h.enable_pin()
     assert h.local.get("/v1/admin/share").json() == {
-        "enabled": True, "url": f"http://192.0.2.10:8001/?pin={pin}", "port": 8001, "pin": pin}
+        "enabled": True, "url": f"http://192.0.2.10:8001/?pin={pin}", "port": 8001, "pin": pin, "fingerprint": None}
+
+
+def test_a_tls_listener_makes_the_link_https_and_carries_its_fingerprint(harness) -> None:
+    h = harness(AuthConfig())
+    fingerprint = ":".join(["AB"] * 32)
+    h.listener.tls_fingerprint = fingerprint
+    body = h.local.post("/v1/admin/share").json()
+    h.secrets.append(body["pin"])
+    assert body == {"pin": body["pin"], "url": f"https://192.0.2.10:8001/?pin={body['pin']}", "port": 8001,
+                    "fingerprint": fingerprint}
+    assert h.local.get("/v1/admin/share").json() == {
+        "enabled": True, "url": f"https://192.0.2.10:8001/?pin={body['pin']}", "port": 8001, "pin": body["pin"],
+        "fingerprint": fingerprint}
 
 
 def test_status_is_admin_only(harness) -> None:

@@ -155,8 +155,10 @@ async def test_the_pin_record_and_its_failures_follow_the_generation(store):
     assert await store.current_share() == first
     assert await store.share_generation() == first.generation
     assert [await store.pin_failure(first.generation) for _ in range(3)] == [1, 2, 3]
-    second = await store.open_share("v1.sealed-record-two", "192.168.1.20", 8001)
+    second = await store.open_share("v1.sealed-record-two", "192.168.1.20", 8001, "AB:CD")
     assert second.generation == first.generation + 1
+    assert await store.current_share() == SharedPin("v1.sealed-record-two", second.generation, "192.168.1.20", 8001,
+                                                    "AB:CD")
     assert await store.pin_failure(first.generation) == 0  # a failure against a dead PIN counts nowhere
     assert await store.pin_failure(second.generation) == 1
     assert await store.close_share(if_generation=first.generation) is False

@@ -33,7 +33,7 @@ BOMB_BYTES = 16 * 1024 * 1024 - 64  # just within the server's largest message
 WAIT_S = 30.0  # bounds every wait below; only a server that never answers reaches it
 ADDRESS_SPACE = 6 * 1024**3
 # past auth, this engine-less server answers every socket so
-NO_ENGINE = {"message": "engine: unknown engine 'pocket'; available: (none: start the gateway with --engines pocket)",
+NO_ENGINE = {"message": "engine: unknown engine 'pocket'; available: (none: this gateway runs no TTS engine)",
              "error": "unknown_engine", "code": 400}
 
 

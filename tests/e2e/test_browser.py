@@ -98,6 +98,11 @@ def page(browser, proxy):
     assert errors == [], f"uncaught errors in the page: {errors}"
 
 
+def seconds(srt_time: str) -> float:
+    hours, minutes, rest = srt_time.split(":")
+    return int(hours) * 3600 + int(minutes) * 60 + float(rest.replace(",", "."))
+
+
 def test_live_dictation_shows_the_level_partials_and_the_spoken_sentence(page, screenshots):
     meter = page.locator("#mic-level")
     page.get_by_role("button", name="Start dictation").click()
@@ -120,6 +125,18 @@ def test_live_dictation_shows_the_level_partials_and_the_spoken_sentence(page, s
     expect(page.locator("#dictation-state")).to_contain_text("Done: ", timeout=30000)
     expect(page.get_by_role("button", name="Start dictation")).to_be_enabled()
     expect(page.locator("#dictation-problem")).to_have_text("")
+
+    # kept across a reload, and downloadable as subtitles with the final's times in the audio
+    shown = page.locator("#finals p").all_inner_texts()
+    page.reload()
+    expect(page.locator("#finals p")).to_have_text(shown)
+    page.get_by_label("File format").select_option("srt")
+    with page.expect_download() as info:
+        page.get_by_role("button", name="Download", exact=True).click()
+    cue = Path(info.value.path()).read_text(encoding="utf-8").split("\n\n")[0].split("\n")
+    start, end = (seconds(t) for t in cue[1].split(" --> "))
+    assert cue[0] == "1" and cue[2] == shown[0]
+    assert 0.5 <= start < end <= start + 10  # the sentence starts after 1.5 s of silence and lasts about 3 s
 
 
 def test_push_to_talk_release_gives_a_final_with_no_silence_after_it(page, screenshots):
@@ -159,6 +176,9 @@ def test_a_dropped_connection_reconnects_and_the_transcript_continues(page, prox
     screenshots.take(page, "dictation-after-reconnect")
     page.get_by_role("button", name="Stop dictation").click()
     expect(page.locator("#dictation-state")).to_contain_text("Done: ", timeout=30000)
+    # every final shown counts, those of the first socket too
+    done = re.match(r"Done: (\d+) utterances?, ", page.locator("#dictation-state").inner_text())
+    assert done and int(done.group(1)) == finals.count() >= 2
 
 
 def test_speech_plays_every_frame_and_shows_the_time_to_first_audio(page, gateway, screenshots):
@@ -169,9 +189,9 @@ def test_speech_plays_every_frame_and_shows_the_time_to_first_audio(page, gatewa
     page.get_by_role("button", name="Speak", exact=True).click()
     expect(page.locator("#tts-ttfa")).to_have_text(re.compile(r"^First audio after \d+ ms$"), timeout=120000)
     stats = page.locator("#tts-stats")
-    expect(stats).to_contain_text("real-time factor", timeout=120000)
-    frames = int(stats.inner_text().rsplit(" in ", 1)[1].split()[0])
+    expect(stats).to_contain_text("s of speech · the gateway's first audio after ", timeout=120000)
     expect(page.locator("#tts-state")).to_have_text("Done.", timeout=60000)
+    frames = counters(page)["ttsFramesReceived"]
     assert frames > 0
     assert {k: counters(page)[k] for k in ("ttsFramesReceived", "ttsFramesScheduled", "ttsFramesPlayed",
                                            "ttsFramesStopped")} == {
@@ -185,7 +205,7 @@ def test_stop_cuts_the_speech_off(page):
     page.get_by_role("button", name="Speak", exact=True).click()
     wait_for(page, lambda: counters(page)["ttsFramesScheduled"] >= 3, "the first frames", timeout_s=120)
     page.get_by_role("button", name="Stop speaking").click()
-    expect(page.locator("#tts-state")).to_have_text(re.compile(r"^Stopped( after \d+ frames)?\.$"), timeout=30000)
+    expect(page.locator("#tts-state")).to_have_text("Stopped.", timeout=30000)
     # enabled once the server has closed the socket after the page's "end" (the cancelled
     # synthesis stops first): on a loaded machine that has taken longer than playwright's 5 s
     expect(page.get_by_role("button", name="Speak", exact=True)).to_be_enabled(timeout=30000)

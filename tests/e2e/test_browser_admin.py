@@ -17,6 +17,7 @@ import zxingcpp
 from tests.e2e.browser_support import (
     ENGINES_READY,
     ME_ADMIN,
+    PHONE,
     VOICES,
     answer,
     decode_qr,
@@ -28,7 +29,8 @@ from tests.e2e.gateway_process import running_gateway
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
-SHARE = {"pin": "482913", "url": "http://192.168.1.20:8001/?pin=482913", "port": 8001}
+SHARE = {"pin": "482913", "url": "https://192.168.1.20:8001/?pin=482913", "port": 8001,
+         "fingerprint": "3F:9A:5C:0E:71:D2:48:B6:1A:E4:07:93:C8:2D:6F:B1:55:0A:E9:3C:74:12:8F:D6:A0:4B:E7:19:62:C3:8D:C1"}
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +77,7 @@ def test_sharing_switch_starts_and_ends_sharing_and_shows_a_scannable_link(page,
     def share(route):
         calls.append(route.request.method)
         if route.request.method == "GET":
-            answer(200, {"enabled": False, "url": None, "port": None})(route)
+            answer(200, {"enabled": False, "url": None, "port": None, "fingerprint": None})(route)
         elif route.request.method == "POST":
             answer(201, SHARE)(route)
         else:
@@ -89,6 +91,7 @@ def test_sharing_switch_starts_and_ends_sharing_and_shows_a_scannable_link(page,
     switch.check()
     expect(page.locator("#share-pin")).to_have_text("482913")
     expect(page.get_by_role("link", name=SHARE["url"])).to_have_attribute("href", SHARE["url"])
+    expect(page.locator("#share-fingerprint")).to_have_text(SHARE["fingerprint"])
     qr = page.get_by_role("img", name="QR code of the share link")
     assert decode_qr(qr.screenshot()) == [SHARE["url"]]
     screenshots.take(page, "admin-sharing")
@@ -130,6 +133,24 @@ def test_live_sessions_are_listed(page, gateway_url):
     expect(rows.nth(1).locator("td")).to_have_text(
         ["tts", "192.168.1.7:6000", "3 s", "pocket/alba, 37 frames, 1 utterance(s)", "1.2 s queued"])
     expect(page.locator("#sessions-status")).to_have_text("2 live session(s).")
+
+
+def test_live_sessions_fit_a_phone_without_sideways_scrolling(page, gateway_url, screenshots):
+    sessions = {"sessions": [
+        {"id": "dic-1-abc", "kind": "dictation", "client": "2001:db8:1234:5678:9abc:def0:1234:5678", "age_s": 812.4,
+         "audio_s": 811.9, "utterances": 124, "lag_s": 0.42},
+        {"id": "tts-2-def", "kind": "tts", "client": "192.168.100.170:61234", "age_s": 3.0, "engine": "omnivoice",
+         "voice": "a-long-cloned-voice-name", "frames_sent": 123456, "utterances": 1000, "queued_audio_s": 12.2},
+    ]}
+    page.route("**/v1/admin/sessions", answer(200, sessions))
+    page.set_viewport_size(PHONE)
+    open_app(page, gateway_url, me=ME_ADMIN)
+    expect(page.locator("#sessions-body tr")).to_have_count(2)
+    wrap = page.locator(".table-wrap")
+    assert wrap.evaluate("(el) => [el.scrollWidth, el.clientWidth]") == [wrap.evaluate("(el) => el.clientWidth")] * 2
+    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+    page.locator("#sessions-title").scroll_into_view_if_needed()
+    screenshots.take(page, "admin-sessions")
 
 
 # ---- adding a voice

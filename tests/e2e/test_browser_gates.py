@@ -209,21 +209,53 @@ def test_admin_controls_are_shown_to_admins(page, gateway_url):
 # ---- engine states
 
 
-def test_missing_engines_show_their_detail_and_hint_and_disable_the_panels(page, gateway_url):
+def test_missing_engines_show_an_admin_their_detail_and_hint_and_disable_the_panels(page, gateway_url):
     engines = {"engines": [
         {"kind": "tts", "id": "pocket", "default": True, "state": "missing",
          "detail": "no model.safetensors in /data/models/pocket", "hint": "voxgate fetch pocket"},
         {"kind": "asr", "id": "asr", "model": "tiny.en", "state": "failed", "detail": "the sidecar exited 1"},
     ]}
-    open_app(page, gateway_url, engines)
+    open_app(page, gateway_url, engines, me=ME_ADMIN)
     expect(page.locator("#tts-note")).to_have_text(
-        "The pocket engine is unavailable: no model.safetensors in /data/models/pocket. voxgate fetch pocket")
+        "The pocket engine is unavailable (missing). Why, and how to fix it"
+        "no model.safetensors in /data/models/pocket. voxgate fetch pocket")
+    expect(page.locator("#tts-note code")).to_be_hidden()  # folded: the note is one short line
+    page.locator("#tts-note summary").click()
     expect(page.locator("#tts-note code")).to_have_text("voxgate fetch pocket")
-    expect(page.locator("#asr-note")).to_have_text("Speech recognition is unavailable: the sidecar exited 1.")
+    expect(page.locator("#asr-note")).to_have_text(
+        "Speech recognition is unavailable (failed). Why, and how to fix itthe sidecar exited 1.")
     expect(page.get_by_role("button", name="Start dictation")).to_be_disabled()
     expect(page.get_by_role("button", name="Speak", exact=True)).to_be_disabled()
     expect(page.get_by_label("Engine")).to_be_disabled()
     expect(page.locator("#tts-engine option")).to_have_text(["pocket (missing)"])
+
+
+def test_missing_engines_tell_a_non_admin_only_that_they_are_unavailable(page, gateway_url):
+    # what GET /v1/engines sends a non-admin: the state, no detail or hint (no path, no command)
+    engines = {"engines": [{"kind": "tts", "id": "pocket", "default": True, "state": "missing"},
+                           {"kind": "asr", "id": "asr", "model": "tiny.en", "state": "failed"}]}
+    open_app(page, gateway_url, engines, me=ME_USER)
+    expect(page.locator("#tts-note")).to_have_text("Speech is unavailable on this gateway.")
+    expect(page.locator("#asr-note")).to_have_text("Dictation is unavailable on this gateway.")
+    expect(page.get_by_role("button", name="Speak", exact=True)).to_be_disabled()
+
+
+def test_a_long_admin_engine_note_wraps_on_a_phone(page, gateway_url, screenshots):
+    path = "/home/someone/.local/share/voxgate/models/pocket/model.safetensors"
+    engines = {"engines": [
+        {"kind": "tts", "id": "pocket", "default": True, "state": "missing",
+         "detail": f"Pocket TTS weights not found: {path}",
+         "hint": "run `voxgate models pull pocket` to download it, or `voxgate models make-random pocket DIR` "
+                 "for random weights (then set VOXGATE_POCKET_DIR=DIR)"},
+        {"kind": "asr", "id": "asr", "model": "tiny.en", "state": "ready", "languages": ["en"]},
+    ]}
+    page.set_viewport_size(PHONE)
+    open_app(page, gateway_url, engines, me=ME_ADMIN)
+    page.locator("#tts-note summary").click()
+    expect(page.locator("#tts-note code")).to_be_visible()
+    expect(page.locator("#tts-note")).to_contain_text(path)
+    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+    screenshots.take(page, "engine-note-admin")
 
 
 def test_a_gateway_without_engines_says_how_to_enable_them(page, gateway_url):
@@ -255,15 +287,15 @@ def test_keyboard_reaches_the_controls_in_order_with_a_visible_focus(page, gatew
     open_app(page, gateway_url, me=ME_USER)
     page.locator("h1").click()  # the document has the focus, nothing in it does
     reached = []
-    for _ in range(7):
+    for _ in range(8):
         page.keyboard.press("Tab")
         reached.append(page.evaluate("document.activeElement.id || document.activeElement.name"))
         outline = page.evaluate("(() => { const s = getComputedStyle(document.activeElement);"
                                 " return [s.outlineStyle, s.outlineWidth]; })()")
         assert outline == ["solid", "3px"], f"{reached} {outline}"
-    # disabled buttons (Stop, Copy and Clear of an empty transcript) are skipped
-    assert reached == ["sign-out", "dictation-mode", "dictation-toggle", "tts-text", "tts-engine", "tts-voice",
-                       "tts-speak"]
+    # disabled controls (Stop; Copy, the format, Download and Clear of an empty transcript) are skipped
+    assert reached == ["sign-out", "dictation-mode", "mic-device", "dictation-toggle", "tts-text", "tts-engine",
+                       "tts-voice", "tts-speak"]
 
 
 def test_phone_width_has_no_sideways_scrolling(page, gateway_url):

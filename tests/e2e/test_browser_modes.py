@@ -6,7 +6,7 @@ address that is never contacted) to a gateway told to trust 127.0.0.1 as its
 proxy: the gateway then judges it exactly as a phone on the LAN, on HTTP and on
 the WebSocket upgrade alike. A trusted proxy must name every client, so the
 local page and the test's own requests name 127.0.0.1. The LAN-share listener
-binds 127.0.0.1 here.
+binds 127.0.0.1 here and serves HTTPS with the certificate it makes.
 """
 
 from __future__ import annotations
@@ -50,7 +50,9 @@ def open_page(browser):
     contexts = []
 
     def make(url: str, *, remote: bool):
-        context = browser.new_context(viewport=DESKTOP, extra_http_headers=REMOTE if remote else LOCAL)
+        # ignore_https_errors: the share's self-signed certificate, accepted once as a phone's user does
+        context = browser.new_context(viewport=DESKTOP, extra_http_headers=REMOTE if remote else LOCAL,
+                                      ignore_https_errors=True)
         context.set_default_timeout(UI_TIMEOUT_MS)
         page = context.new_page()
         contexts.append((context, no_page_errors(page)))
@@ -72,7 +74,8 @@ def test_local_mode_on_the_gateways_machine_is_admin_and_shares_a_scannable_link
     switch.check()
     expect(page.locator("#share-details")).to_be_visible()
     share = httpx.get(url + "/v1/admin/share", headers=LOCAL, timeout=10).json()
-    assert share["enabled"] and share["url"] == f"http://127.0.0.1:{share['port']}/?pin={share['pin']}"
+    assert share["enabled"] and share["url"] == f"https://127.0.0.1:{share['port']}/?pin={share['pin']}"
+    expect(page.locator("#share-fingerprint")).to_have_text(share["fingerprint"])
     expect(page.locator("#share-pin")).to_have_text(share["pin"])
     assert decode_qr(page.get_by_role("img", name="QR code of the share link").screenshot()) == [share["url"]]
     expect(page.locator("#sessions-status")).to_have_text("No live sessions.")

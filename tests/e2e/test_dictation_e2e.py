@@ -116,16 +116,28 @@ def finals_of(events: list[dict]) -> list[dict]:
     return [e for e in events if e["type"] == "final"]
 
 
-async def test_two_piper_sentences_in_real_time_give_two_matching_finals(server, speech):
-    url, _ = server
-    audio = np.concatenate([silence(0.5), speech[FIRST], silence(1.2), speech[SECOND], silence(1.0)])
-    async with await DictationClient.connect(url) as client:
-        events = await collect(client, audio, realtime=True)
+def two_sentences(speech: dict[str, np.ndarray]) -> np.ndarray:
+    """FIRST and SECOND with silence before, between (long enough to end the first) and after."""
+    return np.concatenate([silence(0.5), speech[FIRST], silence(1.2), speech[SECOND], silence(1.0)])
+
+
+def two_matching_finals(events: list[dict]) -> list[dict]:
+    """The finals of ``two_sentences``, checked: the invariants hold, utterances 0
+    and 1 and nothing else, each within MAX_PIPER_WER of its sentence."""
     check_invariants(events)
     finals = finals_of(events)
     assert [f["utterance"] for f in finals] == [0, 1]
     assert wer(FIRST, finals[0]["text"]) <= MAX_PIPER_WER, finals[0]["text"]
     assert wer(SECOND, finals[1]["text"]) <= MAX_PIPER_WER, finals[1]["text"]
+    return finals
+
+
+async def test_two_piper_sentences_in_real_time_give_two_matching_finals(server, speech):
+    url, _ = server
+    audio = two_sentences(speech)
+    async with await DictationClient.connect(url) as client:
+        events = await collect(client, audio, realtime=True)
+    finals = two_matching_finals(events)
     assert finals[0]["end"] < finals[1]["start"]
     assert any(e["type"] == "partial" and e["text"] for e in events)
     assert [e["type"] for e in events].count("speech_started") == 2
@@ -135,14 +147,9 @@ async def test_two_piper_sentences_in_real_time_give_two_matching_finals(server,
 
 async def test_eager_finals_come_before_finals_with_the_same_text(server, speech):
     url, _ = server
-    audio = np.concatenate([silence(0.5), speech[FIRST], silence(1.2), speech[SECOND], silence(1.0)])
     async with await DictationClient.connect(url, eager=True) as client:
-        events = await collect(client, audio, realtime=True)
-    check_invariants(events)
-    finals = finals_of(events)
-    assert [f["utterance"] for f in finals] == [0, 1]
-    assert wer(FIRST, finals[0]["text"]) <= MAX_PIPER_WER, finals[0]["text"]
-    assert wer(SECOND, finals[1]["text"]) <= MAX_PIPER_WER, finals[1]["text"]
+        events = await collect(client, two_sentences(speech), realtime=True)
+    two_matching_finals(events)
     assert events[-1]["type"] == "closed" and client.close_code == 1000
 
 

@@ -183,6 +183,9 @@ def test_the_pin_and_its_global_budget_are_shared(cluster):
                          ).status_code == 200
         status = httpx.get(cluster.b.url + "/v1/admin/share", headers=KEY_HEADERS).json()
         assert (status["enabled"], status["pin"]) == (True, pin)
+        # replica a's certificate, kept with the PIN record: b shows the same https link and fingerprint
+        assert (status["url"], status["fingerprint"]) == (r.json()["url"], r.json()["fingerprint"])
+        assert status["url"].startswith("https://") and len(status["fingerprint"]) == 95
         wrong = "000000" if pin != "000000" else "111111"
         codes = []
         for n in range(100):  # 100 wrong PINs, from 20 addresses (none locked out), over both replicas

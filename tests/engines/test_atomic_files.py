@@ -31,33 +31,34 @@ def test_a_failed_write_keeps_the_old_file_and_no_temp(tmp_path: Path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["voice.bin"]
 
 
-def test_replace_dir_swaps_a_whole_tree(tmp_path: Path):
+def _staged(tmp_path: Path, new_file: str, old_file: str | None = None) -> tuple[Path, Path]:
+    """A staging directory holding ``new_file``, and the destination ``model``,
+    which exists holding ``old_file`` when one is named."""
     dest = tmp_path / "model"
-    dest.mkdir()
-    (dest / "stale").write_text("x")
+    if old_file is not None:
+        dest.mkdir()
+        (dest / old_file).write_text("old")
     staging = tmp_path / ".staging"
     staging.mkdir()
-    (staging / "model.safetensors").write_text("new")
+    (staging / new_file).write_text("new")
+    return staging, dest
+
+
+def test_replace_dir_swaps_a_whole_tree(tmp_path: Path):
+    staging, dest = _staged(tmp_path, "model.safetensors", old_file="stale")
     replace_dir(staging, dest)
     assert sorted(p.name for p in dest.iterdir()) == ["model.safetensors"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]
 
 
 def test_replace_dir_into_a_new_place(tmp_path: Path):
-    staging = tmp_path / ".staging"
-    staging.mkdir()
-    (staging / "a").write_text("1")
-    replace_dir(staging, tmp_path / "model")
-    assert (tmp_path / "model" / "a").read_text() == "1" and not staging.exists()
+    staging, dest = _staged(tmp_path, "a")
+    replace_dir(staging, dest)
+    assert (dest / "a").read_text() == "new" and not staging.exists()
 
 
 def test_replace_dir_never_leaves_the_destination_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    dest = tmp_path / "model"
-    dest.mkdir()
-    (dest / "old.bin").write_text("old")
-    staging = tmp_path / ".staging"
-    staging.mkdir()
-    (staging / "new.bin").write_text("new")
+    staging, dest = _staged(tmp_path, "new.bin", old_file="old.bin")
     seen: list[bool] = []  # does dest exist at each rename?
     real_rename = os.rename
 

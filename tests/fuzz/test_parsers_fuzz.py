@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import io
 import ipaddress
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import numpy as np
@@ -115,16 +115,21 @@ def test_the_sidecar_frame_reader(data: bytes) -> None:
     raise AssertionError("the reader did not reach the end of the input")
 
 
-@given(st.lists(FRAME_PIECES | st.binary(max_size=40), max_size=6).map(b"".join))
-def test_the_gateway_frame_reader(data: bytes) -> None:
+def read_to_the_end(data: bytes, limit: int, read: Callable[[asyncio.StreamReader], Awaitable[object]]) -> object:
+    """What reading ``data`` to its end with ``read`` (None at the end) raises, or None."""
     async def read_all() -> None:
-        reader = asyncio.StreamReader(limit=1 << 16)
+        reader = asyncio.StreamReader(limit=limit)
         reader.feed_data(data)
         reader.feed_eof()
-        while await read_frame_async(reader) is not None:
+        while await read(reader) is not None:
             pass
 
-    result = outcome(lambda: asyncio.run(read_all()))
+    return outcome(lambda: asyncio.run(read_all()))
+
+
+@given(st.lists(FRAME_PIECES | st.binary(max_size=40), max_size=6).map(b"".join))
+def test_the_gateway_frame_reader(data: bytes) -> None:
+    result = read_to_the_end(data, 1 << 16, read_frame_async)
     assert result is None or isinstance(result, FrameError), repr(result)
 
 
@@ -156,12 +161,5 @@ WYOMING_PIECES = st.sampled_from([b'{"type":"describe"}\n', b'{"type":"audio-chu
 @given(st.lists(WYOMING_PIECES | st.binary(max_size=40), max_size=5).map(b"".join))
 @example(b"[" * 5000 + b"]" * 5000 + b"\n")  # deeper than the recursion limit Hypothesis sets
 def test_the_wyoming_event_reader(data: bytes) -> None:
-    async def read_all() -> None:
-        reader = asyncio.StreamReader(limit=MAX_LINE_BYTES)
-        reader.feed_data(data)
-        reader.feed_eof()
-        while await read_event(reader) is not None:
-            pass
-
-    result = outcome(lambda: asyncio.run(read_all()))
+    result = read_to_the_end(data, MAX_LINE_BYTES, read_event)
     assert result is None or isinstance(result, WireError), repr(result)

@@ -15,6 +15,7 @@ class FakeListener:
         self.stops = 0
         self.app: Any = None
         self.fail_with = fail_with
+        self.tls_fingerprint: str | None = None
 
     async def start(self, app: Any) -> tuple[str, int]:
         if self.fail_with is not None:

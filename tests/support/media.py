@@ -6,9 +6,12 @@ real, independent implementation; and decoders that are not FFmpeg
 from __future__ import annotations
 
 import io
+import itertools
 import subprocess
 import tempfile
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import av
 import numpy as np
@@ -36,18 +39,17 @@ def ffmpeg_file(container: str, codec: str, samples: np.ndarray, rate: int, *, c
     stream.layout = layout
     fmt = _sample_format(stream)
     step = stream.codec_context.frame_size or 1024
-    for start in range(0, len(samples), step):
-        chunk = samples[start:start + step]
-        arr = (chunk * 32767).astype(np.int16) if fmt.startswith("s16") else chunk.astype(np.float32)
-        arr = np.tile(arr, (channels, 1)) if fmt.endswith("p") else np.repeat(arr, channels).reshape(1, -1)
-        frame = av.AudioFrame.from_ndarray(arr, format=fmt, layout=layout)
-        frame.sample_rate, frame.pts = rate, start
-        for packet in stream.encode(frame):
-            out.mux(packet)
-    for packet in stream.encode(None):
-        out.mux(packet)
-    out.close()
-    return buf.getvalue()
+
+    def frames() -> Iterator[av.AudioFrame]:
+        for start in range(0, len(samples), step):
+            chunk = samples[start:start + step]
+            arr = (chunk * 32767).astype(np.int16) if fmt.startswith("s16") else chunk.astype(np.float32)
+            arr = np.tile(arr, (channels, 1)) if fmt.endswith("p") else np.repeat(arr, channels).reshape(1, -1)
+            frame = av.AudioFrame.from_ndarray(arr, format=fmt, layout=layout)
+            frame.sample_rate, frame.pts = rate, start
+            yield frame
+
+    return _muxed(buf, out, stream, frames())
 
 
 def ffmpeg_video_only(container: str) -> bytes:
@@ -56,13 +58,22 @@ def ffmpeg_video_only(container: str) -> bytes:
     out = av.open(buf, "w", format=container)
     stream = out.add_stream("mpeg4", rate=25)
     stream.width, stream.height, stream.pix_fmt = 64, 48, "yuv420p"
-    for i in range(10):
-        frame = av.VideoFrame.from_ndarray(np.full((48, 64, 3), i * 20, np.uint8), format="rgb24")
-        frame.pts = i
+
+    def frames() -> Iterator[av.VideoFrame]:
+        for i in range(10):
+            frame = av.VideoFrame.from_ndarray(np.full((48, 64, 3), i * 20, np.uint8), format="rgb24")
+            frame.pts = i
+            yield frame
+
+    return _muxed(buf, out, stream, frames())
+
+
+def _muxed(buf: io.BytesIO, out: Any, stream: Any, frames: Iterable[Any]) -> bytes:
+    """Encode ``frames`` into ``stream``, flush the encoder, close ``out`` and
+    return the file it wrote into ``buf``."""
+    for frame in itertools.chain(frames, [None]):  # None flushes the encoder
         for packet in stream.encode(frame):
             out.mux(packet)
-    for packet in stream.encode(None):
-        out.mux(packet)
     out.close()
     return buf.getvalue()
 

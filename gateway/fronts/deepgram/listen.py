@@ -19,6 +19,7 @@ becomes an empty ``Results`` with ``from_finalize: true``.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import itertools
 from collections import deque
@@ -29,9 +30,9 @@ from starlette.websockets import WebSocket
 from auth.credentials import answer_subprotocol
 from gateway.config import Settings
 from gateway.dictation.session import DictationSession
+from gateway.engine_view import public_model_name
 from gateway.errors import (
     GatewayError,
-    OverCapacity,
     TooLarge,
     close_code_for,
     close_socket,
@@ -39,16 +40,14 @@ from gateway.errors import (
 from gateway.fronts.deepgram import messages as dg
 from gateway.fronts.deepgram.params import LISTEN_MODEL_FAMILIES, ListenParams, check_model, parse_listen_params
 from gateway.fronts.deepgram.refusal import new_request_id, refuse, request_headers
-from gateway.protocol.common import Closed, ErrorEvent
+from gateway.protocol.common import Closed, End, ErrorEvent, Keepalive
 from gateway.protocol.dictation import (
     MAX_AUDIO_MESSAGE_BYTES,
     MAX_TEXT_MESSAGE_BYTES,
     ClientMessage,
-    End,
     Final,
     Finalize,
     Finalized,
-    Keepalive,
     Partial,
     ServerEvent,
     SpeechStarted,
@@ -170,7 +169,7 @@ async def listen_socket(websocket: WebSocket) -> None:
     settings: Settings = state.settings
     request_id = new_request_id()
     await websocket.accept(subprotocol=answer_subprotocol(websocket.scope), headers=request_headers(request_id))
-    model_name = state.asr.model_name if state.asr is not None else "none"
+    model_name = public_model_name(state.asr.model_name) if state.asr is not None else "none"
     try:
         params = parse_listen_params(websocket.query_params)
         check_model(params.model, [model_name], LISTEN_MODEL_FAMILIES)
@@ -181,12 +180,5 @@ async def listen_socket(websocket: WebSocket) -> None:
     # Deepgram's own idle close, unless the gateway's idle timeout (the ceiling of every vendor timeout) is shorter
     idle_timeout_s = min(IDLE_TIMEOUT_S, settings.idle_timeout_s)
     session = DictationSession(transport, params.dictation, settings, state.asr, idle_timeout_s=idle_timeout_s)
-    try:
-        entry = state.sessions.claim_connection("dictation", websocket, session.describe, session.drain)
-    except OverCapacity as exc:
-        await refuse(websocket, exc, dg.listen_error)
-        return
-    try:
-        await session.run(entry.id)
-    finally:
-        state.sessions.remove(entry.id)
+    await state.sessions.run_connection("dictation", websocket, session.describe, session.drain,
+                                        functools.partial(refuse, websocket, build=dg.listen_error), session.run)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gateway.errors import BadMessage
-from gateway.protocol.json import parse_message, refuse_unknown_fields
+from gateway.protocol.json import parse_message, refuse_unknown_fields, unknown_type
 
 CHANNEL = [0, 1]  # channel index and channel count, as Deepgram writes them
 MODEL_VERSION = "voxgate"
@@ -165,5 +165,5 @@ def _message_type(raw: str | dict[str, Any], allowed: tuple[str, ...]) -> str:
     if not isinstance(kind, str):
         raise BadMessage(f"a message needs a string \"type\", one of: {', '.join(allowed)}")
     if kind not in allowed:
-        raise BadMessage(f"unknown message type {kind[:40]!r}; expected one of: {', '.join(allowed)}")
+        raise unknown_type(kind, allowed)
     return kind

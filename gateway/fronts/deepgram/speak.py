@@ -24,6 +24,7 @@ the client (a ``keepalive`` whenever the client has been quiet for a third of
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import time
 from collections import deque
@@ -32,7 +33,7 @@ from typing import Any
 from starlette.websockets import WebSocket
 
 from auth.credentials import answer_subprotocol
-from gateway.errors import BadMessage, GatewayError, OverCapacity, TooLarge, close_socket
+from gateway.errors import BadMessage, GatewayError, TooLarge, close_socket
 from gateway.fronts.deepgram import messages as dg
 from gateway.fronts.deepgram.params import (
     OUTPUT_FORMATS,
@@ -42,16 +43,8 @@ from gateway.fronts.deepgram.params import (
     parse_speak_params,
 )
 from gateway.fronts.deepgram.refusal import new_request_id, refuse, request_headers
-from gateway.protocol.tts import (
-    Cancel,
-    ClientMessage,
-    End,
-    Flush,
-    Keepalive,
-    TextFragment,
-    TextLimits,
-    text_too_long,
-)
+from gateway.protocol.common import End, Keepalive
+from gateway.protocol.tts import Cancel, ClientMessage, Flush, TextFragment, TextLimits, text_too_long
 from gateway.tts.selection import check_ready, pick_engine, voice_ids
 from gateway.tts.session import TtsSession
 from gateway.tts.states import SessionConfig
@@ -145,14 +138,11 @@ async def speak_socket(websocket: WebSocket) -> None:
     session = TtsSession(transport=transport, engine=engine, voice=voice,
                          sample_rate=params.sample_rate, encoding=OUTPUT_FORMATS[params.encoding],
                          config=SessionConfig(limits=TEXT_LIMITS, idle_timeout_s=settings.idle_timeout_s))
-    try:
-        entry = state.sessions.claim_connection("tts", websocket, session.describe, session.drain)
-    except OverCapacity as exc:
-        await refuse(websocket, exc, dg.listen_error)
-        return
-    try:
+
+    async def run(_session_id: str) -> None:
         model = dg.ModelInfo(f"{info.id}-{voice}" if voice else info.id, info.id)
         await websocket.send_json(dg.speak_metadata(request_id=request_id, model=model))
         await session.run()
-    finally:
-        state.sessions.remove(entry.id)
+
+    await state.sessions.run_connection("tts", websocket, session.describe, session.drain,
+                                        functools.partial(refuse, websocket, build=dg.listen_error), run)

@@ -55,7 +55,8 @@ from gateway.fronts.elevenlabs.context import TEXT_NOT_TAKEN, Context, ContextTr
 from gateway.fronts.elevenlabs.messages import ClientMessage as ElevenLabsMessage
 from gateway.fronts.elevenlabs.messages import error_message, final_message, parse_client_message
 from gateway.fronts.elevenlabs.params import SocketParams
-from gateway.protocol.tts import ClientMessage, End, Flush, Keepalive, TextFragment, TextLimits
+from gateway.protocol.common import End, Keepalive
+from gateway.protocol.tts import ClientMessage, Flush, TextFragment, TextLimits
 from gateway.registry import DRAINING_MESSAGE, SessionRegistry
 from gateway.tts.session import TtsSession
 from gateway.tts.states import GOING_AWAY_REASON, SessionConfig

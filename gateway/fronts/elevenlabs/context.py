@@ -29,7 +29,8 @@ from gateway.errors import CODES
 from gateway.fronts.elevenlabs.alignment import CharClock, SpeechRate
 from gateway.fronts.elevenlabs.messages import audio_message, error_message, final_message
 from gateway.fronts.elevenlabs.params import AudioFormat
-from gateway.protocol.tts import Cancel, ClientMessage, End, Flush
+from gateway.protocol.common import End
+from gateway.protocol.tts import Cancel, ClientMessage, Flush
 from gateway.registry import SessionEntry
 from gateway.tts.session import TtsSession
 

@@ -23,7 +23,7 @@ from typing import Any
 from auth.credentials import Credential, CredentialKind, bearer_value
 from gateway.errors import BadMessage
 from gateway.fronts.elevenlabs.fields import check_generation_config, check_voice_settings
-from gateway.protocol.json import parse_message
+from gateway.protocol.json import optional_field, parse_message
 from gateway.protocol.tts import TextLimits, text_too_long
 
 MAX_CONTEXT_ID_CHARS = 128
@@ -79,12 +79,7 @@ def credential_of(raw: str) -> Credential | None:
 
 
 def _flag(data: dict[str, Any], name: str) -> bool:
-    value = data.get(name)
-    if value is None:
-        return False
-    if not isinstance(value, bool):
-        raise BadMessage(f"{name} must be true or false")
-    return value
+    return optional_field(data, name, bool, f"{name} must be true or false") or False
 
 
 def _credential(data: dict[str, Any]) -> Credential | None:

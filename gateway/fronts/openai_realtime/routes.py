@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from typing import Any
 
 from starlette.routing import BaseRoute
@@ -30,15 +31,16 @@ from starlette.websockets import WebSocket
 
 from auth.access import RouteClass, ws_route
 from auth.credentials import answer_subprotocol
+from engines.base import AsrService
 from gateway.config import Settings
 from gateway.dictation.asr_gate import asr_refusal
 from gateway.dictation.relay import GOING_AWAY_REASON
 from gateway.dictation.session import DictationSession
+from gateway.engine_view import public_model_name
 from gateway.errors import (
     CLOSE_TIMEOUT_S,
     BadRequest,
     GatewayError,
-    OverCapacity,
     close_code_for,
     close_socket,
 )
@@ -112,7 +114,7 @@ async def realtime_socket(websocket: WebSocket) -> None:
     asr = state.asr
     languages = list(asr.info()["languages"]) if asr is not None else []
     transport = RealtimeTransport(websocket, TranscriptionConfig(), languages, settings.idle_timeout_s,
-                                  asr_model=str(asr.info()["model"]) if asr is not None else "")
+                                  asr_model=public_model_name(str(asr.info()["model"])) if asr is not None else "")
     try:
         _check_query(websocket.query_params, transport.asr_model)
         refusal = asr_refusal(asr)
@@ -122,11 +124,15 @@ async def realtime_socket(websocket: WebSocket) -> None:
         await _refuse(transport, exc)
         return
     socket = _Socket(transport)
-    try:
-        entry = state.sessions.claim_connection("dictation", websocket, socket.describe, socket.drain)
-    except OverCapacity as exc:
-        await _refuse(transport, exc)
-        return
+    await state.sessions.run_connection("dictation", websocket, socket.describe, socket.drain,
+                                        functools.partial(_refuse, transport),
+                                        functools.partial(_transcribe, socket, settings, asr))
+
+
+async def _transcribe(socket: _Socket, settings: Settings, asr: AsrService | None, session_id: str) -> None:
+    """Answer ``session.update`` until the first audio, then run the dictation session."""
+    transport = socket.transport
+    websocket = transport.websocket
     try:
         await transport.send_session_created()
         try:
@@ -148,10 +154,9 @@ async def realtime_socket(websocket: WebSocket) -> None:
         socket.session = session
         if transport.draining:  # it began while the first audio was read
             socket.drain(False)
-        await session.run(entry.id)
+        await session.run(session_id)
     finally:
         await transport.stop_refusing()
-        state.sessions.remove(entry.id)
 
 
 def openai_realtime_routes() -> list[BaseRoute]:

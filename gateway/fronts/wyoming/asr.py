@@ -30,7 +30,8 @@ from gateway.fronts.wyoming import messages as msg
 from gateway.fronts.wyoming.link import Link, PcmIn
 from gateway.fronts.wyoming.messages import AudioFormat, Transcribe
 from gateway.fronts.wyoming.transcript import TranscriptTransport
-from gateway.protocol.dictation import DictationParams, End
+from gateway.protocol.common import End
+from gateway.protocol.dictation import DictationParams
 from gateway.registry import SessionEntry, SessionRegistry
 
 DEFAULT_SILENCE_MS = 500

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from engines.base import AsrService, EngineState, TtsEngine
+from gateway.engine_view import public_model_name
 from gateway.fronts.wyoming.wire import Event
 
 ASR_PROGRAM = "voxgate-asr"
@@ -49,7 +50,8 @@ def _artifact(name: str, attribution: dict[str, str], installed: bool, descripti
 def _asr_program(asr: AsrService, version: str) -> dict[str, Any]:
     ready = asr.status().state is EngineState.READY
     languages = list(asr.info().get("languages") or [])
-    model = {**_artifact(asr.model_name, WHISPER, ready, f"Whisper {asr.model_name}", None),
+    name = public_model_name(asr.model_name)
+    model = {**_artifact(name, WHISPER, ready, f"Whisper {name}", None),
              "languages": languages}
     return {**_artifact(ASR_PROGRAM, VOXGATE, ready,
                         "voxgate dictation: faster-whisper with Silero VAD, streaming partials", version),

@@ -23,6 +23,7 @@ from typing import Any
 
 from gateway.errors import BadMessage
 from gateway.fronts.wyoming.wire import Event
+from gateway.protocol.json import optional_field
 
 # vad_sensitivity -> trailing silence that ends the voice command (ms)
 VAD_SILENCE_MS = {"aggressive": 400, "default": 700, "relaxed": 1200}
@@ -31,12 +32,7 @@ MIN_RATE = 8000
 
 
 def _optional_str(data: dict[str, Any], name: str, kind: str) -> str | None:
-    value = data.get(name)
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise BadMessage(f"{kind}: \"{name}\" must be a string")
-    return value
+    return optional_field(data, name, str, f"{kind}: \"{name}\" must be a string")
 
 
 @dataclass(frozen=True)

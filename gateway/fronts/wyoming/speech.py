@@ -31,7 +31,8 @@ from typing import Any
 from gateway.fronts.wyoming import messages as msg
 from gateway.fronts.wyoming.link import Link
 from gateway.fronts.wyoming.messages import VoiceRequest
-from gateway.protocol.tts import Cancel, ClientMessage, End, Keepalive, Speak
+from gateway.protocol.common import End, Keepalive
+from gateway.protocol.tts import Cancel, ClientMessage, Speak
 from gateway.tts.sentences import SentenceBuffer
 
 

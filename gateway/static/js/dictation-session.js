@@ -24,12 +24,22 @@ const BACKOFF_MS = [500, 1000, 2000, 4000, 8000];
 const MAX_RECONNECTS = 8;
 
 export class DictationSession {
-  /** `view` is the panel; `forwarding` false holds audio back (push-to-talk not pressed). */
-  constructor(view, {language, forwarding}) {
+  /**
+   * `view` is the panel; `forwarding` false holds audio back (push-to-talk not
+   * pressed); `deviceId` picks the microphone ("" the default); `startS` is where
+   * this session's audio starts on the transcript's clock.
+   */
+  constructor(view, {language, forwarding, deviceId, startS}) {
     this.view = view;
     this.language = language;
     this.forwarding = forwarding;
-    this.mic = new Microphone((samples, rms) => this.onChunk(samples, rms), CHUNK_S);
+    this.startS = startS;
+    this.mic = new Microphone((samples, rms) => this.onChunk(samples, rms), CHUNK_S, deviceId);
+    this.forwardedSamples = 0;  // the dictated audio so far: the clock of the finals' times
+    this.socketStartS = null;   // where the current socket's audio starts on that clock
+    this.finalsShown = 0;
+    this.opening = null;
+    this.pressedAt = 0;
     this.ws = null;
     this.ready = false;
     this.everReady = false;
@@ -57,6 +67,7 @@ export class DictationSession {
     this.view.sessionLive();
     this.view.setState("Connecting…");
     this.connect();
+    if (!this.forwarding && this.view.releasesMicrophone) this.mic.close();  // opened only to learn the rate
   }
 
   connect() {
@@ -66,6 +77,7 @@ export class DictationSession {
     ws.binaryType = "arraybuffer";
     this.ws = ws;
     this.ready = false;
+    this.socketStartS = null;
     this.later(READY_TIMEOUT_MS, () => {
       if (this.ws === ws && !this.ready) this.lost(ws, "The gateway did not start the dictation session in time.");
     });
@@ -136,18 +148,22 @@ export class DictationSession {
         view.showPartial(String(msg.text || ""), String(msg.stable || ""));
         view.showLag(Number(msg.lag_s) || 0);
         break;
-      case "final":
+      case "final": {
         this.replay.settled(Number(msg.end) || 0);
         logEvent("dictation:final");
-        view.addFinal(String(msg.text || ""));
+        const offset = this.startS + (this.socketStartS ?? 0);
+        if (view.addFinal(String(msg.text || ""), offset + (Number(msg.start) || 0), offset + (Number(msg.end) || 0))) {
+          this.finalsShown += 1;  // every final shown counts, whichever socket it came on
+        }
         if (!this.stopping) view.listening(null, this.rate, false);
         break;
+      }
       case "error":
         view.showProblem(`${msg.message || "Error"} (${msg.code})${msg.retryable ? " — retrying, nothing is lost." : ""}`);
         break;
       case "closed":
         this.sawClosed = true;
-        view.setState(`Done: ${msg.utterances} utterance(s), ${msg.audio_s} s of audio.`);
+        view.setState(doneSummary(this.finalsShown, this.forwardedSamples / this.rate));
         break;
       default:
         break;
@@ -157,10 +173,17 @@ export class DictationSession {
   onChunk(samples, rms) {
     counters.micChunks += 1;
     counters.levelUpdates += 1;
+    if (this.pressedAt) {
+      counters.micStartMs = performance.now() - this.pressedAt;
+      logEvent("dictation:microphone-reopened");
+      this.view.microphoneStarted(counters.micStartMs);
+      this.pressedAt = 0;
+    }
     this.view.setLevel(levelOf(rms));
     if (!this.outbox || !this.forwarding || this.done) return;
     const dropped = this.outbox.droppedSamples;
-    this.outbox.pushAudio(floatToS16le(samples));
+    this.outbox.pushAudio(floatToS16le(samples), this.forwardedSamples / this.rate);
+    this.forwardedSamples += samples.length;
     if (this.outbox.droppedSamples !== dropped) {
       counters.droppedAudioS = this.outbox.droppedSamples / this.rate;
       this.view.showProblem(`The connection is down too long: ${counters.droppedAudioS.toFixed(1)} s of audio could not be kept.`);
@@ -175,6 +198,7 @@ export class DictationSession {
     while (this.outbox.length && ws.bufferedAmount < this.rate * 2 * MAX_SOCKET_BUFFER_S) {
       const item = this.outbox.shift();
       if (item.audio) {
+        if (this.socketStartS === null) this.socketStartS = item.at;
         ws.send(item.audio);
         counters.audioChunksSent += 1;
         if (item.replayed) counters.replayedChunks += 1;
@@ -198,21 +222,41 @@ export class DictationSession {
     this.lastSentAt = performance.now();
   }
 
-  /** Push-to-talk pressed: audio flows to the gateway from now on. */
+  /** Push-to-talk pressed: audio flows to the gateway from now on (the microphone reopened if released). */
   press() {
     this.presses += 1;
     this.forwarding = true;
+    if (this.outbox && !this.mic.isOpen && !this.opening && !this.stopping && !this.done) {
+      this.opening = this.reopen();
+    }
   }
 
-  /** Push-to-talk released: the audio captured up to now, then `finalize`. */
+  async reopen() {
+    this.pressedAt = performance.now();
+    try {
+      await this.mic.open();
+      if (this.done || this.stopping) this.mic.close();  // stopped while it opened
+    } catch (err) {
+      this.finish(microphoneProblem(err));
+    } finally {
+      this.opening = null;
+    }
+  }
+
+  /** Push-to-talk released: the audio captured up to now, then `finalize`; the microphone closed if asked. */
   async release() {
     const press = this.presses;
+    if (this.opening) await this.opening;
     await this.mic.flush();
     if (press !== this.presses || this.done || this.stopping) return;  // pressed again meanwhile: one utterance
     this.forwarding = false;
     if (!this.outbox) return;
     this.outbox.pushControl({type: "finalize"});
     this.pump();
+    if (this.view.releasesMicrophone) {
+      this.mic.close();
+      this.view.setLevel(0);
+    }
   }
 
   /** Stop: the last audio, then `end`; close when the gateway has answered. */
@@ -258,4 +302,8 @@ export class DictationSession {
     if (this.ws && this.ws.readyState <= WebSocket.OPEN) this.ws.close();
     this.view.ended(this, message, signIn);
   }
+}
+
+function doneSummary(finals, audioS) {
+  return `Done: ${finals} utterance${finals === 1 ? "" : "s"}, ${audioS.toFixed(1)} s of audio.`;
 }

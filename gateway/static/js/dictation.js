@@ -3,7 +3,10 @@
 // says. One DictationSession at a time (dictation-session.js).
 
 import {DictationSession} from "./dictation-session.js";
+import {ElapsedClock} from "./elapsed.js";
+import {MicPicker} from "./mic-picker.js";
 import {Transcript} from "./transcript.js";
+import {ScreenAwake} from "./wake-lock.js";
 
 const LAG_SHOWN_S = 1.0;  // the recognizer is shown as behind from this lag on
 
@@ -15,6 +18,19 @@ function languageName(code) {
   } catch {
     return code;
   }
+}
+
+/** Shown before Start on a page the browser will not give a microphone to (plain http off this machine). */
+function insecurePageNote() {
+  const note = document.createDocumentFragment();
+  const https = `https://${location.host}${location.pathname}`;
+  const link = document.createElement("a");
+  link.href = https;
+  link.textContent = https;
+  note.append("The microphone needs a secure page, and this one is plain http. Open the gateway over https: ",
+    "ask its owner for the share link (it starts with https://, and the QR code in the owner's admin panel opens it), or try ",
+    link, ". On the gateway's own machine, http://localhost works too.");
+  return note;
 }
 
 /** True when the space bar belongs to the focused control (typing, choosing, pressing it). */
@@ -32,6 +48,14 @@ export class DictationPanel {
     this.available = false;
     this.talking = false;
     this.transcript = new Transcript(el.transcript);
+    this.mics = new MicPicker(el.mic);
+    this.clock = new ElapsedClock(el.elapsed);
+    this.awake = new ScreenAwake();
+    this.secure = window.isSecureContext;
+    if (!this.secure) {
+      el.secure.replaceChildren(insecurePageNote());
+      el.secure.hidden = false;
+    }
     el.toggle.addEventListener("click", () => this.toggle());
     for (const radio of el.modes) radio.addEventListener("change", () => this.modeChanged());
     this.wireTalkButton();
@@ -40,6 +64,11 @@ export class DictationPanel {
 
   get pushToTalk() {
     return this.el.modes.some((radio) => radio.checked && radio.value === "push");
+  }
+
+  /** Push-to-talk that gives the microphone back between presses (it reopens on the next press). */
+  get releasesMicrophone() {
+    return this.pushToTalk && this.el.release.checked;
   }
 
   wireTalkButton() {
@@ -68,7 +97,7 @@ export class DictationPanel {
 
   /** Enable or disable Start, with the engine note that explains why. */
   setAvailable(available, note) {
-    this.available = available;
+    this.available = available && this.secure;
     this.el.note.replaceChildren();
     if (note) this.el.note.append(note);
     this.refreshControls();
@@ -88,6 +117,7 @@ export class DictationPanel {
     const push = this.pushToTalk;
     this.el.talk.hidden = !push;
     this.el.pushHint.hidden = !push;
+    this.el.releaseField.hidden = !push;
     if (this.session && !push) this.session.press();  // hands-free: everything flows
     if (this.session && push && !this.talking) this.session.release();
     this.refreshControls();
@@ -100,6 +130,7 @@ export class DictationPanel {
     if (!live) this.el.toggle.disabled = !this.available;
     this.el.talk.disabled = !this.available || (live && this.session.stopping);
     this.el.language.disabled = live;  // a socket's language is fixed when it opens
+    this.mics.setDisabled(live);
   }
 
   toggle() {
@@ -110,8 +141,13 @@ export class DictationPanel {
   start() {
     this.el.problem.textContent = "";
     this.showLag(0);
-    const session = new DictationSession(this, {language: this.el.language.value, forwarding: !this.pushToTalk || this.talking});
+    const session = new DictationSession(this, {
+      language: this.el.language.value, forwarding: !this.pushToTalk || this.talking,
+      deviceId: this.mics.deviceId, startS: this.transcript.endS,
+    });
     this.session = session;
+    this.clock.start();
+    this.awake.start();
     this.el.toggle.disabled = true;  // until the microphone is open
     this.refreshControls();
     session.run();
@@ -136,6 +172,7 @@ export class DictationPanel {
 
   sessionLive() {
     this.el.toggle.disabled = false;  // Stop works while the socket is still connecting
+    this.mics.refresh();  // the devices have names once the microphone is allowed
   }
 
   listening(model, rate, reconnected) {
@@ -154,6 +191,12 @@ export class DictationPanel {
     this.refreshControls();
   }
 
+  /** What releasing the microphone cost this time: the wait for it to start again. */
+  microphoneStarted(ms) {
+    this.el.releaseHint.textContent = "The recording indicator goes off between presses. Each press then waits for "
+      + `the microphone to start (the last one: ${Math.round(ms)} ms), and speech in that moment is not heard.`;
+  }
+
   setState(text) {
     this.el.state.textContent = text;
   }
@@ -170,7 +213,7 @@ export class DictationPanel {
 
   clearPartial() { this.transcript.clearPartial(); }
 
-  addFinal(text) { this.transcript.addFinal(text); }
+  addFinal(text, start, end) { return this.transcript.addFinal(text, start, end); }
 
   showProblem(text) {
     this.el.problem.textContent = text;
@@ -179,6 +222,8 @@ export class DictationPanel {
   ended(session, message, signIn) {
     if (this.session !== session) return;
     this.session = null;
+    this.clock.stop();
+    this.awake.stop();
     this.setLevel(0);
     this.showLag(0);
     this.refreshControls();

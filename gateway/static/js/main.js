@@ -41,18 +41,23 @@ const dictation = new DictationPanel({
   modes: [...document.querySelectorAll("input[name=dictation-mode]")],
   language: $("dictation-language"), languageField: $("language-field"), level: $("mic-level"),
   state: $("dictation-state"), lag: $("dictation-lag"), note: $("asr-note"), problem: $("dictation-problem"),
+  secure: $("dictation-secure"), mic: $("mic-device"), release: $("release-mic"), releaseField: $("release-field"),
+  releaseHint: $("release-hint"),
+  elapsed: $("dictation-elapsed"),
   transcript: {
     finals: $("finals"), partialStable: document.querySelector("#partial .stable"),
     partialUnstable: document.querySelector("#partial .unstable"),
-    copy: $("transcript-copy"), clear: $("transcript-clear"), status: $("transcript-status"),
+    copy: $("transcript-copy"), clear: $("transcript-clear"), undo: $("transcript-undo"),
+    download: $("transcript-download"), format: $("transcript-format"), status: $("transcript-status"),
   },
 }, {onSignInNeeded: () => enter()});
 
 const tts = new TtsPanel({
   text: $("tts-text"), speak: $("tts-speak"), stop: $("tts-stop"), state: $("tts-state"),
   ttfa: $("tts-ttfa"), stats: $("tts-stats"), note: $("tts-note"), problem: $("tts-problem"),
+  download: $("tts-download"),
   picker: {
-    engine: $("tts-engine"), voice: $("tts-voice"),
+    engine: $("tts-engine"), voice: $("tts-voice"), voiceId: $("tts-voice-id"),
     clone: {details: $("clone"), form: $("clone-form"), id: $("clone-id"), file: $("clone-file"),
             submit: $("clone-submit"), status: $("clone-status")},
   },
@@ -61,7 +66,7 @@ const tts = new TtsPanel({
 const admin = new AdminPanel({
   section: $("admin"),
   share: {toggle: $("share-toggle"), details: $("share-details"), pin: $("share-pin"), link: $("share-link"),
-          qr: $("share-qr"), status: $("share-status")},
+          qr: $("share-qr"), status: $("share-status"), tls: $("share-tls"), fingerprint: $("share-fingerprint")},
   sessions: {body: $("sessions-body"), status: $("sessions-status"), refresh: $("sessions-refresh")},
 });
 
@@ -106,7 +111,7 @@ async function showApp(engines) {
     admin.show(me.admin);
     tts.voices.setAdmin(me.admin);
   }
-  const states = panelStates(engines);
+  const states = panelStates(engines, me.admin);
   dictation.setAvailable(states.asr.available, states.asr.note);
   dictation.setLanguages(states.asr.languages);
   tts.setAvailable(states.tts.available, states.tts.note);

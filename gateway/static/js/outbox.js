@@ -9,7 +9,7 @@
 // after a drop this audio is queued again, ahead of the outbox, and the new
 // socket hears the interrupted utterance from its start.
 
-/** Items are {audio: ArrayBuffer} or {control: object}. */
+/** Items are {audio: ArrayBuffer, at: seconds into the dictated audio} or {control: object}. */
 export class Outbox {
   constructor(rate, maxS) {
     this.items = [];
@@ -20,8 +20,8 @@ export class Outbox {
 
   get length() { return this.items.length; }
 
-  pushAudio(buffer) {
-    this.items.push({audio: buffer});
+  pushAudio(buffer, at) {
+    this.items.push({audio: buffer, at});
     this.samples += buffer.byteLength / 2;
     this.trim();
   }

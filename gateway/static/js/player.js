@@ -35,14 +35,20 @@ export class FramePlayer {
     };
   }
 
-  /** Seconds of scheduled audio still to play. */
+  /** Seconds of scheduled audio still to play; none once stopped (Stop cut the rest). */
   get aheadS() {
+    if (this.stopped) return 0;
     return Math.max(0, this.cursor - this.ctx.currentTime);
   }
 
-  /** Call `fn` once everything scheduled has played. */
+  /** Call `fn` once everything scheduled has played: at once when nothing is left. */
   whenPlayed(fn) {
-    return setTimeout(fn, this.aheadS * 1000);
+    const ahead = this.aheadS;
+    if (ahead === 0) {
+      fn();
+      return null;
+    }
+    return setTimeout(fn, ahead * 1000);
   }
 
   /** Silence now: every scheduled frame is cut off. */
@@ -52,5 +58,6 @@ export class FramePlayer {
     counters.ttsFramesStopped += this.sources.size;
     for (const source of this.sources) source.stop();
     this.sources.clear();
+    this.cursor = this.ctx.currentTime;
   }
 }

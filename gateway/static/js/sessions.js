@@ -4,6 +4,7 @@
 import {request} from "./api.js";
 
 const REFRESH_MS = 3000;
+const COLUMNS = ["Kind", "Client", "Age", "Activity", "Behind"];  // the table's headers, for the phone layout
 
 function activity(s) {
   if (s.kind === "dictation") return `${s.audio_s} s of audio, ${s.utterances} utterance(s)`;
@@ -56,11 +57,12 @@ export class SessionsList {
     this.el.status.textContent = sessions.length ? `${sessions.length} live session(s).` : "No live sessions.";
     this.el.body.replaceChildren(...sessions.map((s) => {
       const row = document.createElement("tr");
-      for (const text of [s.kind, s.client, `${Number(s.age_s).toFixed(0)} s`, activity(s), behind(s)]) {
+      [s.kind, s.client, `${Number(s.age_s).toFixed(0)} s`, activity(s), behind(s)].forEach((text, i) => {
         const cell = document.createElement("td");
         cell.textContent = text;
+        cell.dataset.label = COLUMNS[i];
         row.append(cell);
-      }
+      });
       return row;
     }));
   }

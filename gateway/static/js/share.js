@@ -1,6 +1,7 @@
 // LAN sharing in the admin panel: a switch that starts or ends sharing
-// (POST/DELETE /v1/admin/share), and while it is on the PIN, the link and a QR
-// code of the link for a phone's camera.
+// (POST/DELETE /v1/admin/share), and while it is on the PIN, the link, a QR
+// code of the link for a phone's camera and the SHA-256 fingerprint of the
+// certificate the https link serves (a phone shows it in its one-time warning).
 
 import {codeOf, detailOf, request} from "./api.js";
 import {encodeQr} from "./qr.js";
@@ -34,7 +35,7 @@ export function qrSvg(text, label) {
 
 export class SharePanel {
   constructor(el) {
-    this.el = el;  // {toggle, details, pin, link, qr, status}
+    this.el = el;  // {toggle, details, pin, link, qr, status, tls, fingerprint}
     this.busy = false;
     el.toggle.addEventListener("change", () => this.toggled());
   }
@@ -66,7 +67,7 @@ export class SharePanel {
     }
   }
 
-  /** `info` is {pin, url, port} while sharing, null when not. */
+  /** `info` is {pin, url, port, fingerprint} while sharing, null when not. */
   show(info) {
     this.el.toggle.checked = info !== null;
     this.el.details.hidden = info === null;
@@ -75,6 +76,8 @@ export class SharePanel {
     this.el.pin.textContent = info.pin || "";
     this.el.link.href = info.url;
     this.el.link.textContent = info.url;
+    this.el.tls.hidden = !info.fingerprint;
+    this.el.fingerprint.textContent = info.fingerprint || "";
     this.el.qr.append(qrSvg(info.url, "QR code of the share link"));
   }
 }

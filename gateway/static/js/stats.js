@@ -9,6 +9,7 @@ export const counters = {
   finalizeSent: 0,       // push-to-talk releases that reached a socket
   reconnects: 0,         // dictation sockets re-opened after a drop
   droppedAudioS: 0,      // audio that could not be kept while disconnected
+  micStartMs: 0,         // push-to-talk with the microphone released: press to its first audio, last time
   ttsFramesReceived: 0,  // binary frames from /v1/tts
   ttsFramesScheduled: 0, // frames given to the audio context
   ttsFramesPlayed: 0,    // frames that played to their end

@@ -1,15 +1,43 @@
-// The running transcript: finals appended as lines, the current partial under
-// them in grey (its stable prefix darker) until its final replaces it; copy to
-// the clipboard and clear.
+// The running transcript: finals appended as lines, each editable in place, the
+// current partial under them in grey (its stable prefix darker) until its final
+// replaces it. Kept across reloads (transcript-store.js); Copy and Download take
+// the text as edited; Clear can be undone.
 
-const COPIED_NOTE_MS = 3000;
+import {FORMATS, fileStem, saveBlob} from "./transcript-export.js";
+import {loadLines, saveLines} from "./transcript-store.js";
+
+const NOTE_MS = 3000;
+
+function editable(p) {
+  try {
+    p.contentEditable = "plaintext-only";
+  } catch {
+    p.contentEditable = "true";  // browsers without plaintext-only: textContent is still plain
+  }
+  p.spellcheck = true;
+}
 
 export class Transcript {
-  constructor({finals, partialStable, partialUnstable, copy, clear, status}) {
-    this.el = {finals, partialStable, partialUnstable, copy, clear, status};
-    copy.addEventListener("click", () => this.copy());
-    clear.addEventListener("click", () => this.clear());
-    this.refreshButtons();
+  constructor(el) {
+    this.el = el;  // {finals, partialStable, partialUnstable, copy, clear, undo, download, format, status}
+    this.lines = loadLines();
+    this.cleared = null;
+    el.copy.addEventListener("click", () => this.copy());
+    el.clear.addEventListener("click", () => this.clear());
+    el.undo.addEventListener("click", () => this.undoClear());
+    el.download.addEventListener("click", () => this.download());
+    el.finals.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && event.target.classList.contains("final")) {
+        event.preventDefault();  // one final is one line
+        event.target.blur();
+      }
+    });
+    this.render();
+  }
+
+  /** Where the next session's audio starts on the transcript's clock (seconds). */
+  get endS() {
+    return this.lines.length ? this.lines[this.lines.length - 1].end : 0;
   }
 
   showPartial(text, stable) {
@@ -23,20 +51,44 @@ export class Transcript {
     this.showPartial("", "");
   }
 
-  addFinal(text) {
+  /** A final with its times in the dictated audio; false when it had no words. */
+  addFinal(text, start, end) {
     this.clearPartial();
-    if (!text.trim()) return;
-    const line = document.createElement("p");
-    line.className = "final";
-    line.textContent = text.trim();
-    this.el.finals.append(line);
-    line.scrollIntoView({block: "nearest"});
+    if (!text.trim()) return false;
+    const line = {text: text.trim(), start, end};
+    this.lines.push(line);
+    const p = this.lineElement(line);
+    this.el.finals.append(p);
+    p.scrollIntoView({block: "nearest"});
+    this.saved();
+    return true;
+  }
+
+  lineElement(line) {
+    const p = document.createElement("p");
+    p.className = "final";
+    p.textContent = line.text;
+    editable(p);
+    p.addEventListener("input", () => {
+      line.text = p.textContent;
+      this.saved();
+    });
+    return p;
+  }
+
+  render() {
+    this.el.finals.replaceChildren(...this.lines.map((line) => this.lineElement(line)));
     this.refreshButtons();
   }
 
-  /** The finals, one per line. */
+  saved() {
+    if (!saveLines(this.lines)) this.note("The browser refused to keep the transcript; it is lost on reload.");
+    this.refreshButtons();
+  }
+
+  /** The finals as edited, one per line. */
   text() {
-    return [...this.el.finals.querySelectorAll("p")].map((p) => p.textContent).join("\n");
+    return FORMATS.txt.render(this.lines);
   }
 
   async copy() {
@@ -51,25 +103,46 @@ export class Transcript {
     this.note(ok ? "Transcript copied to the clipboard." : "Copying was refused by the browser; select the text and copy it by hand.");
   }
 
-  clear() {
-    this.el.finals.replaceChildren();
-    this.clearPartial();
-    const hadFocus = document.activeElement === this.el.clear;
-    this.refreshButtons();
-    if (hadFocus) this.el.finals.focus();  // the disabled button would drop the keyboard focus to the page
-    this.note("Transcript cleared.");
+  download() {
+    const format = FORMATS[this.el.format.value] ? this.el.format.value : "txt";
+    const {type, render} = FORMATS[format];
+    saveBlob(new Blob([render(this.lines)], {type: `${type};charset=utf-8`}), `${fileStem("transcript")}.${format}`);
   }
 
-  note(text) {
+  clear() {
+    this.cleared = this.lines;
+    this.lines = [];
+    this.clearPartial();
+    const hadFocus = document.activeElement === this.el.clear;
+    this.render();  // shows Undo
+    saveLines(this.lines);
+    if (hadFocus) this.el.undo.focus();
+    this.note("Transcript cleared.", false);
+  }
+
+  undoClear() {
+    if (!this.cleared) return;
+    this.lines = this.cleared.concat(this.lines);  // finals that came meanwhile stay after the restored ones
+    this.cleared = null;
+    this.render();
+    this.saved();
+    this.el.finals.focus();
+    this.note("Transcript restored.");
+  }
+
+  note(text, fades = true) {
     this.el.status.textContent = text;
     clearTimeout(this.noteTimer);
-    this.noteTimer = setTimeout(() => { this.el.status.textContent = ""; }, COPIED_NOTE_MS);
+    if (fades) this.noteTimer = setTimeout(() => { this.el.status.textContent = ""; }, NOTE_MS);
   }
 
   refreshButtons() {
-    const empty = this.el.finals.childElementCount === 0;
+    const empty = !this.lines.some((line) => line.text.trim());
     this.el.copy.disabled = empty;
-    this.el.clear.disabled = empty;
+    this.el.clear.disabled = this.lines.length === 0;
+    this.el.download.disabled = empty;
+    this.el.format.disabled = empty;
+    this.el.undo.hidden = this.cleared === null;
   }
 }
 

@@ -7,6 +7,7 @@ import {describeClose, needsSignIn} from "./close-codes.js";
 import {F32Reader, audioContext} from "./pcm.js";
 import {FramePlayer} from "./player.js";
 import {counters} from "./stats.js";
+import {SpokenAudio} from "./wav.js";
 
 const QUIET_TIMEOUT_MS = 30000;  // a socket that says nothing for this long is given up
 const UTTERANCE_ID = "page-1";
@@ -22,6 +23,7 @@ export class TtsSession {
     this.quietTimer = null;
     this.spokeAt = 0;
     this.frames = 0;
+    this.spoken = new SpokenAudio();
   }
 
   async run() {
@@ -55,6 +57,7 @@ export class TtsSession {
         return;
       }
       // a normal end: the session stays stoppable until the scheduled audio has played
+      // (nothing is left to play after Stop, so that ends at once)
       this.player.whenPlayed(() => {
         if (!this.cancelled) this.view.setState("Done.");
         this.finish("");
@@ -81,7 +84,7 @@ export class TtsSession {
           this.send({type: "end"});
           break;
         }
-        view.setState(`Synthesizing with ${msg.engine} / ${msg.voice}…`);
+        view.setState(`Preparing the speech (${view.voiceName(msg.engine, msg.voice)})…`);
         this.spokeAt = performance.now();
         this.send({type: "speak", text: this.text, id: UTTERANCE_ID});
         break;
@@ -94,7 +97,7 @@ export class TtsSession {
         this.send({type: "end"});
         break;
       case "cancelled":
-        view.setState(`Stopped after ${msg.frames_sent} frames.`);
+        view.setState("Stopped.");
         this.send({type: "end"});
         break;
       case "error":
@@ -110,7 +113,10 @@ export class TtsSession {
     counters.ttsFramesReceived += 1;
     this.frames += 1;
     if (this.frames === 1 && this.spokeAt) this.view.showFirstAudio(performance.now() - this.spokeAt);
-    this.player.play(this.reader.push(data), this.rate || this.ctx.sampleRate);
+    const samples = this.reader.push(data);
+    const rate = this.rate || this.ctx.sampleRate;
+    this.spoken.add(samples, rate);
+    this.player.play(samples, rate);
   }
 
   /** Barge-in: silence now, ask the server to drop the rest (if it is still making any). */

@@ -2,14 +2,17 @@
 // to first audio as soon as it is known and the server's numbers at the end.
 // One TtsSession (tts-session.js) per Speak.
 
+import {fileStem, saveBlob} from "./transcript-export.js";
 import {TtsSession} from "./tts-session.js";
 import {VoicePicker} from "./voices.js";
 
-/** The end-of-utterance numbers as a sentence. */
+/** The end-of-utterance numbers in words: how long, how soon, how fast. */
 export function describeStats(end) {
   const ttfa = Number(end.ttfa_ms).toFixed(0);
-  const rtf = Number(end.rtf).toFixed(2);
-  return `Server: first audio after ${ttfa} ms · real-time factor ${rtf} · ${end.audio_s} s of audio in ${end.frames} frames`;
+  const rtf = Number(end.rtf);
+  const speed = rtf > 0 && rtf < 1 ? `made ${(1 / rtf).toFixed(1)}× faster than it plays`
+    : `made at ${rtf.toFixed(1)}× its playing time`;
+  return `${Number(end.audio_s).toFixed(1)} s of speech · the gateway's first audio after ${ttfa} ms · ${speed}`;
 }
 
 export class TtsPanel {
@@ -21,6 +24,16 @@ export class TtsPanel {
     this.voices = new VoicePicker(el.picker, {onChange: () => this.refreshButtons()});
     el.speak.addEventListener("click", () => this.speak());
     el.stop.addEventListener("click", () => this.session && this.session.stop());
+    el.download.addEventListener("click", () => this.download());
+    this.spoken = null;
+  }
+
+  voiceName(engine, voice) {
+    return this.voices.nameOf(engine, voice);
+  }
+
+  download() {
+    if (this.spoken && this.spoken.samples) saveBlob(this.spoken.toWav(), `${fileStem("speech")}.wav`);
   }
 
   setAvailable(available, note) {
@@ -46,6 +59,8 @@ export class TtsPanel {
     }
     this.el.ttfa.textContent = "";
     this.el.stats.textContent = "";
+    this.spoken = null;
+    this.el.download.hidden = true;
     const session = new TtsSession(this, text, {encoding: "pcm_f32le", ...this.voices.selection()});
     this.session = session;
     this.refreshButtons();
@@ -74,6 +89,10 @@ export class TtsPanel {
     if (this.session !== session) return;
     this.session = null;
     this.refreshButtons();
+    this.spoken = session.spoken;
+    this.el.download.hidden = session.spoken.samples === 0;
+    this.el.download.textContent = session.spoken.truncated
+      ? "Download the first 10 minutes (WAV)" : "Download the speech (WAV)";
     if (message) this.el.problem.textContent = message;
     if (signIn) this.onSignInNeeded();
   }

@@ -25,15 +25,26 @@ function cloneProblem(result) {
   }
 }
 
+/** A name a person can read: the server's own, or one made from the id ("en_US-lessac-medium" -> "Lessac (en-US, medium)"). */
+export function readableVoiceName(voice) {
+  if (voice.name && voice.name !== voice.id) return voice.name;
+  const piper = /^([a-z]{2,3})_([A-Z]{2})-(.+)-(x_low|low|medium|high)$/.exec(voice.id);
+  const words = (text) => text.split(/[-_\s]+/).filter(Boolean)
+    .map((w) => w.charAt(0).toUpperCase() + w.slice(1)).join(" ");
+  if (piper) return `${words(piper[3])} (${piper[1]}-${piper[2]}, ${piper[4].replace("_", " ")})`;
+  return words(voice.id) || voice.id;
+}
+
 export class VoicePicker {
   constructor(el, {onChange}) {
-    this.el = el;  // {engine, voice, clone: {details, form, id, file, submit, status}}
+    this.el = el;  // {engine, voice, voiceId, clone: {details, form, id, file, submit, status}}
     this.onChange = onChange;
     this.engines = [];
     this.voices = [];
     this.defaults = {};
     this.admin = false;
     el.engine.addEventListener("change", () => { this.fillVoices(); this.onChange(); });
+    el.voice.addEventListener("change", () => this.showVoiceId());
     el.clone.form.addEventListener("submit", (event) => { event.preventDefault(); this.clone(); });
   }
 
@@ -68,11 +79,29 @@ export class VoicePicker {
     const engine = this.el.engine.value;
     const kept = select.value;
     const voices = this.voices.filter((v) => v.engine === engine);
-    select.replaceChildren(...voices.map((v) => new Option(v.name === v.id ? v.id : `${v.name} (${v.id})`, v.id)));
+    const names = voices.map(readableVoiceName);
+    select.replaceChildren(...voices.map((v, i) => {
+      const twice = names.indexOf(names[i]) !== names.lastIndexOf(names[i]);
+      const option = new Option(twice ? `${names[i]} (${v.id})` : names[i], v.id);
+      option.title = v.id;
+      return option;
+    }));
     if (voices.some((v) => v.id === kept)) select.value = kept;
     else if (voices.some((v) => v.id === this.defaults[engine])) select.value = this.defaults[engine];
     select.disabled = voices.length === 0;
+    this.showVoiceId();
     this.refreshClone();
+  }
+
+  showVoiceId() {
+    const id = this.el.voice.value;
+    this.el.voiceId.textContent = id ? `Voice id: ${id}` : "";
+  }
+
+  /** The readable name of a voice, for messages. */
+  nameOf(engine, id) {
+    const voice = this.voices.find((v) => v.engine === engine && v.id === id);
+    return voice ? readableVoiceName(voice) : id;
   }
 
   /** {engine, voice} for the socket's query, or {} when nothing is picked. */
@@ -118,6 +147,7 @@ export class VoicePicker {
     file.value = "";
     await this.loadVoices();
     this.el.voice.value = voice.id;
+    this.showVoiceId();
     this.onChange();
   }
 }

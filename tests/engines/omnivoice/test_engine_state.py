@@ -186,8 +186,9 @@ async def test_a_failed_reload_is_reported_and_refuses_the_request(tmp_path: Pat
     await wait_for(lambda: not eng.loaded)
     eng._loader.error = WeightsMissing("OmniVoice weights not found in /m (no *.safetensors)", "get it")  # type: ignore[attr-defined]
     with pytest.raises(EngineUnavailable, match=r"^OmniVoice could not reload: OmniVoice weights not found in /m "
-                                                r"\(no \*.safetensors\)$"):
+                                                r"\(no \*.safetensors\)$") as info:
         await collect(eng.open_stream("Again."))
+    assert (info.value.engine, info.value.state) == ("omnivoice", EngineState.MISSING)
     assert eng.status() == EngineStatus(EngineState.MISSING, "OmniVoice weights not found in /m (no *.safetensors)",
                                         "get it")
     await eng.close()

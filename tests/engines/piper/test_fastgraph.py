@@ -14,7 +14,6 @@ import pytest
 from engines.piper import fastgraph
 from engines.piper.halves import HalvesSession, split_graph
 from engines.piper.model import PiperModel
-from engines.piper.voices import find_voices
 from tests.support.speech import SENTENCES
 
 # The rewrite reorders float sums (blocked kernels, fused residual adds): over
@@ -22,12 +21,6 @@ from tests.support.speech import SENTENCES
 # (-83 dB of full scale); the bound leaves room for other CPUs' kernels.
 TOLERANCE = 2e-4
 SCALES = (0.667, 1.0, 0.8)  # the voice's own noise_scale, length_scale, noise_w
-
-
-@pytest.fixture(scope="module")
-def joe():
-    voices, _ = find_voices([])
-    return voices["en_US-joe-medium"]
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,6 @@ import pytest
 from engines.piper import int8
 from engines.piper.halves import split_graph
 from engines.piper.model import PiperModel
-from engines.piper.voices import find_voices
 from tests.engines.piper.graphs import CHANNELS, decoder_like
 from tests.support.speech import SENTENCES, resample, silence, word_errors
 
@@ -117,12 +116,6 @@ def test_a_decoder_without_hifigan_layer_names_or_examples_is_refused():
 
 
 # ---- the real voice
-
-
-@pytest.fixture(scope="module")
-def joe():
-    voices, _ = find_voices([])
-    return voices["en_US-joe-medium"]
 
 
 @pytest.fixture(scope="module")

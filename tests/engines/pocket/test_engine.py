@@ -130,7 +130,10 @@ async def test_missing_model_reports_the_file_and_the_hint(tmp_path: Path):
     assert eng.voices() == []
     with pytest.raises(EngineUnavailable) as info:
         eng.open_stream("Hello.")
-    assert info.value.hint == GET_MODEL_HINT
+    # the message and hint (for the server's log and the local CLI) name the file; a gateway tells a client
+    # only the engine and its state
+    assert str(info.value) == f"Pocket TTS is not available (missing: {status.detail})"
+    assert (info.value.engine, info.value.state, info.value.hint) == ("pocket", EngineState.MISSING, GET_MODEL_HINT)
     await eng.close()
 
 

@@ -32,15 +32,18 @@ def asr(state: EngineState = EngineState.READY, languages: list[str] | None = No
 def test_no_asr_is_refused_as_not_enabled() -> None:
     refusal = asr_refusal(None)
     assert refusal is not None
-    assert (refusal.code, refusal.message) == (
-        "engine_unavailable", "ASR is not enabled on this gateway; start it with --engines including asr")
+    assert (refusal.code, refusal.message) == ("engine_unavailable", "Speech recognition is not enabled on this gateway")
 
 
 @pytest.mark.parametrize("state", [EngineState.MISSING, EngineState.FAILED])
-def test_a_missing_or_failed_asr_is_refused_with_its_reason(state: EngineState) -> None:
-    refusal = asr_refusal(asr(state, detail="no weights", hint="voxgate models install whisper-base"))
+def test_a_missing_or_failed_asr_is_refused_with_its_state_not_its_detail(state: EngineState) -> None:
+    refusal = asr_refusal(asr(state, detail="no weights in /srv/models", hint="voxgate models install whisper-base"))
     assert refusal is not None
-    assert (refusal.code, refusal.message) == ("engine_unavailable", "no weights. voxgate models install whisper-base")
+    words = {EngineState.MISSING: "not installed", EngineState.FAILED: "failed to load"}[state]
+    assert (refusal.code, refusal.message, refusal.extra) == (
+        "engine_unavailable",
+        f"Speech recognition is not available on this gateway ({words}); an admin can see why at GET /v1/engines",
+        {"state": state.value})
 
 
 @pytest.mark.parametrize("state", [EngineState.READY, EngineState.LOADING])
@@ -60,7 +63,7 @@ def test_an_english_model_refuses_another_language_and_says_how_to_get_one() -> 
     assert refusal is not None
     assert (refusal.code, refusal.message) == (
         "unsupported_language", ("language: the ASR model tiny.en does not support 'de' (available: en); "
-        "install multilingual Whisper base: voxgate models install whisper-base"))
+        "an admin can install multilingual Whisper base"))
     refusal = language_refusal(asr(), "de", install_hint=False)
     assert refusal is not None
     assert refusal.message == "language: the ASR model tiny.en does not support 'de' (available: en)"

@@ -49,7 +49,8 @@ def test_a_model_that_cannot_load_fails_the_engine_and_the_socket_says_why(tmp_p
         with client.websocket_connect("/v1/dictation") as ws:
             error = json.loads(ws.receive()["text"])
             assert error["code"] == "engine_unavailable"
-            assert error["message"].startswith("the ASR sidecar did not start: cannot load ASR model")
+            assert error["message"] == ("Speech recognition is not available on this gateway (failed to load); "
+                                        "an admin can see why at GET /v1/engines")
             close = ws.receive()
             assert close["type"] == "websocket.close" and close["code"] == 1011
 

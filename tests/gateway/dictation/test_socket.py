@@ -40,7 +40,7 @@ def test_the_sidecar_is_opened_with_the_stream_options(tmp_path):
     ("sample_rate=fast", "sample_rate: 'fast' is not an integer"),
     ("silence_ms=100", "silence_ms: 100 must be between 200 and 5000"),
     ("silence_ms=1.5", "silence_ms: '1.5' is not an integer"),
-    ("language=english", "language: 'english' is not an ISO 639-1 code or 'auto'"),
+    ("language=english", "language: 'english' is not a language code (two or three letters, such as 'en') or 'auto'"),
     ("interim=maybe", "interim: 'maybe' is not a boolean (use true or false)"),
     ("eager=soon", "eager: 'soon' is not a boolean (use true or false)"),
     # a parameter the socket would not act on is refused, never dropped (credentials are the auth layer's)
@@ -56,7 +56,7 @@ def test_a_language_the_model_lacks_gets_unsupported_language_then_4400(tmp_path
     with dictation_client(tmp_path) as client, client.websocket_connect("/v1/dictation?language=de") as ws:
         error = receive(ws)
         message = ("language: the ASR model tiny.en does not support 'de' (available: en); "
-                   "install multilingual Whisper base: voxgate models install whisper-base")
+                   "an admin can install multilingual Whisper base")
         assert error == {"type": "error", "code": "unsupported_language", "message": message, "retryable": False}
         assert close_code(ws) == (4400, message[:123])
 
@@ -68,13 +68,14 @@ def test_a_multilingual_model_accepts_the_language(tmp_path):
         assert fake.frames[0][0]["language"] == "de"
 
 
-def test_missing_asr_answers_the_reason_and_closes_1011(tmp_path):
+def test_missing_asr_answers_its_state_and_closes_1011(tmp_path):
     fake = FakeSidecar(state=EngineState.MISSING, detail="multilingual Whisper base is not installed in /x",
                        hint="voxgate models install whisper-base")
     with dictation_client(tmp_path, fake) as client, client.websocket_connect("/v1/dictation") as ws:
-        message = "multilingual Whisper base is not installed in /x. voxgate models install whisper-base"
+        message = ("Speech recognition is not available on this gateway (not installed); an admin can see why at "
+                   "GET /v1/engines")
         assert receive(ws) == {"type": "error", "code": "engine_unavailable", "message": message,
-                               "retryable": False}
+                               "retryable": False, "state": "missing"}
         assert close_code(ws) == (1011, message)
 
 
@@ -82,7 +83,7 @@ def test_a_gateway_without_asr_answers_engine_unavailable(tmp_path):
     with make_client(tmp_path) as client, client.websocket_connect("/v1/dictation") as ws:
         error = receive(ws)
         assert error["code"] == "engine_unavailable"
-        assert close_code(ws) == (1011, "ASR is not enabled on this gateway; start it with --engines including asr")
+        assert close_code(ws) == (1011, "Speech recognition is not enabled on this gateway")
 
 
 def test_over_the_stream_limit_a_new_socket_closes_1013(tmp_path):

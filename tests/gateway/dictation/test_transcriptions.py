@@ -82,9 +82,10 @@ def test_a_body_over_25_mb_is_413(tmp_path):
     assert r.json()["code"] == "too_large"
 
 
-def test_missing_asr_is_503_with_the_hint(tmp_path):
+def test_missing_asr_is_503_naming_its_state(tmp_path):
     fake = FakeSidecar(state=EngineState.MISSING, detail="model missing", hint="voxgate models install whisper-base")
     with dictation_client(tmp_path, fake) as client:
         r = post(client)
     assert r.status_code == 503
-    assert r.json() == {"detail": "model missing. voxgate models install whisper-base", "code": "engine_unavailable"}
+    assert r.json() == {"detail": "Speech recognition is not available on this gateway (not installed); an admin can "
+                                  "see why at GET /v1/engines", "code": "engine_unavailable", "state": "missing"}

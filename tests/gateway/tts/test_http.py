@@ -79,9 +79,8 @@ def test_post_tts_engine_not_ready(tmp_path):
     with TestClient(tts_app(tmp_path, engine), client=LOOPBACK) as client:
         r = client.post("/v1/tts", json={"text": "hi"})
     assert r.status_code == 503
-    assert r.json() == {"detail": "Pocket TTS weights not found: /x/model.safetensors. run `voxgate models pull "
-                                  "pocket`", "code": "engine_unavailable", "state": "missing",
-                        "hint": "run `voxgate models pull pocket`"}
+    assert r.json() == {"detail": "Pocket TTS is not available on this gateway (not installed); an admin can see "
+                                  "why at GET /v1/engines", "code": "engine_unavailable", "state": "missing"}
 
 
 @pytest.mark.slow

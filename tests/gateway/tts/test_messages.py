@@ -8,17 +8,8 @@ import pytest
 
 from gateway.audio import Encoding
 from gateway.errors import BadMessage, BadRequest
-from gateway.protocol.tts import (
-    Cancel,
-    End,
-    Flush,
-    Keepalive,
-    Speak,
-    TextFragment,
-    TextLimits,
-    parse_client_message,
-    parse_tts_params,
-)
+from gateway.protocol.common import End, Keepalive
+from gateway.protocol.tts import Cancel, Flush, Speak, TextFragment, TextLimits, parse_client_message, parse_tts_params
 from gateway.tts.states import TRANSITIONS, TtsState, transition
 
 LIMITS = TextLimits(max_chars=50)

@@ -286,13 +286,13 @@ def test_engine_loading_is_retryable_1013(tmp_path):
         assert close_code(ws) == (1013, "engine pocket is still loading; try again in a few seconds")
 
 
-def test_engine_missing_weights_says_what_and_how(tmp_path):
+def test_engine_missing_weights_names_the_engine_and_its_state(tmp_path):
     engine = FakeTtsEngine(state=EngineState.MISSING, detail="no model.safetensors in /m/pocket",
                            hint="run: voxgate models pull pocket")
     with tts_client(tmp_path, engine) as client, client.websocket_connect("/v1/tts") as ws:
-        message = "no model.safetensors in /m/pocket. run: voxgate models pull pocket"
+        message = "Pocket TTS is not available on this gateway (not installed); an admin can see why at GET /v1/engines"
         assert receive(ws) == {"type": "error", "code": "engine_unavailable", "retryable": False,
-                               "state": "missing", "hint": "run: voxgate models pull pocket", "message": message}
+                               "state": "missing", "message": message}
         assert close_code(ws) == (1011, message)
 
 

@@ -164,24 +164,6 @@ def test_no_audio_and_no_keepalive_for_10_s_closes_1011_net_0001(tmp_path, monke
         assert close_code(ws) == (1011, listen.NET_0001)
 
 
-@pytest.mark.parametrize(("query", "message"), [
-    ("encoding=opus", ("encoding: 'opus' is not supported; use linear16, mulaw or alaw (this gateway decodes no "
-                      "containers or compressed audio)")),
-    ("channels=2", "channels: 2 is not supported; send mono audio (channels=1)"),
-    ("sample_rate=4000", "sample_rate: '4000' must be between 8000 and 48000"),
-    ("interim_results=maybe", "interim_results: 'maybe' is not a boolean (use true or false)"),
-    ("endpointing=soon", "endpointing: 'soon' is not an integer"),
-    ("language=english!", "language: 'english!' is not a BCP-47 language tag"),
-    ("model=gpt-4o-transcribe", ("model: 'gpt-4o-transcribe' is not served here; use one of: tiny.en, nova-*, "
-                                 "enhanced-*, base-*, whisper-*")),
-])
-def test_a_bad_query_gets_an_error_message_and_close_4400(tmp_path, query, message):
-    with dictation_client(tmp_path) as client, client.websocket_connect(f"/v1/listen?{query}") as ws:
-        assert receive(ws) == {"type": "Error", "variant": "bad_request", "description": message,
-                               "code": "bad_request"}
-        assert close_code(ws) == (4400, message)
-
-
 def test_a_bad_control_message_is_an_error_and_the_stream_goes_on(tmp_path):
     with dictation_client(tmp_path) as client, client.websocket_connect("/v1/listen") as ws:
         ws.send_text("not json")

@@ -1,5 +1,7 @@
-"""Every Deepgram query parameter is honoured, refused by name, or accepted with
-its documented meaning; the queries the agent frameworks send by default pass."""
+"""Every Deepgram query parameter (params.py) is honoured, refused by name, or
+accepted with its documented meaning; the queries the agent frameworks send by
+default pass; a bad one on /v1/listen or /v1/speak gets Deepgram's ``Error``
+message naming it, then close 4400."""
 
 from __future__ import annotations
 
@@ -9,6 +11,8 @@ import pytest
 
 from gateway.errors import BadRequest
 from gateway.fronts.deepgram.params import parse_listen_params, parse_speak_params
+from tests.gateway.helpers import dictation_client, tts_client
+from tests.support.sockets import close_code, receive
 
 # what livekit-plugins-deepgram 1.8.9's STT and pipecat-ai 1.14's DeepgramSTTService
 # put in the /v1/listen URL with their defaults (their source: live_config, _build_connect_kwargs)
@@ -19,6 +23,7 @@ PIPECAT_LISTEN = ("detect_entities=false&diarize=false&dictation=false&interim_r
                   "&punctuate=true&smart_format=false&model=nova-3-general&language=en&encoding=linear16&channels=1"
                   "&multichannel=false&sample_rate=16000")
 LIVEKIT_SPEAK = "encoding=linear16&model=aura-2-andromeda-en&sample_rate=24000&mip_opt_out=false"
+APPS = {"/v1/listen": dictation_client, "/v1/speak": tts_client}
 
 
 def query(text: str) -> dict[str, str]:
@@ -109,3 +114,26 @@ def test_a_model_is_the_servers_own_or_of_a_deepgram_family(model, served, famil
     with pytest.raises(BadRequest) as info:
         check_model(model, served, families)
     assert info.value.message == message
+
+
+@pytest.mark.parametrize(("path", "query", "message"), [
+    ("/v1/listen", "encoding=opus", ("encoding: 'opus' is not supported; use linear16, mulaw or alaw (this gateway "
+                                     "decodes no containers or compressed audio)")),
+    ("/v1/listen", "channels=2", "channels: 2 is not supported; send mono audio (channels=1)"),
+    ("/v1/listen", "sample_rate=4000", "sample_rate: '4000' must be between 8000 and 48000"),
+    ("/v1/listen", "interim_results=maybe", "interim_results: 'maybe' is not a boolean (use true or false)"),
+    ("/v1/listen", "endpointing=soon", "endpointing: 'soon' is not an integer"),
+    ("/v1/listen", "language=english!", "language: 'english!' is not a BCP-47 language tag"),
+    ("/v1/listen", "model=gpt-4o-transcribe", ("model: 'gpt-4o-transcribe' is not served here; use one of: tiny.en, "
+                                               "nova-*, enhanced-*, base-*, whisper-*")),
+    ("/v1/speak", "encoding=mp3", ("encoding: 'mp3' is not supported; use linear16, mulaw or alaw (this gateway "
+                                   "decodes no containers or compressed audio)")),
+    ("/v1/speak", "container=wav", "container: 'wav' is not supported on the socket; use container=none"),
+    ("/v1/speak", "sample_rate=99", "sample_rate: '99' must be between 8000 and 48000"),
+    ("/v1/speak", "model=eleven_v3", "model: 'eleven_v3' is not served here; use one of: alba, marius, aura-*"),
+])
+def test_a_bad_query_gets_an_error_message_and_close_4400(tmp_path, path, query, message):
+    with APPS[path](tmp_path) as client, client.websocket_connect(f"{path}?{query}") as ws:
+        assert receive(ws) == {"type": "Error", "variant": "bad_request", "description": message,
+                               "code": "bad_request"}
+        assert close_code(ws) == (4400, message)

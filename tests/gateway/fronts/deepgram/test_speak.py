@@ -110,20 +110,6 @@ def test_bad_messages_are_warnings_and_the_socket_goes_on(tmp_path):
         assert receive(ws) == {"type": "Flushed", "sequence_id": 0}
 
 
-@pytest.mark.parametrize(("query", "message"), [
-    ("encoding=mp3", ("encoding: 'mp3' is not supported; use linear16, mulaw or alaw (this gateway decodes no "
-                     "containers or compressed audio)")),
-    ("container=wav", "container: 'wav' is not supported on the socket; use container=none"),
-    ("sample_rate=99", "sample_rate: '99' must be between 8000 and 48000"),
-    ("model=eleven_v3", "model: 'eleven_v3' is not served here; use one of: alba, marius, aura-*"),
-])
-def test_a_bad_query_gets_an_error_message_and_close_4400(tmp_path, query, message):
-    with tts_client(tmp_path) as client, client.websocket_connect(f"/v1/speak?{query}") as ws:
-        assert receive(ws) == {"type": "Error", "variant": "bad_request", "description": message,
-                               "code": "bad_request"}
-        assert close_code(ws) == (4400, message)
-
-
 def test_a_loading_engine_is_refused_retryable_1013(tmp_path):
     from engines.base import EngineState
 

@@ -3,6 +3,8 @@ and without server VAD, commits, clears and dropped utterances, exactly."""
 
 from __future__ import annotations
 
+import pytest
+
 from gateway.fronts.openai_realtime.events import Events
 from gateway.fronts.openai_realtime.items import ItemTracker
 from gateway.protocol.dictation import Discarded, Final, Finalized, Partial, ServerEvent, SpeechStarted
@@ -93,8 +95,9 @@ def test_without_vad_speech_after_the_commit_goes_to_the_next_item():
     assert brief(t.commit("m2")) == [("committed", "item_t0002", "item_t0001")]
 
 
-def test_a_commit_with_nothing_heard_completes_an_empty_item():
-    t = tracker(server_vad=False)
+@pytest.mark.parametrize("server_vad", [False, True])
+def test_a_commit_with_nothing_heard_or_open_completes_an_empty_item(server_vad):
+    t = tracker(server_vad=server_vad)
     assert brief(t.commit("m1")) == [("committed", "item_t0001", None)]
     assert brief(feed(t, Finalized("m1", None))) == [
         ("completed", "item_t0001", "")]
@@ -107,13 +110,6 @@ def test_a_commit_under_vad_completes_the_open_utterance_like_vad_would():
     got = feed(t, final(0, "Cut short", 0.5, 1.2), Finalized("m1", 0))
     assert brief(got) == [("speech_stopped", "item_t0001", 1200), ("committed", "item_t0001", None),
                           ("delta", "item_t0001", "Cut short"), ("completed", "item_t0001", "Cut short")]
-
-
-def test_a_commit_under_vad_with_nothing_open_commits_an_empty_item():
-    t = tracker(server_vad=True)
-    assert brief(t.commit("m1")) == [("committed", "item_t0001", None)]
-    assert brief(feed(t, Finalized("m1", None))) == [
-        ("completed", "item_t0001", "")]
 
 
 def test_clear_drops_the_item_being_heard_and_the_next_one_is_normal():

@@ -41,6 +41,17 @@ async def test_describe_lists_the_asr_model_and_every_voice(tmp_path):
     assert event.data["wake"] == [] and event.data["handle"] == []
 
 
+async def test_describe_names_a_local_asr_model_by_its_last_component(tmp_path):
+    asr = FakeSidecar()
+    asr.model_name = f"{tmp_path}/models/whisper-small-ct2"
+    async with wyoming_server(tmp_path, asr=asr) as server, connect(server) as client:
+        await client.write_event(Describe().event())
+        event = await read(client)
+    (model,) = Info.from_event(event).asr[0].models
+    assert (model.name, model.description) == ("whisper-small-ct2", "Whisper whisper-small-ct2")
+    assert str(tmp_path) not in repr(event.data)
+
+
 async def test_ping_is_answered_and_unknown_events_are_ignored(tmp_path):
     async with wyoming_server(tmp_path) as server, connect(server) as client:
         from wyoming.event import Event

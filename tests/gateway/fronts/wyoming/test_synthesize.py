@@ -107,14 +107,16 @@ async def test_errors_are_events_and_the_connection_goes_on(tmp_path):
     assert engine.streams == []
 
 
-async def test_an_engine_that_is_not_ready_is_an_error_with_its_hint(tmp_path):
-    engine = FakeTtsEngine(state=EngineState.MISSING, detail="Pocket TTS weights not found: /x",
+async def test_an_engine_that_is_not_ready_is_an_error_naming_its_state(tmp_path):
+    engine = FakeTtsEngine(state=EngineState.MISSING, detail=f"Pocket TTS weights not found: {tmp_path}/model",
                            hint="run `voxgate models pull pocket`")
     async with wyoming_server(tmp_path, tts={"pocket": engine}) as server, connect(server) as client:
         await client.write_event(Synthesize(text=TEXT).event())
         event = await read(client)
-    assert event.data == {"text": "Pocket TTS weights not found: /x. run `voxgate models pull pocket`",
-                          "code": "engine_unavailable"}
+    assert (event.type, event.data) == ("error", {
+        "text": "Pocket TTS is not available on this gateway (not installed); an admin can see why at GET /v1/engines",
+        "code": "engine_unavailable"})
+    assert str(tmp_path) not in repr(event.data)
 
 
 async def test_a_text_too_long_is_refused(tmp_path):

@@ -66,20 +66,35 @@ async def test_streaming_transcript_events_come_in_order_and_add_up(tmp_path):
     assert sessions_of(server) == []
 
 
-async def test_two_utterances_are_joined_and_chunks_keep_a_space(tmp_path):
+PLAIN_FINALS = [
+    {"ev": "speech_started", "utterance": 0, "at": 0.1, "start_sample": 0},
+    {"ev": "final", "utterance": 0, "text": "One.", "start": 0.1, "end": 0.5, "language": "en"},
+    {"ev": "speech_started", "utterance": 1, "at": 1.0, "start_sample": 16000},
+    {"ev": "final", "utterance": 1, "text": "Two.", "start": 1.0, "end": 1.5, "language": "en"},
+]
+SPACED_FINALS = [
+    {"ev": "speech_started", "utterance": 0, "at": 0.1, "start_sample": 0},
+    {"ev": "final", "utterance": 0, "text": " One. ", "start": 0.1, "end": 0.5, "language": "en"},
+    {"ev": "speech_started", "utterance": 1, "at": 1.0, "start_sample": 16000},
+    {"ev": "partial", "utterance": 1, "text": " Two", "stable": " Two", "start": 1.0, "end": 1.2},
+    {"ev": "final", "utterance": 1, "text": " Two. ", "start": 1.0, "end": 1.5, "language": "en"},
+]
+
+
+@pytest.mark.parametrize(("recognized", "chunks"), [
+    (PLAIN_FINALS, ["One.", " Two."]),  # the second utterance's chunk keeps a space
+    (SPACED_FINALS, ["One.", " Two", "."]),  # whitespace around the finals never doubles
+], ids=["two-utterances", "spaced-finals"])
+async def test_two_utterances_are_joined_in_chunks_that_add_up_to_the_transcript(tmp_path, recognized, chunks):
     fake = FakeSidecar()
     async with wyoming_server(tmp_path, asr=fake) as server, connect(server) as client:
         await client.write_event(AudioStart(rate=RATE, width=2, channels=1).event())
         await the_stream(fake)
-        fake.play(
-            {"ev": "speech_started", "utterance": 0, "at": 0.1, "start_sample": 0},
-            {"ev": "final", "utterance": 0, "text": "One.", "start": 0.1, "end": 0.5, "language": "en"},
-            {"ev": "speech_started", "utterance": 1, "at": 1.0, "start_sample": 16000},
-            {"ev": "final", "utterance": 1, "text": "Two.", "start": 1.0, "end": 1.5, "language": "en"})
+        fake.play(*recognized)
         await client.write_event(AudioStop().event())
         events = await read_until(client, "transcript-stop")
     assert [(e.type, e.data) for e in events] == [
-        ("transcript-start", {}), ("transcript-chunk", {"text": "One."}), ("transcript-chunk", {"text": " Two."}),
+        ("transcript-start", {}), *[("transcript-chunk", {"text": chunk}) for chunk in chunks],
         ("transcript", {"text": "One. Two.", "language": "en"}), ("transcript-stop", {})]
 
 
@@ -152,12 +167,16 @@ async def test_a_bad_audio_format_is_named(tmp_path, data, text):
     assert (event.type, event.data) == ("error", {"text": text, "code": "bad_message"})
 
 
-async def test_asr_that_is_not_ready_is_an_error(tmp_path):
-    fake = FakeSidecar(state=EngineState.MISSING, detail="model tiny.en not found", hint="pip install it")
+async def test_asr_that_is_not_ready_is_an_error_naming_its_state(tmp_path):
+    fake = FakeSidecar(state=EngineState.MISSING, detail=f"model tiny.en not found in {tmp_path}",
+                       hint="pip install it")
     async with wyoming_server(tmp_path, asr=fake) as server, connect(server) as client:
         await client.write_event(AudioStart(rate=RATE, width=2, channels=1).event())
         event = await read(client)
-    assert event.data == {"text": "model tiny.en not found. pip install it", "code": "engine_unavailable"}
+    assert (event.type, event.data) == ("error", {
+        "text": "Speech recognition is not available on this gateway (not installed); an admin can see why at "
+                "GET /v1/engines", "code": "engine_unavailable"})
+    assert str(tmp_path) not in repr(event.data)
 
 
 async def test_an_unsupported_language_is_refused(tmp_path):
@@ -165,8 +184,8 @@ async def test_an_unsupported_language_is_refused(tmp_path):
         await client.write_event(Transcribe(language="de-DE").event())
         await client.write_event(AudioStart(rate=RATE, width=2, channels=1).event())
         event = await read(client)
-    assert event.data == {"text": "language: the ASR model tiny.en does not support 'de' (available: en); install "
-                                  "multilingual Whisper base: voxgate models install whisper-base",
+    assert event.data == {"text": "language: the ASR model tiny.en does not support 'de' (available: en); an admin "
+                                  "can install multilingual Whisper base",
                           "code": "unsupported_language"}
 
 
@@ -194,24 +213,6 @@ def test_pcm_in_mixes_channels_widens_and_resamples():
     out = pcm_in.feed(AudioFormat(48000, 2, 1), bytes(2 * 4800))  # a new rate: a new resampler
     total = len(out) + len(pcm_in.flush())
     assert total == 1600
-
-
-async def test_whitespace_around_finals_never_doubles_in_the_chunks(tmp_path):
-    fake = FakeSidecar()
-    async with wyoming_server(tmp_path, asr=fake) as server, connect(server) as client:
-        await client.write_event(AudioStart(rate=RATE, width=2, channels=1).event())
-        await the_stream(fake)
-        fake.play(
-            {"ev": "speech_started", "utterance": 0, "at": 0.1, "start_sample": 0},
-            {"ev": "final", "utterance": 0, "text": " One. ", "start": 0.1, "end": 0.5, "language": "en"},
-            {"ev": "speech_started", "utterance": 1, "at": 1.0, "start_sample": 16000},
-            {"ev": "partial", "utterance": 1, "text": " Two", "stable": " Two", "start": 1.0, "end": 1.2},
-            {"ev": "final", "utterance": 1, "text": " Two. ", "start": 1.0, "end": 1.5, "language": "en"})
-        await client.write_event(AudioStop().event())
-        events = await read_until(client, "transcript-stop")
-    chunks = [e.data["text"] for e in events if e.type == "transcript-chunk"]
-    assert chunks == ["One.", " Two", "."]
-    assert "".join(chunks) == events[-2].data["text"] == "One. Two."
 
 
 async def test_a_transcription_whose_audio_stops_coming_is_closed_when_idle(tmp_path):
