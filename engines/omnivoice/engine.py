@@ -38,7 +38,6 @@ from engines.base import (
     TtsInfo,
     UnknownVoice,
     Voice,
-    check_options,
 )
 from engines.omnivoice.backend import Backend, LoadSpec, PackageChecks, WeightsMissing, load_backend, package_checks
 from engines.omnivoice.options import instruct_option, language_option
@@ -47,6 +46,7 @@ from engines.omnivoice.runtime import PACKAGE_HINT, RuntimeMissing
 from engines.omnivoice.stream import SentenceStream
 from engines.omnivoice.synthesis import Plan, PromptSource, make_prompt, read_clip
 from engines.omnivoice.voices import DEFAULT_VOICE, DESIGNED, VOICE_ID, ClonedVoice, DesignedVoice, VoiceStore
+from engines.options import check_options
 
 log = logging.getLogger(__name__)
 

@@ -37,8 +37,8 @@ from engines.base import (
     TtsInfo,
     UnknownVoice,
     Voice,
-    check_options,
 )
+from engines.options import check_options
 from engines.piper.int8 import PRECISIONS
 from engines.piper.model import GRAPHS, INSTALL_HINT, PiperModel, Synthesizer, runtime_missing
 from engines.piper.pool import DeadlinePool

@@ -29,9 +29,9 @@ from engines.base import (
     TtsInfo,
     UnknownVoice,
     Voice,
-    check_options,
 )
 from engines.files import write_atomically
+from engines.options import check_options
 from engines.pocket.scheduled_stream import ScheduledStream
 from engines.pocket.scheduler import BatchScheduler
 

@@ -13,8 +13,8 @@ from engines.base import (
     SynthesisOptions,
     TtsEngine,
     UnknownVoice,
-    unsupported_option,
 )
+from engines.options import unsupported_option
 from gateway.engine_notice import engine_unavailable
 from gateway.errors import CODES, BadRequest, GatewayError, OverCapacity, Unavailable
 

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from engines.base import (
-    OPTION_NAMES,
     CloneRefused,
     EngineState,
     EngineStatus,
@@ -25,8 +24,8 @@ from engines.base import (
     TtsInfo,
     UnknownVoice,
     Voice,
-    check_options,
 )
+from engines.options import OPTION_NAMES, check_options
 
 RATE = 24000
 FRAME = 1920

@@ -11,7 +11,8 @@ import json
 import pytest
 from starlette.testclient import TestClient
 
-from engines.base import SynthesisOptions, TtsInfo, unsupported_option
+from engines.base import SynthesisOptions, TtsInfo
+from engines.options import unsupported_option
 from gateway.audio import Encoding, encode
 from tests.gateway.fakes import FakeTtsEngine, expected_audio, frames_for
 from tests.gateway.helpers import LOOPBACK, make_app
