@@ -24,7 +24,7 @@ from typing import Any, Literal
 from gateway.codecs.formats import SOCKET_OUTPUTS, OutputFormat, parse_output_format
 from gateway.errors import BadMessage, BadRequest
 from gateway.protocol.common import End, Keepalive
-from gateway.protocol.json import message_type, parse_message, refuse_unknown_fields, unknown_type
+from gateway.protocol.json import message_type, parse_message, unknown_type
 from gateway.protocol.query import query_rate, refuse_unknown_params
 from gateway.protocol.wire import WireMessage, rounded
 
@@ -89,11 +89,7 @@ class Cancel:
 
 
 ClientMessage = Speak | TextFragment | Flush | Cancel | End | Keepalive
-# each message type and the fields it takes besides ``type``; any other field is refused
-CLIENT_FIELDS: dict[str, tuple[str, ...]] = {
-    "speak": ("text", "id", "voice", "seed", "language", "instruct"), "text": ("text",), "flush": ("id",),
-    "cancel": (), "end": (), "keepalive": ()}
-CLIENT_TYPES = tuple(CLIENT_FIELDS)
+CLIENT_TYPES = ("speak", "text", "flush", "cancel", "end", "keepalive")
 
 
 def text_too_long(field: str, length: int, limits: TextLimits) -> BadMessage:
@@ -103,11 +99,12 @@ def text_too_long(field: str, length: int, limits: TextLimits) -> BadMessage:
 
 def parse_client_message(raw: str | bytes, limits: TextLimits) -> ClientMessage:
     """Parse one JSON text message. Raises ``BadMessage`` (code ``bad_message`` or
-    ``text_too_long``) with a message that names the field."""
+    ``text_too_long``) with a message that names the field. A field the protocol
+    does not define is ignored, as PROTOCOL.md says, so a newer client's message
+    still works here; a defined field this server cannot honour (a ``seed`` for an
+    engine that takes none) is refused where the engine is known."""
     data = parse_message(raw)
     kind = message_type(data)
-    if kind in CLIENT_FIELDS:
-        refuse_unknown_fields(data, kind, CLIENT_FIELDS[kind])
     if kind == "speak":
         text = _text_field(data, "speak.text", limits, allow_blank=False)
         return Speak(text=text, id=_opt_str(data, "id", "speak.id", MAX_ID_CHARS),

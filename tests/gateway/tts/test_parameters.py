@@ -1,7 +1,8 @@
 """Every TTS parameter is honoured or refused by name: the per-utterance options
 an engine does not honour (``seed`` on Piper, ``language``/``instruct`` on
-Pocket), unknown fields and query parameters, and the OpenAI speech route's
-``model``, ``instructions``, ``voice`` and ``stream_format: "sse"``."""
+Pocket), unknown HTTP body fields and query parameters, and the OpenAI speech
+route's ``model``, ``instructions``, ``voice`` and ``stream_format: "sse"``.
+An unknown field of a /v1/tts socket message is ignored, as the protocol says."""
 
 from __future__ import annotations
 
@@ -88,6 +89,24 @@ def test_speak_with_instruct_on_pocket_is_refused(client, fakes):
         assert receive(ws)["message"] == ("speak.instruct: the pocket engine takes no voice description (instruct); "
                                           "options it takes: seed, temperature")
     assert fakes["pocket"].streams == []
+
+
+def test_a_field_the_protocol_does_not_define_is_ignored_and_the_session_goes_on(client, fakes):
+    """PROTOCOL.md: unknown fields of a native socket message are ignored."""
+    with client.websocket_connect("/v1/tts") as ws:
+        receive(ws)
+        ws.send_json({"type": "speak", "text": "Hi.", "id": "u1", "speed": 1.2, "style": {"x": 1}})
+        ws.send_json({"type": "flush", "id": "f1", "voice": "alba"})
+        ws.send_json({"type": "end", "flush": True})
+        events = []
+        while not events or events[-1]["type"] not in ("closed", "error"):
+            message = receive(ws)
+            if isinstance(message, dict):
+                events.append(message)
+        assert [e["type"] for e in events] == ["start", "end", "flushed", "closed"]
+        assert (events[0]["id"], events[2]["id"]) == ("u1", "f1")
+        assert close_code(ws) == (1000, "")
+    assert [s.text for s in fakes["pocket"].streams] == ["Hi."]
 
 
 @pytest.mark.parametrize(("path", "reason"), [
