@@ -15,7 +15,7 @@ from typing import Any
 from gateway.audio import parse_rate
 from gateway.codecs.formats import HTTP_OUTPUTS, OPENAI_OUTPUTS, OutputFormat, parse_output_format
 from gateway.errors import BadRequest, TooLarge
-from gateway.protocol.tts import MAX_INSTRUCT_CHARS, MAX_LANGUAGE_CHARS, MAX_SEED, TextLimits, engine_options
+from gateway.protocol.tts import MAX_INSTRUCT_CHARS, MAX_LANGUAGE_CHARS, TextLimits, engine_options, seed_field
 
 SYNTHESIS_FIELDS = ("text", "engine", "voice", "format", "sample_rate", "seed", "language", "instruct")
 
@@ -61,9 +61,7 @@ class SynthesisRequest:
                 fmt.check_rate(rate)
             except ValueError as exc:
                 raise BadRequest(f"sample_rate: {exc}") from None
-        seed = data.get("seed")
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED):
-            raise BadRequest(f"seed: must be an integer between 0 and {MAX_SEED}")
+        seed = seed_field(data, "seed", BadRequest)
         return cls(text=body_text(data, "text", limits), engine=body_str(data, "engine"),
                    voice=body_str(data, "voice"), format=fmt, sample_rate=rate, seed=seed,
                    language=body_str(data, "language", MAX_LANGUAGE_CHARS),

@@ -10,8 +10,6 @@ the status of the gateway's error table; auth refusals stay AUTH.md's.
 
 from __future__ import annotations
 
-from typing import Any
-
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
@@ -20,21 +18,12 @@ from gateway.errors import BadRequest, GatewayError
 from gateway.fronts.elevenlabs.fields import check_http, engine_id_for, language_options
 from gateway.fronts.elevenlabs.params import parse_output_format, voice_for
 from gateway.protocol.json import read_json_object
-from gateway.protocol.tts import MAX_SEED, TextLimits
+from gateway.protocol.tts import TextLimits, seed_field
 from gateway.protocol.tts_http import body_text
 from gateway.tts.routes import speech_response
 from gateway.tts.selection import check_ready, pick_engine
 
 TEXT_LIMITS = TextLimits()
-
-
-def _seed(body: dict[str, Any]) -> int | None:
-    seed = body.get("seed")
-    if seed is None:
-        return None
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
-        raise BadRequest(f"seed: must be an integer between 0 and {MAX_SEED}")
-    return seed
 
 
 async def text_to_speech(request: Request) -> Response:
@@ -52,7 +41,8 @@ async def text_to_speech(request: Request) -> Response:
             load_av()
         voice = voice_for(engine, str(request.path_params.get("voice_id", "")))
         options = language_options(engine, body.get("language_code"))
-        return speech_response(request, engine, text, voice, audio.sample_rate, audio.format, seed=_seed(body),
+        seed = seed_field(body, "seed", BadRequest)
+        return speech_response(request, engine, text, voice, audio.sample_rate, audio.format, seed=seed,
                                options=options)
     except GatewayError as exc:
         headers = {"Retry-After": str(exc.retry_after_s)} if exc.retry_after_s is not None else None
