@@ -175,7 +175,7 @@ class OmniVoiceEngine(LoadsInThread):
         return TtsInfo(id=ENGINE_ID, sample_rate=self._sample_rate,
                        frame_samples=round(self._sample_rate * FRAME_S), languages=languages,
                        can_clone=self._status.state is EngineState.READY, default_voice=DEFAULT_VOICE,
-                       options=OPTIONS)
+                       options=OPTIONS, clone_uses_transcript=True)
 
     def voices(self) -> list[Voice]:
         designed = [Voice(id=v.id, engine=ENGINE_ID, language=v.language, source="builtin") for v in DESIGNED.values()]

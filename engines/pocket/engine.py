@@ -45,6 +45,8 @@ GET_MODEL_HINT = ("run `voxgate models pull pocket` to download it, or "
                   "`voxgate models make-random pocket DIR` for random weights (then set VOXGATE_POCKET_DIR=DIR)")
 _VOICE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 MAX_TEMPERATURE = 2.0
+TRANSCRIPT_REFUSED = ("ref_text: the pocket engine clones a voice from the audio alone and takes no transcript; "
+                      "leave ref_text out")
 OPTIONS = ("seed", "temperature")  # English only, voices from audio: no language, instruct or speaker
 
 
@@ -160,9 +162,12 @@ class PocketEngine(LoadsInThread):
 
     # ---- voices
     async def clone_voice(self, voice_id: str, wav_bytes: bytes, transcript: str | None = None) -> Voice:
-        """Make voice ``voice_id`` from a WAV sample and keep it in ``voices_dir`` (the
-        transcript is not needed: Pocket clones from the audio alone)."""
+        """Make voice ``voice_id`` from a WAV sample and keep it in ``voices_dir``.
+        Pocket clones from the audio alone, so a ``transcript`` is refused rather
+        than dropped."""
         scheduler = self._ready_scheduler()
+        if transcript is not None:
+            raise EngineError(TRANSCRIPT_REFUSED, code="bad_request")
         if not _VOICE_ID.match(voice_id or ""):
             raise EngineError(f"voice_id: {voice_id!r} is not allowed (1-64 letters, digits, '_', '-', '.', "
                               "starting with a letter or digit)", code="bad_request")

@@ -55,7 +55,8 @@ async def list_voices(request: Request) -> Response:
 
 async def add_voice(request: Request) -> Response:
     """Clone a voice: multipart form with ``id``, ``file`` (WAV, 1-30 s), optional ``engine`` and
-    optional ``ref_text`` (what the clip says; OmniVoice needs it unless it can transcribe the clip)."""
+    optional ``ref_text`` (what the clip says; OmniVoice needs it unless it can transcribe the clip; an
+    engine whose cloning takes no transcript, Pocket, refuses it)."""
     state = request.state
     not_multipart = "body: send multipart/form-data with the fields id and file (a WAV)"
     async with multipart_form(request, MAX_UPLOAD_BYTES, max_fields=8, not_multipart=not_multipart) as form:
@@ -85,8 +86,12 @@ async def add_voice(request: Request) -> Response:
                          f"{MAX_CLONE_S:g} s long")
     engine = pick_engine(state.tts, engine_id)
     check_ready(engine)
-    if not engine.info().can_clone:
+    info = engine.info()
+    if not info.can_clone:
         raise BadRequest(f"engine {engine_id} cannot clone voices", code="clone_unsupported")
+    if ref_text and not info.clone_uses_transcript:
+        raise BadRequest(f"ref_text: the {info.id} engine clones a voice from the audio alone and takes no "
+                         "transcript; leave ref_text out")
     if voice_id in voice_ids(engine):
         raise GatewayError(f"id: voice {voice_id!r} already exists; delete it first or choose another id",
                            code="voice_exists")

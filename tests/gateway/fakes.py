@@ -102,10 +102,12 @@ class FakeTtsEngine:
     streams: list[FakeStream] = field(default_factory=list)
     frames_produced: int = 0
     options: tuple[str, ...] = OPTION_NAMES  # the options it honours (a real engine's subset: Piper ("speaker",))
+    clone_uses_transcript: bool = True  # as OmniVoice; False as Pocket
 
     def info(self) -> TtsInfo:
         return TtsInfo(id=self.engine_id, sample_rate=RATE, frame_samples=FRAME, languages=("en",),
-                       can_clone=self.can_clone, default_voice=self.builtin[0], options=self.options)
+                       can_clone=self.can_clone, default_voice=self.builtin[0], options=self.options,
+                       clone_uses_transcript=self.clone_uses_transcript)
 
     def status(self) -> EngineStatus:
         return EngineStatus(self.state, self.detail, self.hint)

@@ -181,6 +181,15 @@ async def test_clone_refuses_bad_input(engine: PocketEngine, voice_id, payload, 
     assert str(info.value).startswith(message)
 
 
+async def test_clone_refuses_a_transcript_it_would_not_use(engine: PocketEngine, tmp_path: Path):
+    assert engine.info().clone_uses_transcript is False
+    with pytest.raises(EngineError) as info:
+        await engine.clone_voice("with-words", _wav_bytes(), transcript="It was a cold day.")
+    assert (info.value.code, str(info.value)) == ("bad_request", (
+        "ref_text: the pocket engine clones a voice from the audio alone and takes no transcript; leave ref_text out"))
+    assert "with-words" not in [v.id for v in engine.voices()]
+
+
 async def test_builtin_voices_cannot_be_deleted(engine: PocketEngine):
     with pytest.raises(EngineError, match="voice 'alba' is built into the model and cannot be deleted"):
         await engine.delete_voice("alba")
