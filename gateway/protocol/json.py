@@ -76,8 +76,9 @@ def message_type(data: dict[str, Any]) -> str:
 
 def refuse_unknown_fields(data: dict[str, Any], kind: str, fields: tuple[str, ...]) -> None:
     """``BadMessage`` naming the first field of a ``kind`` message that is not in
-    ``fields`` (besides ``type``): a field the server would not act on is refused,
-    never dropped."""
+    ``fields`` (besides ``type``), for a vendor front whose vendor refuses such a
+    field: the server would not act on it, so it is refused, never dropped. The
+    native sockets ignore unknown fields instead, as PROTOCOL.md says."""
     unknown = sorted(set(data) - {"type", *fields})
     if unknown:
         listed = ", ".join(fields) or "(none besides type)"
