@@ -88,6 +88,10 @@ class TtsInfo:
     languages: tuple[str, ...] = ("en",)
     can_clone: bool = False
     default_voice: str | None = None
+    # the per-utterance options (engines.options.OPTION_NAMES) this engine honours; any other is refused
+    options: tuple[str, ...] = ()
+    # its cloning takes what the clip says (OmniVoice); one that clones from the audio alone refuses a transcript
+    clone_uses_transcript: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -97,6 +101,8 @@ class TtsInfo:
             "languages": list(self.languages),
             "can_clone": self.can_clone,
             "default_voice": self.default_voice,
+            "options": list(self.options),
+            "clone_uses_transcript": self.clone_uses_transcript,
         }
 
 
@@ -203,8 +209,9 @@ class TtsEngine(Protocol):
     async def clone_voice(self, voice_id: str, wav_bytes: bytes, transcript: str | None = None) -> Voice:
         """Make a new voice from a short WAV and keep it. Raises CloneRefused if unsupported.
 
-        ``transcript`` is what the clip says, for engines whose prompts need it
-        (OmniVoice); engines that clone from the audio alone ignore it."""
+        ``transcript`` is what the clip says, for engines whose prompts use it
+        (``TtsInfo.clone_uses_transcript``); one that clones from the audio alone
+        refuses it (``EngineError``, ``bad_request``)."""
         ...
 
     async def delete_voice(self, voice_id: str) -> None: ...

@@ -46,12 +46,14 @@ from engines.omnivoice.runtime import PACKAGE_HINT, RuntimeMissing
 from engines.omnivoice.stream import SentenceStream
 from engines.omnivoice.synthesis import Plan, PromptSource, make_prompt, read_clip
 from engines.omnivoice.voices import DEFAULT_VOICE, DESIGNED, VOICE_ID, ClonedVoice, DesignedVoice, VoiceStore
+from engines.options import check_options
 
 log = logging.getLogger(__name__)
 
 ENGINE_ID = "omnivoice"
 SAMPLE_RATE = 24000
 FRAME_S = 0.08
+OPTIONS = ("seed", "language", "instruct")
 CLONE_SLOTS = 2  # voice uploads queued beside the streams
 TRANSCRIPT_HINT = ("send the clip's transcript as the form field ref_text, or set VOXGATE_OMNIVOICE_ASR_MODEL "
                    "to a local Whisper model directory (transformers format)")
@@ -172,7 +174,8 @@ class OmniVoiceEngine(LoadsInThread):
         languages = tuple(sorted(self._checks.language_ids)) if self._checks is not None else ()
         return TtsInfo(id=ENGINE_ID, sample_rate=self._sample_rate,
                        frame_samples=round(self._sample_rate * FRAME_S), languages=languages,
-                       can_clone=self._status.state is EngineState.READY, default_voice=DEFAULT_VOICE)
+                       can_clone=self._status.state is EngineState.READY, default_voice=DEFAULT_VOICE,
+                       options=OPTIONS, clone_uses_transcript=True)
 
     def voices(self) -> list[Voice]:
         designed = [Voice(id=v.id, engine=ENGINE_ID, language=v.language, source="builtin") for v in DESIGNED.values()]
@@ -202,6 +205,7 @@ class OmniVoiceEngine(LoadsInThread):
         self._ready()
         if not isinstance(text, str) or not text.strip():
             raise EngineError("text: nothing to say (empty or whitespace only)", code="bad_request")
+        check_options(self.info(), options)
         options = options or SynthesisOptions()
         instruct = instruct_option(self._checks, options.extra.get("instruct"))
         language = language_option(self._checks, options.extra.get("language"))

@@ -38,6 +38,7 @@ from engines.base import (
     UnknownVoice,
     Voice,
 )
+from engines.options import check_options
 from engines.piper.int8 import PRECISIONS
 from engines.piper.model import GRAPHS, INSTALL_HINT, PiperModel, Synthesizer, runtime_missing
 from engines.piper.pool import DeadlinePool
@@ -50,6 +51,7 @@ ENGINE_ID = "piper"
 PREFERRED_DEFAULT_VOICE = "en_US-joe-medium"
 DEFAULT_RATE = 22050  # reported before load(); the bundled voice's rate
 FRAME_S = 0.08
+OPTIONS = ("speaker",)  # its noise is drawn inside the ONNX graph: nothing to seed
 
 ModelFactory = Callable[[VoiceFile], Synthesizer]
 
@@ -144,7 +146,7 @@ class PiperEngine(LoadsInThread):
     def info(self) -> TtsInfo:
         languages = tuple(sorted({v.language for v in self._voices.values()})) or ("en",)
         return TtsInfo(id=ENGINE_ID, sample_rate=self._rate, frame_samples=round(self._rate * FRAME_S),
-                       languages=languages, can_clone=False, default_voice=self._default)
+                       languages=languages, can_clone=False, default_voice=self._default, options=OPTIONS)
 
     def voices(self) -> list[Voice]:
         return [Voice(id=v.id, engine=ENGINE_ID, language=v.language, source="builtin")
@@ -162,8 +164,9 @@ class PiperEngine(LoadsInThread):
     def open_stream(self, text: str, voice: str | None = None,
                     options: SynthesisOptions | None = None) -> PiperStream:
         """Start synthesizing ``text``. Piper's noise is drawn inside the ONNX graph,
-        so ``options.seed`` and ``temperature`` do not apply; ``options.extra["speaker"]``
-        picks a speaker of a multi-speaker voice."""
+        so a ``seed`` or ``temperature`` is refused (``check_options``);
+        ``options.extra["speaker"]`` picks a speaker of a multi-speaker voice."""
+        check_options(self.info(), options)
         pool = self._pool
         if self._status.state != EngineState.READY or pool is None:
             raise EngineUnavailable.not_ready(ENGINE_ID, "Piper", self._status)

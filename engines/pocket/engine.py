@@ -31,6 +31,7 @@ from engines.base import (
     Voice,
 )
 from engines.files import write_atomically
+from engines.options import check_options
 from engines.pocket.scheduled_stream import ScheduledStream
 from engines.pocket.scheduler import BatchScheduler
 
@@ -44,6 +45,9 @@ GET_MODEL_HINT = ("run `voxgate models pull pocket` to download it, or "
                   "`voxgate models make-random pocket DIR` for random weights (then set VOXGATE_POCKET_DIR=DIR)")
 _VOICE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 MAX_TEMPERATURE = 2.0
+TRANSCRIPT_REFUSED = ("ref_text: the pocket engine clones a voice from the audio alone and takes no transcript; "
+                      "leave ref_text out")
+OPTIONS = ("seed", "temperature")  # English only, voices from audio: no language, instruct or speaker
 
 
 class PocketEngine(LoadsInThread):
@@ -113,7 +117,7 @@ class PocketEngine(LoadsInThread):
     def info(self) -> TtsInfo:
         return TtsInfo(id=ENGINE_ID, sample_rate=SAMPLE_RATE, frame_samples=FRAME_SAMPLES, languages=("en",),
                        can_clone=bool(self._model is not None and self._model.can_clone),
-                       default_voice=self.default_voice())
+                       default_voice=self.default_voice(), options=OPTIONS)
 
     def default_voice(self) -> str | None:
         if PREFERRED_DEFAULT_VOICE in self._builtin:
@@ -137,6 +141,7 @@ class PocketEngine(LoadsInThread):
     def open_stream(self, text: str, voice: str | None = None,
                     options: SynthesisOptions | None = None) -> ScheduledStream:
         """Start synthesising ``text``; must be called on the event loop that reads the frames."""
+        check_options(self.info(), options)
         scheduler = self._ready_scheduler()
         if not isinstance(text, str) or not text.strip():
             raise EngineError("text: nothing to say (empty or whitespace only)", code="bad_request")
@@ -157,9 +162,12 @@ class PocketEngine(LoadsInThread):
 
     # ---- voices
     async def clone_voice(self, voice_id: str, wav_bytes: bytes, transcript: str | None = None) -> Voice:
-        """Make voice ``voice_id`` from a WAV sample and keep it in ``voices_dir`` (the
-        transcript is not needed: Pocket clones from the audio alone)."""
+        """Make voice ``voice_id`` from a WAV sample and keep it in ``voices_dir``.
+        Pocket clones from the audio alone, so a ``transcript`` is refused rather
+        than dropped."""
         scheduler = self._ready_scheduler()
+        if transcript is not None:
+            raise EngineError(TRANSCRIPT_REFUSED, code="bad_request")
         if not _VOICE_ID.match(voice_id or ""):
             raise EngineError(f"voice_id: {voice_id!r} is not allowed (1-64 letters, digits, '_', '-', '.', "
                               "starting with a letter or digit)", code="bad_request")

@@ -4,8 +4,9 @@
 ``DictationSession`` (gateway/dictation/session.py).
 
 ``POST /v1/audio/transcriptions`` is OpenAI-compatible (multipart ``file``,
-``language``, ``response_format`` json / text / verbose_json,
-``timestamp_granularities[]=word``); the file goes through the same sidecar as
+``model``, ``language``, ``response_format`` json / text / verbose_json / srt / vtt,
+``timestamp_granularities[]``; what each field does: gateway/protocol/transcription.py);
+the file goes through the same sidecar as
 the live streams, decoded offline (VAD-filtered, beam 5). WAV, FLAC, MP3, Ogg,
 WebM, M4A/MP4 and AAC are decoded by gateway/codecs/files.py, at most
 ``MAX_AUDIO_S`` of audio, whatever the file's header says, in a decoder process
@@ -30,16 +31,17 @@ from gateway.config import Settings
 from gateway.dictation.asr_gate import asr_refusal, language_refusal
 from gateway.dictation.session import DictationSession
 from gateway.dictation.transport import NativeDictationTransport
+from gateway.engine_view import public_model_name
 from gateway.errors import BadRequest, GatewayError, TooLarge, refuse_socket
 from gateway.protocol.dictation import parse_dictation_params
 from gateway.protocol.multipart import multipart_form, read_file_field
+from gateway.protocol.transcription import TranscriptionRequest, subtitles
 from gateway.registry import client_label
 
 MAX_UPLOAD_BYTES = 25 * 1024 * 1024  # OpenAI's own limit
 # Decoded length cap: the audio goes to the sidecar as one float32 frame at 16 kHz,
 # and a frame holds at most 64 MiB (17.4 min); 15 min keeps a margin.
 MAX_AUDIO_S = 15 * 60
-RESPONSE_FORMATS = ("json", "text", "verbose_json")
 
 
 async def dictation_socket(websocket: WebSocket) -> None:
@@ -77,15 +79,10 @@ async def _transcribe(request: Request) -> Response:
         raise refusal
     async with multipart_form(request, MAX_UPLOAD_BYTES, max_fields=20,
                               not_multipart="the body must be multipart/form-data with a 'file' field") as form:
+        req = TranscriptionRequest.from_form(form, public_model_name(str(asr.info()["model"])))
         data = await read_file_field(form, "file", MAX_UPLOAD_BYTES,
                                      missing="file: missing; send the audio as a multipart file field named 'file'")
-        response_format = str(form.get("response_format") or "json")
-        language = str(form.get("language") or "").strip().lower() or None
-        granularities = [str(v) for v in form.getlist("timestamp_granularities[]")]
-    if response_format not in RESPONSE_FORMATS:
-        raise BadRequest(f"response_format: {response_format[:20]!r} must be one of: {', '.join(RESPONSE_FORMATS)}")
-    if language == "auto":
-        language = None
+    language, response_format = req.language, req.response_format
     unsupported = language_refusal(asr, language, install_hint=False)
     if unsupported is not None:
         raise unsupported
@@ -98,15 +95,18 @@ async def _transcribe(request: Request) -> Response:
         raise BadRequest(f"file: {exc}", code="bad_audio") from None
     audio = decoded.samples
     duration_s = len(audio) / ASR_RATE
-    result = await asr.transcribe(audio, language=language, word_timestamps="word" in granularities,
+    result = await asr.transcribe(audio, language=language, word_timestamps=req.words,
                                   timeout_s=60.0 + 2.0 * duration_s)
     if response_format == "text":
         return PlainTextResponse(result["text"] + "\n")
+    if response_format in ("srt", "vtt"):
+        return PlainTextResponse(subtitles(result["segments"], vtt=response_format == "vtt"),
+                                 media_type="text/vtt" if response_format == "vtt" else "application/x-subrip")
     if response_format == "json":
         return JSONResponse({"text": result["text"]})
     body = {"task": "transcribe", "language": result["language"], "duration": result["duration"],
             "text": result["text"], "segments": result["segments"]}
-    if "word" in granularities:
+    if req.words:
         body["words"] = result["words"]
     return JSONResponse(body)
 

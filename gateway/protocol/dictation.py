@@ -36,7 +36,7 @@ from gateway.codecs.formats import InputEncoding, parse_input_encoding
 from gateway.errors import BadMessage, BadRequest
 from gateway.protocol.common import Closed, End, ErrorEvent, Keepalive
 from gateway.protocol.json import message_type, parse_message, unknown_type
-from gateway.protocol.query import query_bool, query_rate
+from gateway.protocol.query import query_bool, query_rate, refuse_unknown_params
 from gateway.protocol.wire import OMIT_NONE, WireMessage, internal
 
 MIN_SILENCE_MS = 200
@@ -61,8 +61,12 @@ class DictationParams:
     eager: bool = False
 
 
+QUERY_PARAMS = ("sample_rate", "encoding", "language", "interim", "word_timestamps", "silence_ms", "eager")
+
+
 def parse_dictation_params(query: Mapping[str, str]) -> DictationParams:
     """Parse the /v1/dictation query string. Raises ``BadRequest`` naming the parameter."""
+    refuse_unknown_params(query, QUERY_PARAMS)
     try:
         encoding = parse_input_encoding(query.get("encoding") or InputEncoding.PCM_S16LE.value)
     except ValueError as exc:
@@ -101,7 +105,8 @@ CLIENT_TYPES = ("finalize", "end", "keepalive")
 
 
 def parse_client_message(raw: str) -> ClientMessage:
-    """Parse one JSON text message; raises ``BadMessage`` saying what is wrong."""
+    """Parse one JSON text message; raises ``BadMessage`` saying what is wrong. A
+    field the protocol does not define is ignored (PROTOCOL.md), an unknown type is not."""
     data = parse_message(raw)
     kind = message_type(data)
     if kind == "finalize":

@@ -74,6 +74,17 @@ def message_type(data: dict[str, Any]) -> str:
     return kind
 
 
+def refuse_unknown_fields(data: dict[str, Any], kind: str, fields: tuple[str, ...]) -> None:
+    """``BadMessage`` naming the first field of a ``kind`` message that is not in
+    ``fields`` (besides ``type``), for a vendor front whose vendor refuses such a
+    field: the server would not act on it, so it is refused, never dropped. The
+    native sockets ignore unknown fields instead, as PROTOCOL.md says."""
+    unknown = sorted(set(data) - {"type", *fields})
+    if unknown:
+        listed = ", ".join(fields) or "(none besides type)"
+        raise BadMessage(f"{kind}.{unknown[0][:40]}: not a field of {kind}; its fields are: {listed}")
+
+
 def optional_field(data: dict[str, Any], name: str, expected: type[T], message: str) -> T | None:
     """``data[name]`` when it is an ``expected``, None when it is absent or null,
     else ``BadMessage(message)``."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol, TypeVar
 
+from auth.redact import SECRET_PARAMS
 from gateway.audio import parse_rate
 from gateway.errors import BadRequest
 
@@ -35,6 +36,16 @@ def query_bool(query: Mapping[str, str], name: str, default: bool) -> bool:
     if low in FALSE_SPELLINGS:
         return False
     raise BadRequest(f"{name}: {raw[:20]!r} is not a boolean (use true or false)")
+
+
+def refuse_unknown_params(query: Mapping[str, str], names: tuple[str, ...]) -> None:
+    """``BadRequest`` naming the first query parameter that is neither one of
+    ``names`` nor a credential (``api_key``, ``ticket``, ...: the auth layer's):
+    a parameter the route would not act on is refused, never dropped. (Kept short:
+    a socket's close reason holds 123 bytes; the error event before it has it all.)"""
+    unknown = sorted(name for name in query if name not in names and name.lower() not in SECRET_PARAMS)
+    if unknown:
+        raise BadRequest(f"{unknown[0][:40]}: not a parameter here; known: {', '.join(names)}")
 
 
 def query_rate(query: Mapping[str, str], encoding: RateChecked, default: D) -> int | D:

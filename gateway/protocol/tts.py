@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from gateway.codecs.formats import SOCKET_OUTPUTS, OutputFormat, parse_output_format
-from gateway.errors import BadMessage, BadRequest
+from gateway.errors import BadMessage, BadRequest, GatewayError
 from gateway.protocol.common import End, Keepalive
 from gateway.protocol.json import message_type, parse_message, unknown_type
-from gateway.protocol.query import query_rate
+from gateway.protocol.query import query_rate, refuse_unknown_params
 from gateway.protocol.wire import WireMessage, rounded
 
 MAX_ID_CHARS = 128
@@ -99,13 +99,17 @@ def text_too_long(field: str, length: int, limits: TextLimits) -> BadMessage:
 
 def parse_client_message(raw: str | bytes, limits: TextLimits) -> ClientMessage:
     """Parse one JSON text message. Raises ``BadMessage`` (code ``bad_message`` or
-    ``text_too_long``) with a message that names the field."""
+    ``text_too_long``) with a message that names the field. A field the protocol
+    does not define is ignored, as PROTOCOL.md says, so a newer client's message
+    still works here; a defined field this server cannot honour (a ``seed`` for an
+    engine that takes none) is refused where the engine is known."""
     data = parse_message(raw)
     kind = message_type(data)
     if kind == "speak":
         text = _text_field(data, "speak.text", limits, allow_blank=False)
         return Speak(text=text, id=_opt_str(data, "id", "speak.id", MAX_ID_CHARS),
-                     voice=_opt_str(data, "voice", "speak.voice", MAX_VOICE_CHARS), seed=_opt_seed(data),
+                     voice=_opt_str(data, "voice", "speak.voice", MAX_VOICE_CHARS),
+                     seed=seed_field(data, "speak.seed", BadMessage),
                      language=_opt_str(data, "language", "speak.language", MAX_LANGUAGE_CHARS),
                      instruct=_opt_str(data, "instruct", "speak.instruct", MAX_INSTRUCT_CHARS))
     if kind == "text":
@@ -143,12 +147,15 @@ def _opt_str(data: dict[str, Any], key: str, field: str, max_chars: int) -> str 
     return value
 
 
-def _opt_seed(data: dict[str, Any]) -> int | None:
+def seed_field(data: Mapping[str, Any], field: str, error: type[GatewayError]) -> int | None:
+    """``data["seed"]``: None when absent or null, else an integer 0..``MAX_SEED``
+    (a bool is not one); anything else raises ``error`` naming ``field``
+    (``"speak.seed"`` on the socket, ``"seed"`` in an HTTP body)."""
     value = data.get("seed")
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SEED:
-        raise BadMessage(f"speak.seed must be an integer between 0 and {MAX_SEED}")
+        raise error(f"{field}: must be an integer between 0 and {MAX_SEED}")
     return value
 
 
@@ -163,8 +170,12 @@ class TtsParams:
     encoding: OutputFormat
 
 
+QUERY_PARAMS = ("engine", "voice", "sample_rate", "encoding")
+
+
 def parse_tts_params(query: Mapping[str, str], default_engine: str) -> TtsParams:
     """Parse the /v1/tts query string. Raises ``BadRequest`` naming the parameter."""
+    refuse_unknown_params(query, QUERY_PARAMS)
     engine = query.get("engine") or default_engine
     voice = query.get("voice") or None
     if voice is not None and len(voice) > MAX_VOICE_CHARS:

@@ -13,7 +13,7 @@ from engines.base import EngineError, SynthesisOptions, TtsEngine, TtsStream
 from gateway.audio import StreamResampler
 from gateway.codecs.encoders import audio_encoder
 from gateway.codecs.formats import OutputFormat
-from gateway.tts.selection import gateway_error
+from gateway.tts.selection import check_options, gateway_error
 
 
 class FrameEncoder:
@@ -108,6 +108,7 @@ def open_audio(engine: TtsEngine, text: str, voice: str | None, out_rate: int, f
                seed: int | None = None, options: dict[str, str] | None = None) -> AudioBytes:
     """Start synthesizing ``text`` now, so engine and codec errors raise here,
     before any response is sent."""
+    check_options(engine, seed, options)
     encoder = FrameEncoder(engine.info().sample_rate, out_rate, fmt)
     try:
         stream = engine.open_stream(text, voice, SynthesisOptions(seed=seed, extra=dict(options or {})))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterable, AsyncIterator, Callable
 
 from starlette.background import BackgroundTask
 from starlette.requests import Request
@@ -32,6 +32,7 @@ from gateway.protocol.tts_http import SpeechRequest, SynthesisRequest
 from gateway.registry import client_label, client_share
 from gateway.streaming import StallGuardedResponse
 from gateway.tts.frames import AudioBytes, open_audio
+from gateway.tts.openai_speech import SSE_MEDIA_TYPE, engine_for_model, openai_voice, speech_options, sse_events
 from gateway.tts.selection import check_ready, pick_engine, resolve_voice
 from gateway.tts.session import TtsSession
 from gateway.tts.states import SessionConfig
@@ -43,10 +44,7 @@ log = logging.getLogger("voxgate.tts")
 TEXT_LIMITS = TextLimits()
 OPENAI_RATE = 24000  # OpenAI's audio is 24 kHz mono in every format (pcm: 16-bit)
 PCM_OUTPUTS = (OutputFormat.PCM_S16LE, OutputFormat.PCM_F32LE)
-# OpenAI's stock voice names; a client written for OpenAI sends one of them and
-# gets this gateway's default voice unless a voice of that name exists here.
-OPENAI_VOICES = frozenset({"alloy", "ash", "ballad", "coral", "echo", "fable", "nova", "onyx", "sage",
-                           "shimmer", "verse", "marin", "cedar"})
+BodyWrapper = Callable[[AsyncIterable[bytes]], AsyncIterator[bytes]]
 
 
 # ---- the socket
@@ -91,9 +89,11 @@ async def tts_socket(websocket: WebSocket) -> None:
 
 
 def speech_response(request: Request, engine: TtsEngine, text: str, voice: str | None, rate: int,
-                    fmt: OutputFormat, seed: int | None, options: dict[str, str] | None = None) -> Response:
+                    fmt: OutputFormat, seed: int | None, options: dict[str, str] | None = None,
+                    wrap: tuple[BodyWrapper, str] | None = None) -> Response:
     """Register the request as a TTS session and stream its audio, each piece as it is encoded
-    (the speech routes of the fronts answer with it too)."""
+    (the speech routes of the fronts answer with it too); ``wrap``: a framing of the
+    audio bytes and its media type (OpenAI's server-sent events)."""
     sessions = request.state.sessions
     audio: AudioBytes | None = None
     entry = sessions.claim("tts", client_label(request), lambda: {
@@ -107,10 +107,11 @@ def speech_response(request: Request, engine: TtsEngine, text: str, voice: str |
         sessions.remove(entry.id)
         raise
     stream = audio
+    framed = wrap[0](stream) if wrap is not None else stream
 
     async def body() -> AsyncIterator[bytes]:
         try:
-            async for chunk in stream:
+            async for chunk in framed:
                 yield chunk
         except GatewayError as exc:  # the status line is gone: the stream just ends short
             log.warning("TTS HTTP stream ended early: %s", exc.message)
@@ -118,10 +119,15 @@ def speech_response(request: Request, engine: TtsEngine, text: str, voice: str |
             await cleanup()
 
     async def cleanup() -> None:  # after the body, or instead of it when the client left first
+        close_framing = getattr(framed, "aclose", None) if framed is not stream else None
+        if close_framing is not None:
+            await close_framing()
         await stream.aclose()
         sessions.remove(entry.id)
 
     media_type = f"audio/pcm;rate={rate};encoding={fmt.value}" if fmt in PCM_OUTPUTS else fmt.media_type
+    if wrap is not None:
+        media_type = wrap[1]
     headers = {"X-Sample-Rate": str(rate), "X-Encoding": fmt.value, "Cache-Control": "no-store"}
     return StallGuardedResponse(body(), media_type=media_type, headers=headers, background=BackgroundTask(cleanup),
                                 stall_timeout_s=request.state.settings.idle_timeout_s)
@@ -140,18 +146,18 @@ async def tts_http(request: Request) -> Response:
 
 
 async def openai_speech(request: Request) -> Response:
-    """``POST /v1/audio/speech``: OpenAI-compatible (``model``, ``input``, ``voice``,
-    ``response_format`` mp3 (the default), opus, aac, flac, wav or pcm); 24 kHz mono like OpenAI's."""
+    """``POST /v1/audio/speech``: OpenAI-compatible (``model``, ``input``, ``voice``, ``instructions``,
+    ``response_format`` mp3 (the default), opus, aac, flac, wav or pcm, ``speed`` 1.0, ``stream_format``
+    audio or sse); 24 kHz mono like OpenAI's. What each field does: gateway/tts/openai_speech.py."""
     state = request.state
     req = SpeechRequest.from_dict(await read_json_object(request, TEXT_LIMITS.max_message_bytes), TEXT_LIMITS)
-    engine_id = req.model if req.model is not None and req.model in state.tts else state.settings.tts_engine
-    engine = pick_engine(state.tts, engine_id)
+    engine = pick_engine(state.tts, engine_for_model(state.tts, req.model, state.settings.tts_engine))
     check_ready(engine)
-    voice = req.voice
-    if voice in OPENAI_VOICES and voice not in {v.id for v in engine.voices()}:
-        voice = None
-    voice = resolve_voice(engine, voice)
-    return speech_response(request, engine, req.input, voice, OPENAI_RATE, req.output, seed=None)
+    voice = resolve_voice(engine, openai_voice(engine, req.voice))
+    options = speech_options(state.tts, engine, req.instructions)
+    wrap = (sse_events, SSE_MEDIA_TYPE) if req.stream_format == "sse" else None
+    return speech_response(request, engine, req.input, voice, OPENAI_RATE, req.output, seed=None, options=options,
+                           wrap=wrap)
 
 
 def tts_routes() -> list[BaseRoute]:

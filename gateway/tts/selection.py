@@ -6,7 +6,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from engines.base import EngineError, EngineState, EngineUnavailable, TtsEngine, UnknownVoice
+from engines.base import (
+    EngineError,
+    EngineState,
+    EngineUnavailable,
+    SynthesisOptions,
+    TtsEngine,
+    UnknownVoice,
+)
+from engines.options import unsupported_option
 from gateway.engine_notice import engine_unavailable
 from gateway.errors import CODES, BadRequest, GatewayError, OverCapacity, Unavailable
 
@@ -33,6 +41,16 @@ def check_ready(engine: TtsEngine) -> None:
         raise Unavailable(f"engine {name} is still loading; try again in a few seconds", code="engine_loading",
                           retry_after_s=2, extra={"state": status.state.value})
     raise engine_unavailable(name, status.state)
+
+
+def check_options(engine: TtsEngine, seed: int | None, options: Mapping[str, str] | None, *,
+                  prefix: str = "", error: type[GatewayError] = BadRequest) -> None:
+    """Refuse (``error``, its message naming the field, the engine and what it takes)
+    a per-utterance option the engine does not honour, before any work is queued;
+    ``prefix`` names the message the field came in (``"speak."``)."""
+    message = unsupported_option(engine.info(), SynthesisOptions(seed=seed, extra=dict(options or {})))
+    if message is not None:
+        raise error(prefix + message)
 
 
 def voice_ids(engine: TtsEngine) -> list[str]:

@@ -17,9 +17,8 @@ is finished (the text buffer is flushed, every queued utterance is spoken),
 new ``speak``/``text`` are refused with a ``draining`` error, then the session
 closes 1001; at the deadline it stops at the next frame and closes 1001.
 
-Backpressure: the outbound queue holds at most ``max_buffer_s`` of audio, so a
-slow reader pauses only its own synthesizer; the engine's batch scheduler goes
-on with every other stream.
+Backpressure: the outbound queue holds at most ``max_buffer_s`` of audio, so a slow
+reader pauses only its own synthesizer; the engine's batch scheduler goes on with every other stream.
 
 Longer than 300 lines: the four tasks are one concept, sharing the queue, the live
 utterances and the state machine whose invariants hold only read together.
@@ -50,7 +49,7 @@ from gateway.protocol.tts import Cancel, Cancelled, ClientMessage, Flush, Flushe
 from gateway.tasks import cancel_and_wait
 from gateway.tts.frames import FrameEncoder
 from gateway.tts.outbound import OutboundQueue, OutItem, Stalled
-from gateway.tts.selection import gateway_error, resolve_voice
+from gateway.tts.selection import check_options, gateway_error, resolve_voice
 from gateway.tts.sentences import SentenceBuffer
 from gateway.tts.states import GOING_AWAY_REASON, Closing, SessionConfig, TtsState, transition
 from gateway.tts.transport import TtsTransport
@@ -160,6 +159,7 @@ class TtsSession:
         new_state = transition(self.state, msg.type)
         if isinstance(msg, Speak):
             voice = resolve_voice(self.engine, msg.voice) if msg.voice is not None else self.voice
+            check_options(self.engine, msg.seed, msg.engine_options(), prefix="speak.", error=BadMessage)
             self._check_queue_room()
             self._enqueue(msg.text, voice, msg.seed, msg.id, msg.engine_options())
         elif isinstance(msg, TextFragment):

@@ -30,6 +30,7 @@ MAX_UPLOAD_BYTES = 10 * 1024 * 1024
 MIN_CLONE_S = 1.0
 MAX_CLONE_S = 30.0
 MAX_REF_TEXT_CHARS = 1000
+CLONE_FIELDS = ("id", "file", "engine", "ref_text")
 VOICE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 
 
@@ -54,10 +55,14 @@ async def list_voices(request: Request) -> Response:
 
 async def add_voice(request: Request) -> Response:
     """Clone a voice: multipart form with ``id``, ``file`` (WAV, 1-30 s), optional ``engine`` and
-    optional ``ref_text`` (what the clip says; OmniVoice needs it unless it can transcribe the clip)."""
+    optional ``ref_text`` (what the clip says; OmniVoice needs it unless it can transcribe the clip; an
+    engine whose cloning takes no transcript, Pocket, refuses it)."""
     state = request.state
     not_multipart = "body: send multipart/form-data with the fields id and file (a WAV)"
     async with multipart_form(request, MAX_UPLOAD_BYTES, max_fields=8, not_multipart=not_multipart) as form:
+        unknown = sorted(set(form.keys()) - set(CLONE_FIELDS))
+        if unknown:
+            raise BadRequest(f"{unknown[0][:40]}: not a field of this form; the fields are: {', '.join(CLONE_FIELDS)}")
         voice_id = form.get("id")
         if not isinstance(voice_id, str) or not VOICE_ID.match(voice_id):
             raise BadRequest("id: required, 1-64 characters of letters, digits, '_' or '-', starting with a letter "
@@ -81,8 +86,12 @@ async def add_voice(request: Request) -> Response:
                          f"{MAX_CLONE_S:g} s long")
     engine = pick_engine(state.tts, engine_id)
     check_ready(engine)
-    if not engine.info().can_clone:
+    info = engine.info()
+    if not info.can_clone:
         raise BadRequest(f"engine {engine_id} cannot clone voices", code="clone_unsupported")
+    if ref_text and not info.clone_uses_transcript:
+        raise BadRequest(f"ref_text: the {info.id} engine clones a voice from the audio alone and takes no "
+                         "transcript; leave ref_text out")
     if voice_id in voice_ids(engine):
         raise GatewayError(f"id: voice {voice_id!r} already exists; delete it first or choose another id",
                            code="voice_exists")

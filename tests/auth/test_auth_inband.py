@@ -106,7 +106,7 @@ CASES = [pytest.param(mode, client, credential, expected, id=f"{mode}-{client}-{
 @pytest.mark.parametrize(("mode", "client", "credential", "expected"), CASES)
 def test_credential_in_the_first_message(real_harness, path, mode, client, credential, expected) -> None:
     h, _ = start(real_harness, mode)
-    bos = {"text": " ", "voice_settings": {"stability": 0.5}, **IN_BAND[credential](h)}
+    bos = {"text": " ", "voice_settings": {"speed": 1.0}, **IN_BAND[credential](h)}
     with h.client(client).websocket_connect(path) as ws:
         check(answer(ws, path, bos), expected, path)
 

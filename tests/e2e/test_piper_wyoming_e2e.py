@@ -108,6 +108,7 @@ def test_piper_is_the_default_engine_when_pocket_has_no_weights(server):
     assert engines["piper"] == {
         "kind": "tts", "default": True, "id": "piper", "sample_rate": 22050, "frame_samples": 1764,
         "languages": ["en"], "can_clone": False, "default_voice": "en_US-joe-medium", "state": "ready",
+        "options": ["speaker"], "clone_uses_transcript": False,
         "default_reason": f"Pocket TTS weights not found at {data}/models/pocket/model.safetensors "
                           "(voxgate models pull pocket)"}
 

@@ -25,6 +25,7 @@ from engines.base import (
     UnknownVoice,
     Voice,
 )
+from engines.options import OPTION_NAMES, check_options
 
 RATE = 24000
 FRAME = 1920
@@ -100,10 +101,13 @@ class FakeTtsEngine:
     transcripts: dict[str, str | None] = field(default_factory=dict)  # what clone_voice was told the clip says
     streams: list[FakeStream] = field(default_factory=list)
     frames_produced: int = 0
+    options: tuple[str, ...] = OPTION_NAMES  # the options it honours (a real engine's subset: Piper ("speaker",))
+    clone_uses_transcript: bool = True  # as OmniVoice; False as Pocket
 
     def info(self) -> TtsInfo:
         return TtsInfo(id=self.engine_id, sample_rate=RATE, frame_samples=FRAME, languages=("en",),
-                       can_clone=self.can_clone, default_voice=self.builtin[0])
+                       can_clone=self.can_clone, default_voice=self.builtin[0], options=self.options,
+                       clone_uses_transcript=self.clone_uses_transcript)
 
     def status(self) -> EngineStatus:
         return EngineStatus(self.state, self.detail, self.hint)
@@ -124,6 +128,7 @@ class FakeTtsEngine:
         known = [v.id for v in self.voices()]
         if voice is not None and voice not in known:
             raise UnknownVoice(voice, known)
+        check_options(self.info(), options)
         stream = FakeStream(self, text, voice, options)
         self.streams.append(stream)
         return stream

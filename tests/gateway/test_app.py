@@ -80,7 +80,7 @@ def test_engines_route_reports_state_and_hint(tmp_path):
         assert client.get("/v1/engines").json() == {"engines": [{
             "kind": "tts", "default": True, "default_reason": "Pocket TTS is enabled", "id": "pocket",
             "sample_rate": 24000, "frame_samples": 1920, "languages": ["en"], "can_clone": False, "default_voice": None,
-            "state": "missing", "detail": "model.safetensors not found", "hint": "voxgate models pull pocket"}]}
+            "options": [], "clone_uses_transcript": False, "state": "missing", "detail": "model.safetensors not found", "hint": "voxgate models pull pocket"}]}
 
 
 def test_admin_sessions_is_empty_with_no_sockets(tmp_path):

@@ -46,7 +46,8 @@ def missing_asr() -> FakeSidecar:
 
 
 TTS_COMMON = {"kind": "tts", "default": True, "id": "pocket", "sample_rate": 24000, "frame_samples": 1920,
-              "languages": ["en"], "can_clone": False, "default_voice": None, "state": "missing"}
+              "languages": ["en"], "can_clone": False, "default_voice": None, "options": [],
+              "clone_uses_transcript": False, "state": "missing"}
 ASR_COMMON = {"kind": "asr", "id": "asr", "languages": [], "multilingual": None, "compute_type": "int8",
               "restarts": 0, "streams": 0, "state": "missing"}
 FOR_ADMINS = {"engines": [

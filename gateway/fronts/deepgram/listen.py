@@ -38,7 +38,7 @@ from gateway.errors import (
     close_socket,
 )
 from gateway.fronts.deepgram import messages as dg
-from gateway.fronts.deepgram.params import ListenParams, parse_listen_params
+from gateway.fronts.deepgram.params import LISTEN_MODEL_FAMILIES, ListenParams, check_model, parse_listen_params
 from gateway.fronts.deepgram.refusal import new_request_id, refuse, request_headers
 from gateway.protocol.common import Closed, End, ErrorEvent, Keepalive
 from gateway.protocol.dictation import (
@@ -169,12 +169,13 @@ async def listen_socket(websocket: WebSocket) -> None:
     settings: Settings = state.settings
     request_id = new_request_id()
     await websocket.accept(subprotocol=answer_subprotocol(websocket.scope), headers=request_headers(request_id))
+    model_name = public_model_name(state.asr.model_name) if state.asr is not None else "none"
     try:
         params = parse_listen_params(websocket.query_params)
+        check_model(params.model, [model_name], LISTEN_MODEL_FAMILIES)
     except GatewayError as exc:
         await refuse(websocket, exc, dg.listen_error)
         return
-    model_name = public_model_name(state.asr.model_name) if state.asr is not None else "none"
     transport = ListenTransport(websocket, params, request_id, model_name)
     # Deepgram's own idle close, unless the gateway's idle timeout (the ceiling of every vendor timeout) is shorter
     idle_timeout_s = min(IDLE_TIMEOUT_S, settings.idle_timeout_s)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gateway.errors import BadMessage
-from gateway.protocol.json import parse_message, unknown_type
+from gateway.protocol.json import parse_message, refuse_unknown_fields, unknown_type
 
 CHANNEL = [0, 1]  # channel index and channel count, as Deepgram writes them
 MODEL_VERSION = "voxgate"
@@ -110,7 +110,11 @@ LISTEN_TYPES = ("KeepAlive", "Finalize", "CloseStream")
 
 
 def parse_listen_control(raw: str) -> ListenControl:
-    return ListenControl(_message_type(raw, LISTEN_TYPES))
+    """A control message; a field Deepgram does not define for it is refused."""
+    data = parse_message(raw)
+    kind = _message_type(data, LISTEN_TYPES)
+    refuse_unknown_fields(data, kind, ())
+    return ListenControl(kind)
 
 
 # ---- /v1/speak
@@ -146,6 +150,7 @@ SPEAK_TYPES = ("Speak", "Flush", "Clear", "Close")
 def parse_speak_message(raw: str) -> SpeakMessage:
     data = parse_message(raw)
     kind = _message_type(data, SPEAK_TYPES)
+    refuse_unknown_fields(data, kind, ("text",) if kind == "Speak" else ())
     if kind == "Speak":
         text = data.get("text")
         if not isinstance(text, str):

@@ -1,11 +1,12 @@
 """Query parameters of Deepgram's ``/v1/listen`` and ``/v1/speak``, mapped onto
 the gateway's own session parameters.
 
-Parameters Deepgram defines but this gateway has no use for (``punctuate``,
-``smart_format``, ``diarize``, ``keyterm``, ``tag``, ...) are accepted and
-ignored, as Deepgram ignores what a model does not support; values that would
-change what the client receives and cannot be honoured (two channels, an
-encoding we cannot decode) are refused with a message naming the parameter.
+Every parameter is honoured, refused naming it and why, or (``NO_EFFECT``: ones
+the agent frameworks send on every socket, whose meaning here is documented)
+accepted with either value. A Deepgram boolean whose one value is what the
+recognizer always does (``punctuate=true``, ``smart_format=false``, ...:
+``FIXED``) is accepted at that value and refused at the other. A parameter
+Deepgram does not define is refused too.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from gateway.audio import parse_rate
 from gateway.codecs.formats import InputEncoding, OutputFormat
 from gateway.errors import BadRequest
 from gateway.protocol.dictation import MAX_SILENCE_MS, MIN_SILENCE_MS, DictationParams
-from gateway.protocol.query import query_bool
+from gateway.protocol.query import query_bool, refuse_unknown_params
 
 ENCODINGS = ("linear16", "mulaw", "alaw")
 G711_RATE = 8000
@@ -25,6 +26,55 @@ G711_RATE = 8000
 INPUT_ENCODINGS = {"linear16": InputEncoding.PCM_S16LE, "mulaw": InputEncoding.MULAW, "alaw": InputEncoding.ALAW}
 OUTPUT_FORMATS = {"linear16": OutputFormat.PCM_S16LE, "mulaw": OutputFormat.MULAW, "alaw": OutputFormat.ALAW}
 DEFAULT_SILENCE_MS = 500  # the native default; Deepgram's 10 ms is below what the VAD can tell
+
+# /v1/listen booleans whose one value is what the recognizer always does: (that value, why the other is refused)
+FIXED = {
+    "punctuate": (True, "the recognizer always punctuates and capitalises"),
+    "smart_format": (False, "no formatting pass runs after the recognizer"),
+    "diarize": (False, "speakers are not told apart here"),
+    "numerals": (False, "numbers are written the way the recognizer writes them"),
+    "profanity_filter": (False, "no profanity filter runs here"),
+    "detect_entities": (False, "no entity detection runs here"),
+    "dictation": (False, "spoken punctuation commands are not converted here"),
+    "multichannel": (False, "only one channel is transcribed"),
+}
+# /v1/listen parameters accepted with any value, and what they mean here (LiveKit and
+# Pipecat send them on every socket)
+NO_EFFECT = {
+    "filler_words": "fillers (uh, um) appear when the recognizer writes them, which it often does not",
+    "no_delay": "finals are never held back for formatting, so there is nothing to hurry",
+    "mip_opt_out": "this server keeps no audio or text to improve a model",
+    "tag": "usage labels; this server keeps no usage reports",
+}
+# /v1/listen parameters refused whenever they are given
+LISTEN_REFUSED = {
+    "keywords": "the recognizer here takes no keywords",
+    "keyterm": "the recognizer here takes no key terms",
+    "search": "no search runs over the audio here",
+    "replace": "no replacement runs over the transcript here",
+    "redact": "no redaction runs here",
+    "callback": "results go back over this socket only",
+    "callback_method": "results go back over this socket only",
+    "extra": "results carry no extra metadata here",
+    "diarize_model": "speakers are not told apart here",
+    "language_hint": "send the language as language",
+    "alternatives": "one transcript is sent per result",
+}
+LISTEN_PARAMS = ("encoding", "sample_rate", "channels", "language", "detect_language", "model", "interim_results",
+                 "endpointing", "utterance_end_ms", "vad_events", "version", *FIXED, *NO_EFFECT, *LISTEN_REFUSED)
+SPEAK_PARAMS = ("encoding", "sample_rate", "container", "model", "speed", "bit_rate", "mip_opt_out")
+# Deepgram's model families: a listen model of one is run by this server's recognizer; a speak
+# model of one (an Aura voice) speaks with the engine's default voice
+LISTEN_MODEL_FAMILIES = ("nova", "enhanced", "base", "whisper")
+SPEAK_MODEL_FAMILIES = ("aura",)
+
+
+def check_model(model: str, served: list[str], families: tuple[str, ...]) -> None:
+    """``BadRequest`` unless ``model`` is empty, one of ``served`` or of a Deepgram family."""
+    if not model or model in served or model.split("-")[0] in families:
+        return
+    names = ", ".join([*served, *(f"{family}-*" for family in families)])
+    raise BadRequest(f"model: {model[:40]!r} is not served here; use one of: {names}")
 
 
 @dataclass(frozen=True)
@@ -91,13 +141,12 @@ def _language(raw: str) -> str:
 
 def parse_listen_params(query: Mapping[str, str]) -> ListenParams:
     """Parse ``/v1/listen``'s query. Raises ``BadRequest`` naming the parameter."""
+    _check_listen_extras(query)
     encoding = _encoding(query)
     rate = _rate(query, G711_RATE if encoding != "linear16" else 16000)
     channels = _int(query, "channels")
     if channels not in (None, 1):
         raise BadRequest(f"channels: {channels} is not supported; send mono audio (channels=1)")
-    if query_bool(query, "multichannel", False):
-        raise BadRequest("multichannel: only one channel is transcribed; use multichannel=false")
     raw_endpointing = (query.get("endpointing") or "").lower()
     endpointing = raw_endpointing != "false"
     silence_ms = DEFAULT_SILENCE_MS
@@ -110,9 +159,9 @@ def parse_listen_params(query: Mapping[str, str]) -> ListenParams:
         # without endpointing, the utterance-end gap is the only silence rule the client asked for
         silence_ms = min(max(utterance_end_ms, MIN_SILENCE_MS), MAX_SILENCE_MS)
     interim = query_bool(query, "interim_results", False)
-    query_bool(query, "punctuate", False)
-    query_bool(query, "smart_format", False)
     language = query.get("language") or "en"
+    if query_bool(query, "detect_language", False):
+        language = "multi"
     dictation = DictationParams(sample_rate=rate, encoding=INPUT_ENCODINGS[encoding], language=_language(language),
                                 interim=interim, word_timestamps=False, silence_ms=silence_ms)
     return ListenParams(encoding=encoding, sample_rate=rate, model=(query.get("model") or "")[:64],
@@ -121,8 +170,40 @@ def parse_listen_params(query: Mapping[str, str]) -> ListenParams:
                         dictation=dictation)
 
 
+def _check_listen_extras(query: Mapping[str, str]) -> None:
+    """Refuse what ``/v1/listen`` cannot honour (``FIXED`` at its other value,
+    ``LISTEN_REFUSED``, a version other than latest, names Deepgram lacks)."""
+    refuse_unknown_params(query, LISTEN_PARAMS)
+    for name, (value, why) in FIXED.items():
+        if query_bool(query, name, value) != value:
+            raise BadRequest(f"{name}={str(not value).lower()}: not supported; {why} "
+                             f"(use {name}={str(value).lower()} or leave it out)")
+    for name in NO_EFFECT:
+        if name != "tag":
+            query_bool(query, name, False)
+    for name, why in LISTEN_REFUSED.items():
+        if query.get(name):
+            raise BadRequest(f"{name}: not supported; {why}")
+    version = query.get("version")
+    if version not in (None, "", "latest"):
+        raise BadRequest(f"version: {version[:20]!r} is not served; the one version here is latest")
+
+
 def parse_speak_params(query: Mapping[str, str]) -> SpeakParams:
     """Parse ``/v1/speak``'s query. Raises ``BadRequest`` naming the parameter."""
+    refuse_unknown_params(query, SPEAK_PARAMS)
+    query_bool(query, "mip_opt_out", False)
+    if query.get("bit_rate"):
+        raise BadRequest("bit_rate: not supported; only compressed audio has a bit rate, and this socket sends "
+                         "linear16, mulaw or alaw")
+    speed = query.get("speed")
+    if speed:
+        try:
+            valid = float(speed) == 1.0
+        except ValueError:
+            valid = False
+        if not valid:
+            raise BadRequest(f"speed: {speed[:20]!r} is not supported; this server speaks at speed 1.0 only")
     encoding = _encoding(query)
     container = (query.get("container") or "none").lower()
     if container != "none":

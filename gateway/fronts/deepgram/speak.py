@@ -36,7 +36,13 @@ from starlette.websockets import WebSocket
 from auth.credentials import answer_subprotocol
 from gateway.errors import BadMessage, GatewayError, TooLarge, close_socket
 from gateway.fronts.deepgram import messages as dg
-from gateway.fronts.deepgram.params import OUTPUT_FORMATS, SpeakParams, parse_speak_params
+from gateway.fronts.deepgram.params import (
+    OUTPUT_FORMATS,
+    SPEAK_MODEL_FAMILIES,
+    SpeakParams,
+    check_model,
+    parse_speak_params,
+)
 from gateway.fronts.deepgram.refusal import new_request_id, refuse, request_headers
 from gateway.protocol.common import End, Keepalive
 from gateway.protocol.tts import Cancel, ClientMessage, Flush, TextFragment, TextLimits, text_too_long
@@ -123,6 +129,7 @@ async def speak_socket(websocket: WebSocket) -> None:
         params = parse_speak_params(websocket.query_params)
         engine = pick_engine(state.tts, settings.tts_engine)
         check_ready(engine)
+        check_model(params.model, voice_ids(engine), SPEAK_MODEL_FAMILIES)
     except GatewayError as exc:
         await refuse(websocket, exc, dg.listen_error)
         return

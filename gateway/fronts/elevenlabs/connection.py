@@ -261,8 +261,8 @@ class Connection:
         audio = self.params.audio
         transport = ContextTransport(self.sender, key, audio)
         session = TtsSession(transport=transport, engine=self.engine, voice=self.voice, sample_rate=audio.sample_rate,
-                             encoding=audio.format, config=SessionConfig(
-                                 limits=TEXT_LIMITS, idle_timeout_s=self.params.inactivity_timeout_s))
+                             encoding=audio.format, engine_options=dict(self.params.engine_options),
+                             config=SessionConfig(limits=TEXT_LIMITS, idle_timeout_s=self.params.inactivity_timeout_s))
         try:
             entry = self.sessions.claim_connection("tts", self.websocket, session.describe, session.drain)
         except OverCapacity as exc:

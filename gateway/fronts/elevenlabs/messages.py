@@ -22,10 +22,13 @@ from typing import Any
 
 from auth.credentials import Credential, CredentialKind, bearer_value
 from gateway.errors import BadMessage
+from gateway.fronts.elevenlabs.fields import check_generation_config, check_voice_settings
 from gateway.protocol.json import optional_field, parse_message
 from gateway.protocol.tts import TextLimits, text_too_long
 
 MAX_CONTEXT_ID_CHARS = 128
+MESSAGE_FIELDS = ("text", "context_id", "flush", "close_context", "close_socket", "try_trigger_generation",
+                  "voice_settings", "generation_config", "xi_api_key", "xi-api-key", "authorization")
 
 
 @dataclass(frozen=True)
@@ -51,9 +54,12 @@ def parse_client_message(raw: str, limits: TextLimits) -> ClientMessage:
     if context_id is not None and (not isinstance(context_id, str) or not 0 < len(context_id)
                                    <= MAX_CONTEXT_ID_CHARS):
         raise BadMessage(f"context_id must be a string of 1..{MAX_CONTEXT_ID_CHARS} characters")
-    for name in ("voice_settings", "generation_config"):
-        if data.get(name) is not None and not isinstance(data[name], dict):
-            raise BadMessage(f"{name} must be an object")
+    unknown = sorted(set(data) - set(MESSAGE_FIELDS))
+    if unknown:
+        raise BadMessage(f"{unknown[0][:40]}: not a field of a message here; the fields are: "
+                         f"{', '.join(MESSAGE_FIELDS)}")
+    check_voice_settings(data.get("voice_settings"), BadMessage)
+    check_generation_config(data.get("generation_config"), BadMessage)
     flags = {name: _flag(data, name) for name in ("flush", "close_context", "close_socket", "try_trigger_generation")}
     if text is None and not (flags["flush"] or flags["close_context"] or flags["close_socket"]):
         raise BadMessage("a message needs \"text\", or \"flush\", \"close_context\" or \"close_socket\" set to true")

@@ -2,11 +2,8 @@
 ``output_format`` names, the socket query (``model_id``, ``inactivity_timeout``,
 ``sync_alignment``, ``auto_mode``, ...) and the voice in the path.
 
-Parameters ElevenLabs defines that change nothing here (``enable_logging``,
-``enable_ssml_parsing``, ``apply_text_normalization``, ``language_code``,
-``optimize_streaming_latency``) are accepted and ignored; a value that would
-change what the client receives and cannot be honoured is refused, naming the
-parameter.
+What every other field does here (honoured, refused by name, or accepted with a
+documented meaning) is decided in gateway/fronts/elevenlabs/fields.py.
 
 ``inactivity_timeout`` (1 to 180 s, as ElevenLabs takes it) is held to the
 gateway's own idle timeout (``VOXGATE_IDLE_TIMEOUT_S``), the ceiling of every
@@ -18,12 +15,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from engines.base import TtsEngine
 from gateway.codecs.formats import MPEG_RATES, OutputFormat
 from gateway.errors import BadRequest
-from gateway.protocol.query import query_bool
+from gateway.fronts.elevenlabs.fields import check_socket_query
 from gateway.tts.selection import voice_ids
 
 DEFAULT_FORMAT = "mp3_44100_128"  # ElevenLabs' default, on its sockets and its HTTP routes
@@ -72,9 +69,9 @@ class SocketParams:
     model_id: str
     audio: AudioFormat
     inactivity_timeout_s: float  # the one in force: the client's, or the gateway's ceiling (``capped``)
-    sync_alignment: bool
-    auto_mode: bool
     requested_inactivity_s: int = DEFAULT_INACTIVITY_S  # what the client asked for
+    language_code: str | None = None
+    engine_options: Mapping[str, str] = field(default_factory=dict)  # SynthesisOptions.extra of every context
 
     @property
     def inactivity_capped(self) -> bool:
@@ -103,20 +100,13 @@ def parse_socket_params(query: Mapping[str, str]) -> SocketParams:
             raise BadRequest(f"inactivity_timeout: {raw[:20]!r} is not an integer") from None
         if not 1 <= timeout <= MAX_INACTIVITY_S:
             raise BadRequest(f"inactivity_timeout: {timeout} must be between 1 and {MAX_INACTIVITY_S} seconds")
-    for name in ("enable_logging", "enable_ssml_parsing"):
-        query_bool(query, name, False)
+    check_socket_query(query)
     return SocketParams(model_id=(query.get("model_id") or "")[:128], audio=parse_output_format(
         query.get("output_format")), inactivity_timeout_s=float(timeout), requested_inactivity_s=timeout,
-        sync_alignment=query_bool(query, "sync_alignment", False), auto_mode=query_bool(query, "auto_mode", False))
+        language_code=query.get("language_code") or None)
 
 
 def voice_for(engine: TtsEngine, voice_id: str) -> str | None:
     """ElevenLabs names voices by their id (``21m00Tcm4TlvDq8ikWAM``): a voice of that
     id here is used, any other id gets the engine's default voice."""
     return voice_id if voice_id in voice_ids(engine) else engine.info().default_voice
-
-
-def engine_id_for(engines: Mapping[str, TtsEngine], model_id: str | None, default: str) -> str:
-    """A ``model_id`` naming one of the gateway's engines picks it; ElevenLabs' own
-    model names (``eleven_flash_v2_5``) get the configured default engine."""
-    return model_id if model_id and model_id in engines else default

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from dataclasses import replace
 
 from starlette.websockets import WebSocket
 
@@ -36,8 +37,9 @@ from gateway.errors import (
     close_socket,
 )
 from gateway.fronts.elevenlabs.connection import Connection
+from gateway.fronts.elevenlabs.fields import engine_id_for, language_options
 from gateway.fronts.elevenlabs.messages import credential_of, error_message
-from gateway.fronts.elevenlabs.params import engine_id_for, parse_socket_params, voice_for
+from gateway.fronts.elevenlabs.params import parse_socket_params, voice_for
 from gateway.protocol.json import utf8_size
 from gateway.registry import client_label
 from gateway.serving import PRE_AUTH_MAX_MESSAGE_BYTES
@@ -91,6 +93,7 @@ async def _serve(websocket: WebSocket, *, multi: bool) -> None:
         params = parse_socket_params(websocket.query_params)
         engine = pick_engine(state.tts, engine_id_for(state.tts, params.model_id, state.settings.tts_engine))
         check_ready(engine)
+        params = replace(params, engine_options=language_options(engine, params.language_code))
         if params.audio.format.needs_av:
             load_av()  # here, so a server without FFmpeg refuses the socket instead of failing mid-utterance
     except GatewayError as exc:

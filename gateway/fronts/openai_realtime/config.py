@@ -14,6 +14,16 @@ OpenAI's shape (GA Realtime API, ``type: "transcription"``)::
 
 An update names only what it changes; a field left out keeps its value, and
 ``turn_detection: null`` turns voice activity detection off (the client commits).
+
+Every field is honoured or refused by name (``UpdateError``), except
+``turn_detection.prefix_padding_ms``, which LiveKit's plugin sends on every
+session: it is accepted and reported back, and the audio of an utterance starts
+where the recognizer's voice detector puts it. Honoured: ``format``,
+``transcription.model`` (the recognizer's name or OpenAI's transcription
+models, all run by this server's recognizer), ``transcription.language``,
+``turn_detection`` (server_vad, ``silence_duration_ms``, ``threshold`` 0.5: the
+voice detector's own) or null. Refused: a ``prompt``, ``noise_reduction``,
+``include`` entries, other thresholds, fields OpenAI does not define.
 """
 
 from __future__ import annotations
@@ -25,12 +35,20 @@ from typing import Any
 from gateway.codecs.formats import InputEncoding
 from gateway.dictation.asr_gate import shown_languages, supports_language
 from gateway.protocol.dictation import MAX_SILENCE_MS, MIN_SILENCE_MS, DictationParams
+from gateway.protocol.transcription import OPENAI_MODELS
 
 PCM_RATE = 24000  # OpenAI's audio/pcm is 16-bit mono at 24 kHz, nothing else
 G711_RATE = 8000
 FORMATS = {"audio/pcm": (InputEncoding.PCM_S16LE, PCM_RATE), "audio/pcmu": (InputEncoding.MULAW, G711_RATE),
            "audio/pcma": (InputEncoding.ALAW, G711_RATE)}
 NOISE_REDUCTION_TYPES = ("near_field", "far_field")
+REALTIME_MODELS = (*OPENAI_MODELS, "gpt-realtime-whisper", "gpt-live-transcribe")
+VAD_THRESHOLD = 0.5  # the recognizer's voice detector decides speech at this probability
+# the keys each object of an update may carry; any other is refused
+SESSION_KEYS = ("type", "audio", "include")
+AUDIO_INPUT_KEYS = ("format", "transcription", "turn_detection", "noise_reduction")
+TRANSCRIPTION_KEYS = ("model", "language", "prompt")
+TURN_DETECTION_KEYS = ("type", "threshold", "prefix_padding_ms", "silence_duration_ms")
 MAX_TEXT_FIELD_CHARS = 4096
 _LANGUAGE = re.compile(r"^[a-z]{2,3}$")
 
@@ -97,11 +115,14 @@ class TranscriptionConfig:
                 "include": list(self.include) or None}
 
 
-def apply_update(config: TranscriptionConfig, session: Any, languages: list[str]) -> TranscriptionConfig:
+def apply_update(config: TranscriptionConfig, session: Any, languages: list[str],
+                 asr_model: str = "") -> TranscriptionConfig:
     """``config`` with the fields of a ``session.update``'s ``session`` applied.
-    ``languages``: what the recognizer knows (empty: anything). Raises ``UpdateError``."""
+    ``languages``: what the recognizer knows (empty: anything); ``asr_model``: its
+    name. Raises ``UpdateError``."""
     if not isinstance(session, dict):
         raise UpdateError("session", "session must be an object")
+    _known_keys(session, SESSION_KEYS, "session")
     kind = session.get("type", "transcription")
     if kind != "transcription":
         raise UpdateError("session.type", f"session.type {str(kind)[:40]!r} is not supported: this server "
@@ -111,18 +132,29 @@ def apply_update(config: TranscriptionConfig, session: Any, languages: list[str]
         include = ()
     if not isinstance(include, (list, tuple)) or not all(isinstance(i, str) for i in include):
         raise UpdateError("session.include", "session.include must be a list of strings")
-    config = replace(config, include=tuple(include))
+    if include:
+        raise UpdateError("session.include", f"session.include: {str(include[0])[:60]!r} is not produced here "
+                          "(no logprobs); send an empty list or leave it out")
     audio = _object(session, "audio", "session.audio")
+    _known_keys(audio, ("input",), "session.audio")
     audio_input = _object(audio, "input", "session.audio.input")
+    _known_keys(audio_input, AUDIO_INPUT_KEYS, "session.audio.input")
     if "format" in audio_input:
         config = replace(config, format=_format(audio_input["format"]))
     if "transcription" in audio_input:
-        config = _transcription(config, audio_input["transcription"], languages)
+        config = _transcription(config, audio_input["transcription"], languages, asr_model)
     if "turn_detection" in audio_input:
         config = replace(config, turn_detection=_turn_detection(audio_input["turn_detection"]))
     if "noise_reduction" in audio_input:
         config = replace(config, noise_reduction=_noise_reduction(audio_input["noise_reduction"]))
     return config
+
+
+def _known_keys(value: dict[str, Any], keys: tuple[str, ...], param: str) -> None:
+    unknown = sorted(set(value) - set(keys))
+    if unknown:
+        raise UpdateError(f"{param}.{unknown[0][:40]}", f"{param}.{unknown[0][:40]} is not a field here; "
+                          f"{param} takes: {', '.join(keys)}", code="unknown_parameter")
 
 
 def _object(parent: dict[str, Any], key: str, param: str) -> dict[str, Any]:
@@ -148,15 +180,21 @@ def _format(value: Any) -> str:
     return str(kind)
 
 
-def _transcription(config: TranscriptionConfig, value: Any, languages: list[str]) -> TranscriptionConfig:
+def _transcription(config: TranscriptionConfig, value: Any, languages: list[str],
+                   asr_model: str) -> TranscriptionConfig:
     param = "session.audio.input.transcription"
     if value is None:  # transcription switched off: this server has nothing else to do, so it stays on
         return config
     if not isinstance(value, dict):
         raise UpdateError(param, f"{param} must be an object or null")
+    _known_keys(value, TRANSCRIPTION_KEYS, param)
     model = value.get("model", config.model)
     if model is not None and not isinstance(model, str):
         raise UpdateError(f"{param}.model", f"{param}.model must be a string")
+    if model is not None and model not in REALTIME_MODELS and model != asr_model:
+        served = ", ".join(([asr_model] if asr_model else []) + list(REALTIME_MODELS))
+        raise UpdateError(f"{param}.model", f"model {model[:60]!r} is not served here; use one of: {served} "
+                          "(all run by this server's recognizer)")
     language = value.get("language", config.language)
     if language is not None:
         if not isinstance(language, str) or not _LANGUAGE.match(language.lower()):
@@ -171,6 +209,9 @@ def _transcription(config: TranscriptionConfig, value: Any, languages: list[str]
     if not isinstance(prompt, str) or len(prompt) > MAX_TEXT_FIELD_CHARS:
         raise UpdateError(f"{param}.prompt", f"{param}.prompt must be a string of at most "
                           f"{MAX_TEXT_FIELD_CHARS} characters")
+    if prompt.strip():
+        raise UpdateError(f"{param}.prompt", f"{param}.prompt is not supported: the recognizer here takes no "
+                          "prompt; send \"\" or leave it out")
     return replace(config, model=(model or config.model)[:128], language=language, prompt=prompt)
 
 
@@ -180,6 +221,7 @@ def _turn_detection(value: Any) -> ServerVad | None:
         return None
     if not isinstance(value, dict):
         raise UpdateError(param, f"{param} must be an object or null")
+    _known_keys(value, TURN_DETECTION_KEYS, param)
     kind = value.get("type", "server_vad")
     if kind != "server_vad":
         raise UpdateError(f"{param}.type", f"turn detection {str(kind)[:40]!r} is not supported; use "
@@ -188,6 +230,10 @@ def _turn_detection(value: Any) -> ServerVad | None:
     threshold = value.get("threshold", vad.threshold)
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.0 <= threshold <= 1.0:
         raise UpdateError(f"{param}.threshold", f"{param}.threshold must be a number between 0.0 and 1.0")
+    if threshold != VAD_THRESHOLD:
+        raise UpdateError(f"{param}.threshold", f"{param}.threshold {threshold:g} is not supported: the "
+                          f"recognizer's voice detector decides speech at {VAD_THRESHOLD:g}; send {VAD_THRESHOLD:g} "
+                          "or leave it out")
     padding = _ms(value, "prefix_padding_ms", vad.prefix_padding_ms, param)
     silence = _ms(value, "silence_duration_ms", vad.silence_duration_ms, param)
     return ServerVad(threshold=float(threshold), prefix_padding_ms=padding, silence_duration_ms=silence)
@@ -208,4 +254,4 @@ def _noise_reduction(value: Any) -> str | None:
         return None
     if not isinstance(value, dict) or value.get("type") not in NOISE_REDUCTION_TYPES:
         raise UpdateError(param, f"{param} must be null or an object with \"type\": near_field or far_field")
-    return str(value["type"])
+    raise UpdateError(param, f"{param} is not supported: no noise reduction runs here; send null or leave it out")

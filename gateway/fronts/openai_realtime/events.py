@@ -27,7 +27,11 @@ from gateway.protocol.dictation import MAX_AUDIO_MESSAGE_BYTES
 from gateway.protocol.json import MAX_EVENT_BYTES, parse_message, structure_count, utf8_size
 
 APPEND = "input_audio_buffer.append"
-CLIENT_TYPES = ("session.update", APPEND, "input_audio_buffer.commit", "input_audio_buffer.clear")
+# each client event type and its fields besides ``type``; any other field is refused
+CLIENT_FIELDS: dict[str, tuple[str, ...]] = {"session.update": ("event_id", "session"), APPEND: ("event_id", "audio"),
+                                             "input_audio_buffer.commit": ("event_id",),
+                                             "input_audio_buffer.clear": ("event_id",)}
+CLIENT_TYPES = tuple(CLIENT_FIELDS)
 MAX_EVENT_ID_CHARS = 128
 # An append carries at most MAX_AUDIO_MESSAGE_BYTES of audio: 4/3 of it in base64, plus the JSON around it.
 MAX_APPEND_BYTES = MAX_AUDIO_MESSAGE_BYTES * 4 // 3 + 4096
@@ -64,6 +68,10 @@ def parse_client_event(raw: str) -> ClientEvent:
     if kind not in CLIENT_TYPES:
         raise ClientEventError(f"event type {kind[:60]!r} is not supported by this transcription server; "
                          f"use one of: {', '.join(CLIENT_TYPES)}", event_id)
+    unknown = sorted(set(data) - {"type", *CLIENT_FIELDS[kind]})
+    if unknown:
+        raise ClientEventError(f"{kind}.{unknown[0][:40]} is not a field of {kind}; it takes: "
+                               f"{', '.join(CLIENT_FIELDS[kind])}", event_id)
     return ClientEvent(kind, data, event_id)
 
 

@@ -37,6 +37,7 @@ from gateway.config import Settings
 from gateway.dictation.asr_gate import asr_refusal
 from gateway.dictation.relay import GOING_AWAY_REASON
 from gateway.dictation.session import DictationSession
+from gateway.engine_view import public_model_name
 from gateway.errors import (
     CLOSE_TIMEOUT_S,
     BadRequest,
@@ -44,8 +45,9 @@ from gateway.errors import (
     close_code_for,
     close_socket,
 )
-from gateway.fronts.openai_realtime.config import TranscriptionConfig
+from gateway.fronts.openai_realtime.config import REALTIME_MODELS, TranscriptionConfig
 from gateway.fronts.openai_realtime.transport import HANDOVER_S, RealtimeTransport
+from gateway.protocol.query import refuse_unknown_params
 from gateway.tasks import cancel_and_wait
 
 
@@ -90,12 +92,19 @@ async def _refuse(transport: RealtimeTransport, error: GatewayError) -> None:
     await close_socket(transport.websocket, error.close_code, error.message, CLOSE_TIMEOUT_S)
 
 
-def _check_query(query: Any) -> None:
+def _check_query(query: Any, asr_model: str) -> None:
+    """``intent`` must be transcription; ``model``, a transcription model (the one
+    the session starts with is set by ``session.update``); nothing else is taken."""
     intent = query.get("intent")
     if intent != "transcription":
         what = "missing" if intent is None else f"{intent[:40]!r} is not supported"
         raise BadRequest(f"intent: {what}; this server runs transcription sessions only: connect to "
                          "/v1/realtime?intent=transcription")
+    refuse_unknown_params(query, ("intent", "model"))
+    model = query.get("model")
+    if model and model not in REALTIME_MODELS and model != asr_model:
+        raise BadRequest(f"model: {model[:40]!r} is not served; use an OpenAI transcription model or "
+                         f"{asr_model or 'the recognizer'}")
 
 
 async def realtime_socket(websocket: WebSocket) -> None:
@@ -105,9 +114,10 @@ async def realtime_socket(websocket: WebSocket) -> None:
     await websocket.accept(subprotocol="realtime" if "realtime" in offered else answer_subprotocol(websocket.scope))
     asr = state.asr
     languages = list(asr.info()["languages"]) if asr is not None else []
-    transport = RealtimeTransport(websocket, TranscriptionConfig(), languages, settings.idle_timeout_s)
+    transport = RealtimeTransport(websocket, TranscriptionConfig(), languages, settings.idle_timeout_s,
+                                  asr_model=public_model_name(str(asr.info()["model"])) if asr is not None else "")
     try:
-        _check_query(websocket.query_params)
+        _check_query(websocket.query_params, transport.asr_model)
         refusal = asr_refusal(asr)
         if refusal is not None:
             raise refusal

@@ -59,10 +59,11 @@ NOT_TAKEN = ("{} was not taken: the server is stopping; the audio appended befor
 
 class RealtimeTransport:
     def __init__(self, websocket: WebSocket, config: TranscriptionConfig, languages: list[str],
-                 send_timeout_s: float) -> None:
+                 send_timeout_s: float, asr_model: str = "") -> None:
         self.websocket = websocket
         self.config = config
         self.languages = languages
+        self.asr_model = asr_model  # the recognizer's own name, a transcription model a client may name
         self.send_timeout_s = send_timeout_s
         self.events = Events()
         self.session_id = f"sess_{self.events.prefix}"
@@ -165,7 +166,7 @@ class RealtimeTransport:
 
     async def _update(self, event: ClientEvent) -> None:
         try:
-            config = apply_update(self.config, event.data.get("session"), self.languages)
+            config = apply_update(self.config, event.data.get("session"), self.languages, self.asr_model)
             if self.audio_started:
                 self._check_fixed(config)
         except UpdateError as exc:

@@ -33,6 +33,7 @@ from typing import Any
 
 from engines.base import AsrService, TtsEngine
 from gateway.config import Settings
+from gateway.engine_view import public_model_name
 from gateway.errors import BadMessage, GatewayError
 from gateway.fronts.wyoming import messages as msg
 from gateway.fronts.wyoming.asr import Transcription
@@ -156,7 +157,11 @@ class Connection:
         elif kind == "select-program":
             self._select(msg.program_name(event))
         elif kind == "transcribe":
-            self.request = Transcribe.from_event(event)
+            request = Transcribe.from_event(event)
+            model = public_model_name(self.asr.model_name) if self.asr is not None else None
+            if request.name is not None and request.name != model:
+                raise BadMessage(f"transcribe: no model {request.name[:60]!r}; the model here is {model or '(none)'}")
+            self.request = request
         elif kind == "audio-start":
             await self._start_audio(AudioFormat.from_event(event))
         elif kind == "audio-chunk":

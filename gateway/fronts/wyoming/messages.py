@@ -44,16 +44,19 @@ class Transcribe:
     @classmethod
     def from_event(cls, event: Event) -> Transcribe:
         language = _optional_str(event.data, "language", event.type)
+        sensitivity = _optional_str(event.data, "vad_sensitivity", event.type)
+        if sensitivity is not None and sensitivity not in VAD_SILENCE_MS:
+            raise BadMessage(f"{event.type}: \"vad_sensitivity\" {sensitivity[:20]!r} is not one of: "
+                             f"{', '.join(VAD_SILENCE_MS)}")
         return cls(language=language.lower() if language else None,
-                   name=_optional_str(event.data, "name", event.type),
-                   vad_sensitivity=_optional_str(event.data, "vad_sensitivity", event.type))
+                   name=_optional_str(event.data, "name", event.type), vad_sensitivity=sensitivity)
 
     @property
     def endpoint_silence_ms(self) -> int | None:
         """Trailing silence that ends the command when the client asked for endpointing, else None."""
         if self.vad_sensitivity is None:
             return None
-        return VAD_SILENCE_MS.get(self.vad_sensitivity, VAD_SILENCE_MS["default"])
+        return VAD_SILENCE_MS[self.vad_sensitivity]
 
 
 @dataclass(frozen=True)

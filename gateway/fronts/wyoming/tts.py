@@ -42,7 +42,7 @@ from gateway.fronts.wyoming.messages import VoiceRequest
 from gateway.fronts.wyoming.speech import Request, SpeechTransport
 from gateway.protocol.tts import TextLimits
 from gateway.registry import SessionRegistry
-from gateway.tts.selection import check_ready, unknown_voice
+from gateway.tts.selection import check_options, check_ready, unknown_voice
 from gateway.tts.sentences import SentenceBuffer, split_sentences
 from gateway.tts.session import TtsSession
 from gateway.tts.states import SessionConfig
@@ -188,6 +188,10 @@ class Speaker:
                 if match is not None:
                     engine_id, voice_id = candidate, match
                     break
+            else:
+                spoken = sorted({v.language for e in self.engines.values() for v in e.voices() if v.language})
+                raise BadRequest(f"voice.language: no voice here speaks {voice.language[:20]!r}; languages: "
+                                 f"{', '.join(spoken) or '(none)'}")
         engine = self.engines.get(engine_id)
         if engine is None:
             raise BadRequest(f"no TTS engine is enabled on this gateway ({engine_id} is not loaded)",
@@ -224,14 +228,15 @@ class Speaker:
             if request.streamed:
                 await self.link.send(msg.synthesize_stopped())
             return
+        options = {"speaker": request.voice.speaker} if request.voice.speaker else {}
         try:
             engine, voice_id = self._pick(request.voice)
+            check_options(engine, None, options, prefix="voice.")
         except GatewayError as exc:
             await self._refuse(request, exc)
             return
         rate = engine.info().sample_rate
         transport = SpeechTransport(self.link, request, rate, self.limits.max_chars)
-        options = {"speaker": request.voice.speaker} if request.voice.speaker else {}
         session = TtsSession(transport=transport, engine=engine, voice=voice_id, sample_rate=rate,
                              encoding=OutputFormat.PCM_S16LE, engine_options=options,
                              config=SessionConfig(limits=self.limits, idle_timeout_s=self.idle_timeout_s))

@@ -197,9 +197,11 @@ async def test_a_failed_reload_is_reported_and_refuses_the_request(tmp_path: Pat
 async def test_info_before_and_after_loading(tmp_path: Path) -> None:
     eng = make_engine(tmp_path)
     assert eng.info().to_dict() == {"id": "omnivoice", "sample_rate": 24000, "frame_samples": 1920, "languages": [],
-                                    "can_clone": False, "default_voice": "female"}
+                                    "can_clone": False, "default_voice": "female",
+                                    "options": ["seed", "language", "instruct"], "clone_uses_transcript": True}
     await eng.load()
     assert eng.info().to_dict() == {"id": "omnivoice", "sample_rate": 24000, "frame_samples": 1920,
-                                    "languages": ["de", "en", "zh"], "can_clone": True, "default_voice": "female"}
+                                    "languages": ["de", "en", "zh"], "can_clone": True, "default_voice": "female",
+                                    "options": ["seed", "language", "instruct"], "clone_uses_transcript": True}
     await eng.close()
     assert eng.status() == EngineStatus(EngineState.MISSING, "OmniVoice engine closed")

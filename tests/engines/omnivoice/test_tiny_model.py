@@ -35,7 +35,7 @@ def test_engines_lists_omnivoice_ready(client: TestClient) -> None:
     languages = engine.pop("languages")
     assert engine == {"kind": "tts", "default": True, "id": "omnivoice", "sample_rate": 24000,
                       "frame_samples": 1920, "can_clone": True, "default_voice": "female", "state": "ready",
-                      "default_reason": "set by VOXGATE_TTS_ENGINE"}
+                      "options": ["seed", "language", "instruct"], "clone_uses_transcript": True, "default_reason": "set by VOXGATE_TTS_ENGINE"}
     assert {"en", "zh", "de", "ja"} <= set(languages)
 
 

@@ -46,7 +46,8 @@ async def test_load_finds_voices_loads_only_the_default_and_reports_ready(tmp_pa
         assert list(made) == ["en_US-joe-medium"]
         assert engine.info().to_dict() == {"id": "piper", "sample_rate": 22050, "frame_samples": 1764,
                                            "languages": ["de", "en"], "can_clone": False,
-                                           "default_voice": "en_US-joe-medium"}
+                                           "default_voice": "en_US-joe-medium", "options": ["speaker"],
+                                           "clone_uses_transcript": False}
         assert [(v.id, v.language) for v in engine.voices()] == [("de_DE-test-low", "de"), ("en_US-joe-medium", "en")]
 
 

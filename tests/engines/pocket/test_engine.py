@@ -63,7 +63,7 @@ async def test_ready_engine_describes_itself(engine: PocketEngine):
     assert isinstance(engine, TtsEngine)
     assert engine.status().state is EngineState.READY
     assert engine.info() == TtsInfo(id="pocket", sample_rate=24000, frame_samples=1920, languages=("en",),
-                                    can_clone=True, default_voice="alba")
+                                    can_clone=True, default_voice="alba", options=("seed", "temperature"))
     assert engine.voices() == [Voice(id="alba", engine="pocket", source="builtin"),
                                Voice(id="marius", engine="pocket", source="builtin")]
 
@@ -179,6 +179,15 @@ async def test_clone_refuses_bad_input(engine: PocketEngine, voice_id, payload, 
         await engine.clone_voice(voice_id, payload if payload is not None else _wav_bytes())
     assert info.value.code == code
     assert str(info.value).startswith(message)
+
+
+async def test_clone_refuses_a_transcript_it_would_not_use(engine: PocketEngine, tmp_path: Path):
+    assert engine.info().clone_uses_transcript is False
+    with pytest.raises(EngineError) as info:
+        await engine.clone_voice("with-words", _wav_bytes(), transcript="It was a cold day.")
+    assert (info.value.code, str(info.value)) == ("bad_request", (
+        "ref_text: the pocket engine clones a voice from the audio alone and takes no transcript; leave ref_text out"))
+    assert "with-words" not in [v.id for v in engine.voices()]
 
 
 async def test_builtin_voices_cannot_be_deleted(engine: PocketEngine):

@@ -44,6 +44,9 @@ def test_the_sidecar_is_opened_with_the_stream_options(tmp_path):
     ("language=english", "language: 'english' is not a language code (two or three letters, such as 'en') or 'auto'"),
     ("interim=maybe", "interim: 'maybe' is not a boolean (use true or false)"),
     ("eager=soon", "eager: 'soon' is not a boolean (use true or false)"),
+    # a parameter the socket would not act on is refused, never dropped (credentials are the auth layer's)
+    ("punctuate=true&api_key=", ("punctuate: not a parameter here; known: sample_rate, encoding, language, interim, "
+                                "word_timestamps, silence_ms, eager")),
 ])
 def test_a_bad_query_parameter_closes_4400_naming_it(tmp_path, query, reason):
     with dictation_client(tmp_path) as client, client.websocket_connect(f"/v1/dictation?{query}") as ws:
@@ -333,6 +336,20 @@ def test_a_finalize_with_an_id_reaches_the_sidecar_and_its_answer_the_client(tmp
         ws.send_json({"type": "end"})
         assert receive(ws) == {"type": "finalized", "id": "turn-3", "utterance": None}
         assert receive(ws)["type"] == "closed"
+
+
+def test_fields_the_protocol_does_not_define_are_ignored_and_the_session_goes_on(tmp_path):
+    """PROTOCOL.md: unknown fields are ignored; the messages act as without them."""
+    fake = FakeSidecar()
+    with dictation_client(tmp_path, fake) as client, client.websocket_connect("/v1/dictation") as ws:
+        receive(ws)
+        ws.send_json({"type": "finalize", "id": "turn-4", "utterance": 2})
+        ws.send_json({"type": "keepalive", "note": "still here"})
+        ws.send_json({"type": "end", "flush": True})
+        assert receive(ws)["type"] == "closed"
+        assert close_code(ws) == (1000, "")
+        assert [h for h, _ in fake.frames if h["op"] == "finalize"] == [
+            {"op": "finalize", "stream": stream_of_id(fake), "id": "turn-4"}]
 
 
 def test_admin_sessions_lists_the_stream_with_its_lag(tmp_path):

@@ -43,9 +43,14 @@ def test_text_and_verbose_json_formats(tmp_path):
 
 
 @pytest.mark.parametrize(("data", "files", "status", "body"), [
-    ({"response_format": "srt"}, None, 400,
-     {"detail": "response_format: 'srt' must be one of: json, text, verbose_json", "code": "bad_request"}),
+    ({"response_format": "diarized_json"}, None, 400,
+     {"detail": "response_format: 'diarized_json' is not supported (speakers are not told apart here); use one "
+                "of: json, text, verbose_json, srt, vtt", "code": "bad_request"}),
     ({"model": "whisper-1"}, {"other": ("a.wav", WAV, "audio/wav")}, 400,
+     {"detail": "other: not a field of this request; the fields are: file, model, language, prompt, "
+                "response_format, temperature, timestamp_granularities[], stream, chunking_strategy, include[]",
+      "code": "bad_request"}),
+    ({"language": "en"}, {"model": (None, "whisper-1")}, 400,
      {"detail": "file: missing; send the audio as a multipart file field named 'file'", "code": "bad_request"}),
     ({"model": "whisper-1"}, {"file": ("a.mp3", b"ID3\x03 not an mp3", "audio/mpeg")}, 400,
      {"detail": "file: the file cannot be read as MP3: Invalid data found when processing input",

@@ -40,5 +40,6 @@ def test_every_front_reads_the_same_spellings() -> None:
     listen = parse_listen_params({"encoding": "linear16", "sample_rate": "16000", "interim_results": "on",
                                   "vad_events": "1"})
     assert (listen.interim_results, listen.vad_events) == (True, True)
-    socket = parse_socket_params({"sync_alignment": "yes", "auto_mode": "TRUE"})
-    assert (socket.sync_alignment, socket.auto_mode) == (True, True)
+    with pytest.raises(BadRequest) as caught:  # read with the same spellings even where the value changes nothing
+        parse_socket_params({"sync_alignment": "yes", "auto_mode": "maybe"})
+    assert caught.value.message == "auto_mode: 'maybe' is not a boolean (use true or false)"

@@ -140,7 +140,7 @@ async def test_openai_client_gets_wav_and_pcm(tmp_path):
 @pytest.mark.parametrize(("body", "detail"), [
     ({"model": "tts-1", "voice": "alloy"}, "input: required, a non-empty string"),
     ({"model": "tts-1", "input": "hi", "speed": 1.5}, "speed: only 1.0 is supported"),
-    ({"model": "tts-1", "input": "hi", "stream_format": "sse"}, "stream_format: only 'audio' is supported"),
+    ({"model": "tts-1", "input": "hi", "stream_format": "chunks"}, "stream_format: 'chunks' is not supported; use audio or sse"),
     ({"model": "tts-1", "input": "hi", "voice": 3}, "voice: must be a string"),
     ({"model": "tts-1", "input": "hi", "response_format": "ogg"},
      "response_format: 'ogg' is not supported; use one of: mp3, opus, aac, flac, wav, pcm"),
@@ -209,6 +209,20 @@ def test_ref_text_reaches_the_engine_only_when_given(tmp_path):
     assert engine.transcripts == {"a": "It was a cold day.", "b": None, "c": None}
 
 
+def test_ref_text_for_an_engine_that_clones_from_the_audio_alone_is_refused(tmp_path):
+    engine = FakeTtsEngine(clone_uses_transcript=False)  # as Pocket
+    with TestClient(tts_app(tmp_path, engine), client=LOOPBACK) as client:
+        files = {"file": ("g.wav", sine_wav(2.0), "audio/wav")}
+        r = client.post("/v1/voices", data={"id": "a", "ref_text": "It was a cold day."}, files=files)
+        assert (r.status_code, r.json()) == (400, {"code": "bad_request", "detail": (
+            "ref_text: the pocket engine clones a voice from the audio alone and takes no transcript; "
+            "leave ref_text out")})
+        assert client.post("/v1/voices", data={"id": "b", "ref_text": "  "}, files=files).status_code == 201
+        assert client.get("/v1/engines").json()["engines"][0]["clone_uses_transcript"] is False
+    assert engine.cloned.keys() == {"b"} and engine.transcripts == {"b": None}
+    assert sorted(p.name for p in (tmp_path / "voices" / "uploads" / "pocket").iterdir()) == ["b.wav"]
+
+
 @pytest.mark.parametrize(("data", "file", "status", "detail"), [
     ({}, ("a.wav", sine_wav(2), "audio/wav"), 400,
      "id: required, 1-64 characters of letters, digits, '_' or '-', starting with a letter or digit"),
@@ -225,7 +239,7 @@ def test_ref_text_reaches_the_engine_only_when_given(tmp_path):
      "engine: unknown engine 'nope'; available: pocket"),
 ])
 def test_clone_bad_input(client, tmp_path, data, file, status, detail):
-    files = {"file": file} if file else {"dummy": ("x.txt", b"x", "text/plain")}
+    files = {"file": file} if file else {"ref_text": (None, "no file here")}  # multipart without a file
     r = client.post("/v1/voices", data=data, files=files)
     assert (r.status_code, r.json()["detail"]) == (status, detail)
     assert not (tmp_path / "voices" / "uploads").exists()

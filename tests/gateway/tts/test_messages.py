@@ -22,12 +22,19 @@ def parse(obj) -> object:
 def test_every_message_type_parses():
     assert parse({"type": "speak", "text": "Hi.", "id": "a1", "voice": "alba", "seed": 7}) == \
         Speak(text="Hi.", id="a1", voice="alba", seed=7)
-    assert parse({"type": "speak", "text": "Hi.", "unknown": 1}) == Speak(text="Hi.")
     assert parse({"type": "text", "text": ""}) == TextFragment(text="")
     assert parse({"type": "flush"}) == Flush()
     assert parse({"type": "cancel"}) == Cancel()
     assert parse({"type": "end"}) == End()
     assert parse({"type": "keepalive"}) == Keepalive()
+
+
+def test_fields_the_protocol_does_not_define_are_ignored():
+    """PROTOCOL.md: unknown fields are ignored, so a newer client's message still parses."""
+    assert parse({"type": "speak", "text": "Hi.", "speed": 1.2, "style": {"x": 1}}) == Speak(text="Hi.")
+    assert parse({"type": "text", "text": "Hi.", "flush": True}) == TextFragment(text="Hi.")
+    assert parse({"type": "flush", "voice": "alba"}) == Flush()
+    assert parse({"type": "cancel", "id": "u1"}) == Cancel()
 
 
 @pytest.mark.parametrize(("raw", "code", "message"), [
@@ -46,11 +53,11 @@ def test_every_message_type_parses():
     ({"type": "speak", "text": "hi", "id": "i" * 129}, "bad_message", "speak.id is longer than 128 characters"),
     ({"type": "speak", "text": "hi", "voice": ""}, "bad_message", "speak.voice must be a non-empty string"),
     ({"type": "speak", "text": "hi", "seed": -1}, "bad_message",
-     "speak.seed must be an integer between 0 and 4294967295"),
+     "speak.seed: must be an integer between 0 and 4294967295"),
     ({"type": "speak", "text": "hi", "seed": True}, "bad_message",
-     "speak.seed must be an integer between 0 and 4294967295"),
+     "speak.seed: must be an integer between 0 and 4294967295"),
     ({"type": "speak", "text": "hi", "seed": 1.5}, "bad_message",
-     "speak.seed must be an integer between 0 and 4294967295"),
+     "speak.seed: must be an integer between 0 and 4294967295"),
     ({"type": "text"}, "bad_message", "text.text must be a string"),
     ({"type": "text", "text": ["a"]}, "bad_message", "text.text must be a string"),
     ({"type": "text", "text": "y" * 60}, "text_too_long",

@@ -168,7 +168,7 @@ def test_cancel_with_nothing_playing(tmp_path):
      "speak.text has 2001 characters; the limit is 2000 (split it into several messages)"),
     ({"type": "text", "text": None}, "bad_message", "text.text must be a string"),
     ({"type": "speak", "text": "hi", "seed": "x"}, "bad_message",
-     "speak.seed must be an integer between 0 and 4294967295"),
+     "speak.seed: must be an integer between 0 and 4294967295"),
 ])
 def test_bad_messages_get_an_error_and_the_session_goes_on(tmp_path, payload, code, message):
     with tts_client(tmp_path) as client, client.websocket_connect("/v1/tts") as ws:

@@ -24,3 +24,12 @@ def test_too_many_fields_is_a_bad_request(tmp_path):
         r = client.post("/v1/voices", data=fields, files={"file": ("a.wav", b"RIFF", "audio/wav")})
     assert (r.status_code, r.json()["code"]) == (400, "bad_request")
     assert r.json()["detail"].startswith("the multipart body cannot be parsed: ")
+
+
+def test_a_field_the_form_does_not_define_is_refused(tmp_path):
+    with TestClient(tts_app(tmp_path), client=LOOPBACK) as client:
+        r = client.post("/v1/voices", data={"id": "mine", "language": "de"},
+                        files={"file": ("a.wav", b"RIFF", "audio/wav")})
+    assert (r.status_code, r.json()) == (400, {"code": "bad_request", "detail": "language: not a field of this form; "
+                                                                               "the fields are: id, file, engine, "
+                                                                               "ref_text"})

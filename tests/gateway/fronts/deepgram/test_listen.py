@@ -38,7 +38,7 @@ def results(text: str, start: float, end: float, *, is_final: bool, speech_final
 
 def test_the_query_maps_onto_the_sidecar_options(tmp_path):
     fake = FakeSidecar()
-    url = "/v1/listen?model=nova-3&language=en-US&interim_results=true&endpointing=300&punctuate=true&smart_format=true"
+    url = "/v1/listen?model=nova-3&language=en-US&interim_results=true&endpointing=300&punctuate=true&smart_format=false"
     with dictation_client(tmp_path, fake) as client, client.websocket_connect(url) as ws:
         sync(ws)
         ws.send_json({"type": "CloseStream"})
@@ -172,6 +172,9 @@ def test_a_bad_control_message_is_an_error_and_the_stream_goes_on(tmp_path):
         ws.send_json({"type": "Speak"})
         assert receive(ws)["description"] == ("unknown message type 'Speak'; expected one of: "
                                               "KeepAlive, Finalize, CloseStream")
+        ws.send_json({"type": "Finalize", "channel": 1})
+        assert receive(ws)["description"] == ("Finalize.channel: not a field of Finalize; its fields are: (none "
+                                              "besides type)")
         ws.send_json({"type": "CloseStream"})
         assert receive(ws)["type"] == "Metadata"
 

@@ -104,6 +104,8 @@ def test_bad_messages_are_warnings_and_the_socket_goes_on(tmp_path):
                                               "Clear or Close")
         ws.send_json({"type": "Speak", "text": "x" * 2001})
         assert receive(ws)["code"] == "text_too_long"
+        ws.send_json({"type": "Speak", "text": "Hi.", "voice": "alba"})
+        assert receive(ws)["description"] == "Speak.voice: not a field of Speak; its fields are: text"
         ws.send_json({"type": "Flush"})
         assert receive(ws) == {"type": "Flushed", "sequence_id": 0}
 

@@ -52,19 +52,29 @@ def test_message_durations_by_format():
 
 def test_socket_query_defaults_and_values():
     params = parse_socket_params({})
-    assert (params.audio.name, params.inactivity_timeout_s, params.sync_alignment, params.auto_mode) == (
-        "mp3_44100_128", 20, False, False)
+    assert (params.audio.name, params.inactivity_timeout_s, params.language_code) == ("mp3_44100_128", 20, None)
+    # what LiveKit's ElevenLabs plugin (1.8.9) sends by default, with a language
     params = parse_socket_params({"model_id": "eleven_flash_v2_5", "output_format": "pcm_24000",
                                   "inactivity_timeout": "180", "sync_alignment": "true", "auto_mode": "true",
-                                  "enable_logging": "false", "apply_text_normalization": "off"})
-    assert (params.model_id, params.audio.name, params.inactivity_timeout_s, params.sync_alignment,
-            params.auto_mode) == ("eleven_flash_v2_5", "pcm_24000", 180, True, True)
+                                  "enable_logging": "true", "enable_ssml_parsing": "false",
+                                  "apply_text_normalization": "auto", "language_code": "en"})
+    assert (params.model_id, params.audio.name, params.inactivity_timeout_s, params.language_code) == (
+        "eleven_flash_v2_5", "pcm_24000", 180, "en")
 
 
 @pytest.mark.parametrize(("query", "message"), [
     ({"inactivity_timeout": "181"}, "inactivity_timeout: 181 must be between 1 and 180 seconds"),
     ({"inactivity_timeout": "soon"}, "inactivity_timeout: 'soon' is not an integer"),
     ({"sync_alignment": "yes please"}, "sync_alignment: 'yes please' is not a boolean (use true or false)"),
+    ({"apply_text_normalization": "off"},
+     "apply_text_normalization: 'off' is not supported; each engine prepares text its own way (auto)"),
+    ({"enable_ssml_parsing": "true"},
+     "enable_ssml_parsing: not supported; SSML is not parsed here (its tags would be spoken)"),
+    ({"apply_language_text_normalization": "true"},
+     "apply_language_text_normalization: not supported; each engine prepares text its own way"),
+    ({"seed": "3"}, ("seed: not a parameter here; known: model_id, language_code, output_format, inactivity_timeout, "
+                    "sync_alignment, auto_mode, enable_logging, enable_ssml_parsing, apply_text_normalization, "
+                    "apply_language_text_normalization, optimize_streaming_latency")),
 ])
 def test_bad_socket_query_values_are_named(query, message):
     with pytest.raises(BadRequest) as info:
@@ -76,7 +86,7 @@ def test_bad_socket_query_values_are_named(query, message):
 
 
 def test_the_messages_of_both_sockets():
-    assert parse_client_message('{"text": " ", "voice_settings": {"stability": 0.5}, '
+    assert parse_client_message('{"text": " ", "voice_settings": {"speed": 1.0}, '
                                 '"generation_config": {"chunk_length_schedule": [50]}, "xi_api_key": "k"}', LIMITS) \
         == ClientMessage(text=" ", credential=Credential(CredentialKind.API_KEY, "k"))
     assert parse_client_message('{"text": "Hi. ", "flush": true, "try_trigger_generation": true}', LIMITS) == \

@@ -16,7 +16,7 @@ def test_pcm_is_the_engine_audio(tmp_path, path):
     with tts_client(tmp_path) as client:
         r = client.post(f"{path}?output_format=pcm_24000&optimize_streaming_latency=3",
                         json={"text": "Over HTTP.", "model_id": "eleven_multilingual_v2",
-                              "voice_settings": {"stability": 0.4}})
+                              "voice_settings": {"speed": 1.0, "style": None}})
     assert r.status_code == 200
     assert r.headers["content-type"] == "audio/pcm;rate=24000;encoding=pcm_s16le"
     assert r.content == pcm_of("Over HTTP.")

@@ -19,7 +19,7 @@ from tests.gateway.fronts.elevenlabs.reading import STREAM, pcm_of, read_until_f
 from tests.gateway.helpers import tts_client
 from tests.support.sockets import close_code, receive
 
-BOS = {"text": " ", "voice_settings": {"stability": 0.5, "similarity_boost": 0.8},
+BOS = {"text": " ", "voice_settings": {"speed": 1.0},
        "generation_config": {"chunk_length_schedule": [120, 160]}}
 
 

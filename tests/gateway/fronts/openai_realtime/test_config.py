@@ -30,13 +30,12 @@ def test_the_default_session_object_is_openais_transcription_session():
 
 def test_a_full_update_maps_onto_the_dictation_session():
     config = update({"format": {"type": "audio/pcmu"},
-                     "transcription": {"model": "whisper-1", "language": "EN", "prompt": "names: Voxgate"},
-                     "turn_detection": {"type": "server_vad", "threshold": 0.6, "prefix_padding_ms": 200,
+                     "transcription": {"model": "whisper-1", "language": "EN", "prompt": ""},
+                     "turn_detection": {"type": "server_vad", "threshold": 0.5, "prefix_padding_ms": 200,
                                         "silence_duration_ms": 800},
-                     "noise_reduction": {"type": "far_field"}}, languages=["en", "de"])
+                     "noise_reduction": None}, languages=["en", "de"])
     assert config == TranscriptionConfig(format="audio/pcmu", model="whisper-1", language="en",
-                                         prompt="names: Voxgate", turn_detection=ServerVad(0.6, 200, 800),
-                                         noise_reduction="far_field")
+                                         prompt="", turn_detection=ServerVad(0.5, 200, 800), noise_reduction=None)
     assert config.dictation_params() == DictationParams(sample_rate=8000, encoding=InputEncoding.MULAW,
                                                         language="en", interim=True, silence_ms=800)
     assert config.session_object("s")["audio"]["input"]["format"] == {"type": "audio/pcmu"}
@@ -81,6 +80,19 @@ def test_silence_duration_is_clamped_to_the_recognizers_range(silence, expected)
      'session.audio.input.noise_reduction must be null or an object with "type": near_field or far_field'),
     ({"turn_detection": []}, "session.audio.input.turn_detection",
      "session.audio.input.turn_detection must be an object or null"),
+    # fields this server cannot honour
+    ({"transcription": {"prompt": "names: Voxgate"}}, "session.audio.input.transcription.prompt",
+     ('session.audio.input.transcription.prompt is not supported: the recognizer here takes no prompt; send "" or '
+     "leave it out")),
+    ({"transcription": {"model": "nova-3"}}, "session.audio.input.transcription.model",
+     ("model 'nova-3' is not served here; use one of: whisper-1, gpt-transcribe, gpt-4o-transcribe, "
+     "gpt-4o-mini-transcribe, gpt-4o-mini-transcribe-2025-12-15, gpt-realtime-whisper, gpt-live-transcribe "
+     "(all run by this server's recognizer)")),
+    ({"turn_detection": {"type": "server_vad", "threshold": 0.6}}, "session.audio.input.turn_detection.threshold",
+     ("session.audio.input.turn_detection.threshold 0.6 is not supported: the recognizer's voice detector decides "
+     "speech at 0.5; send 0.5 or leave it out")),
+    ({"noise_reduction": {"type": "far_field"}}, "session.audio.input.noise_reduction",
+     "session.audio.input.noise_reduction is not supported: no noise reduction runs here; send null or leave it out"),
 ])
 def test_a_bad_field_is_named_with_why(audio_input, param, message):
     with pytest.raises(UpdateError) as info:
@@ -102,8 +114,32 @@ def test_a_language_the_recognizer_lacks_is_refused_with_the_ones_it_has():
     ([], "session", "session must be an object"),
     ({"audio": 3}, "session.audio", "session.audio must be an object"),
     ({"include": "logprobs"}, "session.include", "session.include must be a list of strings"),
+    ({"include": ["item.input_audio_transcription.logprobs"]}, "session.include",
+     ("session.include: 'item.input_audio_transcription.logprobs' is not produced here (no logprobs); send an empty "
+     "list or leave it out")),
+    ({"audio": {"output": {}}}, "session.audio.output",
+     "session.audio.output is not a field here; session.audio takes: input"),
+    ({"tools": []}, "session.tools", "session.tools is not a field here; session takes: type, audio, include"),
+    ({"audio": {"input": {"transcription": {"delay": "low"}}}}, "session.audio.input.transcription.delay",
+     ("session.audio.input.transcription.delay is not a field here; session.audio.input.transcription takes: "
+     "model, language, prompt")),
+    ({"audio": {"input": {"turn_detection": {"idle_timeout_ms": 5000}}}},
+     "session.audio.input.turn_detection.idle_timeout_ms",
+     ("session.audio.input.turn_detection.idle_timeout_ms is not a field here; session.audio.input.turn_detection "
+     "takes: type, threshold, prefix_padding_ms, silence_duration_ms")),
 ])
 def test_a_bad_session_object_is_refused(session, param, message):
     with pytest.raises(UpdateError) as info:
         apply_update(BASE, session, [])
     assert (info.value.param, str(info.value)) == (param, message)
+
+
+def test_the_recognizers_own_name_is_a_model_and_livekits_default_session_is_taken():
+    config = apply_update(BASE, {"type": "transcription", "audio": {"input": {
+        "format": {"type": "audio/pcm", "rate": 24000},
+        "transcription": {"model": "gpt-4o-mini-transcribe", "language": "en"},
+        "turn_detection": {"type": "server_vad", "threshold": 0.5, "prefix_padding_ms": 600,
+                           "silence_duration_ms": 350}}}}, ["en"], asr_model="tiny.en")
+    assert (config.model, config.turn_detection) == ("gpt-4o-mini-transcribe", ServerVad(0.5, 600, 350))
+    assert apply_update(BASE, {"audio": {"input": {"transcription": {"model": "tiny.en"}}}}, [],
+                        asr_model="tiny.en").model == "tiny.en"

@@ -200,6 +200,11 @@ def test_an_error_about_an_event_names_the_events_own_id_before_and_after_the_fi
         assert receive(ws)["error"] == {"type": "invalid_request_error", "code": "bad_message",
                                         "message": "input_audio_buffer.append.audio must be a base64 string",
                                         "param": None, "event_id": "evt_a"}
+        ws.send_json({"type": "input_audio_buffer.commit", "event_id": "evt_c", "item_id": "item_1"})
+        assert receive(ws)["error"] == {"type": "invalid_request_error", "code": "bad_message", "message":
+                                        "input_audio_buffer.commit.item_id is not a field of "
+                                        "input_audio_buffer.commit; it takes: event_id",
+                                        "param": None, "event_id": "evt_c"}
     assert [h["op"] for h, _ in fake.frames] == ["open", "audio", "close"]
 
 
@@ -278,3 +283,14 @@ def test_the_browser_subprotocol_pair_is_a_credential_answered_with_realtime(tmp
         with client.websocket_connect(URL, headers={"Authorization": f"Bearer {KEY}"}) as ws:
             assert ws.accepted_subprotocol is None
             opened(ws)
+
+
+@pytest.mark.parametrize(("query", "reason"), [
+    ("intent=transcription&model=nova-3",
+     "model: 'nova-3' is not served; use an OpenAI transcription model or tiny.en"),
+    ("intent=transcription&voice=alloy", "voice: not a parameter here; known: intent, model"),
+])
+def test_a_query_parameter_that_cannot_be_honoured_closes_4400(tmp_path, query, reason):
+    with dictation_client(tmp_path) as client, client.websocket_connect(f"/v1/realtime?{query}") as ws:
+        assert receive(ws)["error"]["message"] == reason
+        assert close_code(ws) == (4400, reason)
