@@ -42,6 +42,9 @@ class InputEncoding(str, enum.Enum):
         """Raises ``ValueError`` for a rate this encoding cannot carry."""
         if self is InputEncoding.OPUS and rate not in OPUS_RATES:
             raise ValueError(f"must be one of {', '.join(map(str, OPUS_RATES))} for Opus")
+        if self.is_container:  # the stream's own header names its rate: a second one could only disagree
+            raise ValueError(f"is not taken with encoding={self.value}: the stream carries its own rate; "
+                             "leave sample_rate out")
 
 
 class OutputFormat(str, enum.Enum):

@@ -39,6 +39,8 @@ def test_the_sidecar_is_opened_with_the_stream_options(tmp_path):
     ("encoding=pcm_mulaw", "encoding: 'pcm_mulaw' must be one of: pcm_s16le, pcm_f32le, mulaw, alaw, opus, webm, ogg"),
     ("sample_rate=4000", "sample_rate: '4000' must be between 8000 and 48000"),
     ("sample_rate=fast", "sample_rate: 'fast' is not an integer"),
+    ("encoding=webm&sample_rate=48000", ("sample_rate: '48000' is not taken with encoding=webm: the stream carries "
+                                         "its own rate; leave sample_rate out")),
     ("silence_ms=100", "silence_ms: 100 must be between 200 and 5000"),
     ("silence_ms=1.5", "silence_ms: '1.5' is not an integer"),
     ("language=english", "language: 'english' is not a language code (two or three letters, such as 'en') or 'auto'"),
