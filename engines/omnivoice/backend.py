@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from engines.missing import ModelMissing
 from engines.omnivoice.prompts import PromptData
 from engines.omnivoice.runtime import RuntimeMissing, dtype_for, import_omnivoice, pick_device
 
@@ -43,14 +44,6 @@ class Backend(Protocol):
         ...
 
     def close(self) -> None: ...
-
-
-class WeightsMissing(Exception):
-    """The model is not on this machine; ``hint`` says how to get it."""
-
-    def __init__(self, message: str, hint: str) -> None:
-        super().__init__(message)
-        self.hint = hint
 
 
 @dataclass(frozen=True)
@@ -82,14 +75,14 @@ def resolve_local(model: str) -> Path | None:
 
 
 def check_model_dir(path: Path) -> None:
-    """``WeightsMissing`` unless ``path`` has the files ``OmniVoice.from_pretrained`` reads offline."""
+    """``ModelMissing`` unless ``path`` has the files ``OmniVoice.from_pretrained`` reads offline."""
     hint = download_hint(str(path))
     for name in ("config.json", "audio_tokenizer/config.json"):
         if not (path / name).is_file():
-            raise WeightsMissing(f"OmniVoice model files not found: {path / name}", hint)
+            raise ModelMissing(f"OmniVoice model files not found: {path / name}", hint)
     for folder in (path, path / "audio_tokenizer"):
         if not any(folder.glob("*.safetensors")) and not any(folder.glob("*.bin")):
-            raise WeightsMissing(f"OmniVoice weights not found in {folder} (no *.safetensors)", hint)
+            raise ModelMissing(f"OmniVoice weights not found in {folder} (no *.safetensors)", hint)
 
 
 def fingerprint_of(path: Path) -> str:
@@ -105,12 +98,12 @@ def fingerprint_of(path: Path) -> str:
 
 def load_backend(spec: LoadSpec) -> OmniBackend:
     """Load the model of ``spec``. Raises ``RuntimeMissing`` (a package or the device),
-    ``WeightsMissing`` (the files), or whatever loading itself raised."""
+    ``ModelMissing`` (the files), or whatever loading itself raised."""
     omnivoice = import_omnivoice()
     path = resolve_local(spec.model)
     if path is None:
         target = spec.model if "/" not in spec.model or Path(spec.model).is_absolute() else "DIR"
-        raise WeightsMissing(f"OmniVoice model {spec.model!r} is not on this machine (not a directory, not in "
+        raise ModelMissing(f"OmniVoice model {spec.model!r} is not on this machine (not a directory, not in "
                              "the local Hugging Face cache)", download_hint(target))
     check_model_dir(path)
     device = pick_device(spec.device)
@@ -196,10 +189,10 @@ def package_checks() -> PackageChecks:
 __all__ = [
     "Backend",
     "LoadSpec",
+    "ModelMissing",
     "OmniBackend",
     "PackageChecks",
     "RuntimeMissing",
-    "WeightsMissing",
     "load_backend",
     "package_checks",
 ]

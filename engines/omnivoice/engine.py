@@ -39,7 +39,8 @@ from engines.base import (
     UnknownVoice,
     Voice,
 )
-from engines.omnivoice.backend import Backend, LoadSpec, PackageChecks, WeightsMissing, load_backend, package_checks
+from engines.missing import ModelMissing
+from engines.omnivoice.backend import Backend, LoadSpec, PackageChecks, load_backend, package_checks
 from engines.omnivoice.options import instruct_option, language_option
 from engines.omnivoice.prompts import PromptCache
 from engines.omnivoice.runtime import PACKAGE_HINT, RuntimeMissing
@@ -111,7 +112,7 @@ class OmniVoiceEngine(LoadsInThread):
             hint = PACKAGE_HINT if "not installed" in str(exc) else "set VOXGATE_DEVICE=auto (or cpu)"
             self._status = EngineStatus(EngineState.MISSING, detail=f"OmniVoice cannot run here: {exc}", hint=hint)
             return None
-        except WeightsMissing as exc:
+        except ModelMissing as exc:
             self._status = EngineStatus(EngineState.MISSING, detail=str(exc), hint=exc.hint)
             return None
         except Exception as exc:

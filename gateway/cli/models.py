@@ -55,7 +55,8 @@ def _pull(args: argparse.Namespace) -> int:
 
 
 def _install(args: argparse.Namespace) -> int:
-    from engines.asr.models import ModelMissing, install_whisper_base
+    from engines.asr.models import install_whisper_base
+    from engines.missing import ModelMissing
 
     settings = Settings.from_env()
     try:

@@ -31,8 +31,9 @@ import numpy as np
 
 from engines.asr.framing import MAX_PAYLOAD_BYTES, encode_frame, pcm_to_bytes
 from engines.asr.framing import SAMPLE_RATE as ASR_RATE
-from engines.asr.models import ModelMissing, ResolvedModel, resolve_model
+from engines.asr.models import ResolvedModel, resolve_model
 from engines.base import EngineState, EngineStatus
+from engines.missing import ModelMissing
 from gateway.config import Settings
 from gateway.dictation.faults import blame, crash_error, unavailable_error
 from gateway.dictation.pipe import PING_OP, Hello, PipeError, read_event, transcribe_op

@@ -50,6 +50,11 @@ VOICES = {"voices": [{"id": "alba", "engine": "pocket", "name": "alba", "languag
           "defaults": {"pocket": "marius"}}
 ME_USER = {"principal": "pin", "admin": False, "session": True}
 ME_ADMIN = {"principal": "loopback", "admin": True, "session": False}
+# What the fake sockets answer first, as the gateway's sockets do
+DICTATION_READY = {"type": "ready", "session": "dic-1", "protocol": 1, "sample_rate": 48000,
+                   "encoding": "pcm_s16le", "language": "auto", "model": "tiny.en"}
+TTS_READY = {"type": "ready", "protocol": 1, "engine": "pocket", "voice": "marius", "sample_rate": 24000,
+             "encoding": "pcm_f32le", "frame_samples": 1920}
 
 
 def launch_chromium(p: playwright_api.Playwright, *extra_args: str) -> playwright_api.Browser:

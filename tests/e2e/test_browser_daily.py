@@ -18,9 +18,11 @@ import pytest
 
 from tests.e2e.browser_support import (
     DESKTOP,
+    DICTATION_READY,
     ENGINES_READY,
     ME_ADMIN,
     PHONE,
+    TTS_READY,
     FakeSocket,
     answer,
     counters,
@@ -33,10 +35,6 @@ from tests.e2e.gateway_process import running_gateway
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
 WIDTHS = pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
-DICTATION_READY = {"type": "ready", "session": "dic-1", "protocol": 1, "sample_rate": 48000,
-                   "encoding": "pcm_s16le", "language": "auto", "model": "tiny.en"}
-TTS_READY = {"type": "ready", "protocol": 1, "engine": "pocket", "voice": "marius", "sample_rate": 24000,
-             "encoding": "pcm_f32le", "frame_samples": 1920}
 
 # Every getUserMedia request and every live microphone track, for the tests to read.
 RECORD_MICROPHONE = """

@@ -15,7 +15,9 @@ import struct
 import pytest
 
 from tests.e2e.browser_support import (
+    DICTATION_READY,
     ENGINES_READY,
+    TTS_READY,
     FakeSocket,
     counters,
     expect,
@@ -26,10 +28,6 @@ from tests.e2e.gateway_process import running_gateway
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
-DICTATION_READY = {"type": "ready", "session": "dic-1", "protocol": 1, "sample_rate": 48000,
-                   "encoding": "pcm_s16le", "language": "auto", "model": "tiny.en"}
-TTS_READY = {"type": "ready", "protocol": 1, "engine": "pocket", "voice": "marius", "sample_rate": 24000,
-             "encoding": "pcm_f32le", "frame_samples": 1920}
 
 # Records every AudioBufferSourceNode.start(when) so a test can read the play cursor.
 RECORD_STARTS = """

@@ -14,19 +14,13 @@ from gateway.share_tls import NO_OPENSSL, ShareCertificates, fingerprint_sha256
 from tests.support.tls import make_pair, needs_openssl
 
 
-def test_a_certificate_without_its_key_is_refused_at_startup(tmp_path: Path) -> None:
-    cert, _ = make_pair(tmp_path, "IP:127.0.0.1")
+@pytest.mark.parametrize(("given", "missing", "index"), [("VOXGATE_SHARE_CERT", "VOXGATE_SHARE_KEY", 0),
+                                                        ("VOXGATE_SHARE_KEY", "VOXGATE_SHARE_CERT", 1)])
+def test_one_half_of_the_pair_is_refused_at_startup(tmp_path: Path, given: str, missing: str, index: int) -> None:
+    pair = make_pair(tmp_path, "IP:127.0.0.1")
     with pytest.raises(ConfigError) as refused:
-        Settings.from_env({"VOXGATE_SHARE_CERT": str(cert)})
-    assert str(refused.value) == ("VOXGATE_SHARE_CERT is set but VOXGATE_SHARE_KEY is not: "
-                                  "set both (the certificate and its private key) or neither")
-
-
-def test_a_key_without_its_certificate_is_refused_at_startup(tmp_path: Path) -> None:
-    _, key = make_pair(tmp_path, "IP:127.0.0.1")
-    with pytest.raises(ConfigError) as refused:
-        Settings.from_env({"VOXGATE_SHARE_KEY": str(key)})
-    assert str(refused.value) == ("VOXGATE_SHARE_KEY is set but VOXGATE_SHARE_CERT is not: "
+        Settings.from_env({given: str(pair[index])})
+    assert str(refused.value) == (f"{given} is set but {missing} is not: "
                                   "set both (the certificate and its private key) or neither")
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from engines.base import EngineError, EngineState, EngineStatus, EngineUnavailable
-from engines.omnivoice.backend import WeightsMissing
+from engines.missing import ModelMissing
 from engines.omnivoice.engine import TRANSCRIPT_HINT, OmniVoiceEngine
 from engines.omnivoice.runtime import PACKAGE_HINT, RuntimeMissing
 from tests.engines.omnivoice.fakes import FakeBackend, FakeLoader, wav_bytes
@@ -131,7 +131,7 @@ async def test_delete_removes_the_voice_its_clip_and_its_prompt(tmp_path: Path) 
     (RuntimeMissing("VOXGATE_DEVICE=cuda but no CUDA device is usable (torch 2.13.0 is a CPU-only build)"),
      EngineStatus(EngineState.MISSING, "OmniVoice cannot run here: VOXGATE_DEVICE=cuda but no CUDA device is usable "
                   "(torch 2.13.0 is a CPU-only build)", "set VOXGATE_DEVICE=auto (or cpu)")),
-    (WeightsMissing("OmniVoice model files not found: /m/config.json", "get it"),
+    (ModelMissing("OmniVoice model files not found: /m/config.json", "get it"),
      EngineStatus(EngineState.MISSING, "OmniVoice model files not found: /m/config.json", "get it")),
     (RuntimeError("CUDA out of memory"), EngineStatus(EngineState.FAILED, "OmniVoice failed to load: CUDA out of memory")),
 ])
@@ -184,7 +184,7 @@ async def test_a_failed_reload_is_reported_and_refuses_the_request(tmp_path: Pat
     eng = await loaded(tmp_path, idle_unload_s=0.05)
     await collect(eng.open_stream("Once."))
     await wait_for(lambda: not eng.loaded)
-    eng._loader.error = WeightsMissing("OmniVoice weights not found in /m (no *.safetensors)", "get it")  # type: ignore[attr-defined]
+    eng._loader.error = ModelMissing("OmniVoice weights not found in /m (no *.safetensors)", "get it")  # type: ignore[attr-defined]
     with pytest.raises(EngineUnavailable, match=r"^OmniVoice could not reload: OmniVoice weights not found in /m "
                                                 r"\(no \*.safetensors\)$") as info:
         await collect(eng.open_stream("Again."))
