@@ -26,6 +26,8 @@ if [[ $want_test == 1 ]] && command -v apt-get >/dev/null 2>&1; then
   $sudo_cmd apt-get install -y -qq --no-install-recommends chromium chromium-driver >/dev/null
   # real peers of the replica tests: the shared auth store and a load balancer
   $sudo_cmd apt-get install -y -qq --no-install-recommends redis-server haproxy >/dev/null
+  # the LAN share's certificate is made with the openssl command
+  $sudo_cmd apt-get install -y -qq --no-install-recommends openssl >/dev/null
 fi
 
 python=${PYTHON:-python3}
