@@ -163,7 +163,7 @@ def pcm_slices(audio: np.ndarray) -> tuple[list[bytes], list[float]]:
 async def final_latency(url: str, encoding: InputEncoding, slices: list[bytes], times: list[float],
                         speech_end_s: float) -> float:
     """Seconds from sending the slice holding the end of speech to the final."""
-    rate = 48000 if encoding is InputEncoding.WEBM else 16000
+    rate = None if encoding is InputEncoding.WEBM else 16000  # a webm stream names its own rate
     sent_end: list[float] = []
     async with await DictationClient.connect(url, sample_rate=rate, encoding=encoding,  # type: ignore[arg-type]
                                              interim=False) as client:

@@ -41,13 +41,15 @@ class DictationClient:
         self.close_reason: str = ""
 
     @classmethod
-    async def connect(cls, base_url: str, *, sample_rate: int = 16000, encoding: Encoding = Encoding.S16LE,
+    async def connect(cls, base_url: str, *, sample_rate: int | None = 16000, encoding: Encoding = Encoding.S16LE,
                       language: str | None = None, interim: bool | None = None,
                       word_timestamps: bool | None = None, silence_ms: int | None = None,
                       eager: bool | None = None, credentials: Credentials | None = None,
                       open_timeout_s: float = 10.0) -> DictationClient:
         """Open the socket and wait for ``ready``. Raises ``DictationRefused`` if the
-        server closes instead (bad parameter, over capacity, ASR unavailable, auth)."""
+        server closes instead (bad parameter, over capacity, ASR unavailable, auth).
+        ``sample_rate=None`` sends none: the server's default, or the rate a stream
+        that carries its own (webm, ogg) names; ``ready`` says which."""
         params = {"sample_rate": sample_rate, "encoding": encoding.value, "language": language,
                   "interim": interim, "word_timestamps": word_timestamps, "silence_ms": silence_ms,
                   "eager": eager}
@@ -58,7 +60,7 @@ class DictationClient:
                 raw = await asyncio.wait_for(socket.recv(), open_timeout_s + 30)
                 message = json.loads(raw)
                 if message.get("type") == "ready":
-                    return cls(socket, message, sample_rate, encoding)
+                    return cls(socket, message, sample_rate or int(message["sample_rate"]), encoding)
                 errors.append(message)
         except ConnectionClosed as exc:
             rcvd = exc.rcvd

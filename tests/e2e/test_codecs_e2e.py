@@ -47,7 +47,7 @@ def chunks(data: bytes, size: int) -> list[bytes]:
     return [data[i:i + size] for i in range(0, len(data), size)]
 
 
-def messages_for(encoding: InputEncoding, speech: np.ndarray) -> tuple[int, list[bytes]]:
+def messages_for(encoding: InputEncoding, speech: np.ndarray) -> tuple[int | None, list[bytes]]:
     """(sample_rate parameter, binary messages) of ``speech`` in ``encoding``."""
     if encoding is InputEncoding.PCM_S16LE:
         return 16000, chunks(encode(resample(speech, 48000, 16000), Encoding.S16LE), 3200)
@@ -57,7 +57,7 @@ def messages_for(encoding: InputEncoding, speech: np.ndarray) -> tuple[int, list
     if encoding is InputEncoding.OPUS:
         return 16000, opus_packets(resample(speech, 48000, 16000), 16000)
     container = "webm" if encoding is InputEncoding.WEBM else "ogg"
-    return 48000, chunks(ffmpeg_file(container, "libopus", speech, 48000), 997)  # cuts fall anywhere
+    return None, chunks(ffmpeg_file(container, "libopus", speech, 48000), 997)  # cuts fall anywhere; its own rate
 
 
 async def transcript(url: str, encoding: InputEncoding, speech: np.ndarray) -> tuple[list[str], list[dict]]:
