@@ -280,7 +280,7 @@ def test_redis_killed_fails_closed_for_what_needs_it(tmp_path):
         assert open_socket(cluster.lb.url, f"/v1/dictation?ticket={ticket}", ip) == (
             "closed", (1013, "authentication store unavailable"))
         state, (code, reason) = open_socket(cluster.lb.url, "/v1/dictation", ip, **KEY_HEADERS)
-        assert (state, code) == ("closed", 1011) and reason.startswith("ASR is not enabled")
+        assert (state, code) == ("closed", 1011) and reason == "Speech recognition is not enabled on this gateway"
         # loopback (no forwarded client) is served, readiness stays 200, health says why
         health = httpx.get(cluster.a.url + "/health/ready")
         assert (health.status_code, health.json()["auth_store"]) == (200, "unavailable")
