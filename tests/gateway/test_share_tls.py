@@ -24,12 +24,14 @@ def test_one_half_of_the_pair_is_refused_at_startup(tmp_path: Path, given: str, 
                                   "set both (the certificate and its private key) or neither")
 
 
-def test_a_missing_certificate_file_is_named(tmp_path: Path) -> None:
-    _, key = make_pair(tmp_path, "IP:127.0.0.1")
+@pytest.mark.parametrize(("missing", "variable"), [("share_cert", "VOXGATE_SHARE_CERT"),
+                                                  ("share_key", "VOXGATE_SHARE_KEY")])
+def test_a_missing_file_of_the_pair_is_named(tmp_path: Path, missing: str, variable: str) -> None:
+    cert, key = make_pair(tmp_path, "IP:127.0.0.1")
     absent = tmp_path / "absent.pem"
     with pytest.raises(ConfigError) as refused:
-        Settings(share_cert=absent, share_key=key)
-    assert str(refused.value) == f"VOXGATE_SHARE_CERT={str(absent)!r}: cannot read it (No such file or directory)"
+        Settings(**{"share_cert": cert, "share_key": key, missing: absent})
+    assert str(refused.value) == f"{variable}={str(absent)!r}: cannot read it (No such file or directory)"
 
 
 def test_a_certificate_file_that_is_no_pem_is_named(tmp_path: Path) -> None:
@@ -39,14 +41,6 @@ def test_a_certificate_file_that_is_no_pem_is_named(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as refused:
         Settings(share_cert=junk, share_key=key)
     assert str(refused.value) == f"VOXGATE_SHARE_CERT={str(junk)!r} holds no PEM certificate"
-
-
-def test_a_missing_key_file_is_named(tmp_path: Path) -> None:
-    cert, _ = make_pair(tmp_path, "IP:127.0.0.1")
-    absent = tmp_path / "absent-key.pem"
-    with pytest.raises(ConfigError) as refused:
-        Settings(share_cert=cert, share_key=absent)
-    assert str(refused.value) == f"VOXGATE_SHARE_KEY={str(absent)!r}: cannot read it (No such file or directory)"
 
 
 def test_a_key_of_another_certificate_is_refused(tmp_path: Path) -> None:
