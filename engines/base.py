@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
+from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, runtime_checkable
@@ -48,7 +49,7 @@ class EngineStatus:
         return out
 
 
-class LoadsInThread:
+class LoadsInThread(ABC):
     """The lifecycle every engine here shares: ``status()``; ``load()``, which runs
     the engine's blocking ``_load_blocking`` in a thread and never raises, so the
     gateway keeps running without the engine (a failure becomes the ``failed``
@@ -72,8 +73,9 @@ class LoadsInThread:
         logging.getLogger(type(self).__module__).error("%s failed to load", self.display_name, exc_info=exc)
         self._status = EngineStatus(EngineState.FAILED, detail=f"{self.display_name} failed to load: {exc}")
 
+    @abstractmethod
     def _load_blocking(self) -> None:
-        raise NotImplementedError
+        ...
 
     def _mark_closed(self) -> None:
         if self._status.state is EngineState.READY:

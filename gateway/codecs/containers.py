@@ -8,6 +8,7 @@ complete (see ogg.py and webm.py).
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from typing import Any
 
@@ -32,7 +33,7 @@ def concat(parts: list[np.ndarray]) -> np.ndarray:
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
-class _OpusContainerDecoder:
+class _OpusContainerDecoder(ABC):
     """What both containers share: ``feed`` and ``decode`` over the container's
     reader, each decoded packet counted against the message's decode budget and
     the silent-bytes rule (gateway/codecs/limits.py). A subclass reads its
@@ -62,11 +63,13 @@ class _OpusContainerDecoder:
                 yield samples
         self._silent.check(self._received)
 
+    @abstractmethod
     def _held_bytes(self) -> int:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _samples(self, item: Any) -> np.ndarray:
-        raise NotImplementedError
+        ...
 
 
 class OggOpusDecoder(_OpusContainerDecoder):
