@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 from collections.abc import AsyncIterator, Collection, Mapping
 from typing import Any
 
@@ -115,13 +114,13 @@ def build_asr(settings: Settings) -> AsrService | None:
     from gateway.dictation.sidecar import AsrSupervisor
 
     # The sidecar needs none of the gateway's secrets (the API key above all).
-    return AsrSupervisor.from_settings(settings, env=child_environment(os.environ))
+    return AsrSupervisor.from_settings(settings, env=child_environment(settings.environ))
 
 
 def build_decoders(settings: Settings) -> DecoderPool:
     """The upload decoder processes: one per concurrent transcription, started on first use."""
     return DecoderPool(DecodeLimits(memory_mb=settings.decode_memory_mb, cpu_s=settings.decode_cpu_s),
-                       size=settings.max_transcriptions, env=child_environment(os.environ))
+                       size=settings.max_transcriptions, env=child_environment(settings.environ))
 
 
 def build_auth_store(settings: Settings) -> AuthStore | None:

@@ -1,5 +1,6 @@
 """The environment the gateway's child processes start with (the ASR sidecar,
-the upload decoders): the one the app factory read, less what a child must not see.
+the upload decoders): the one the settings were read from (``Settings.environ``), less
+what a child must not see.
 Nothing here reads ``os.environ``: the caller at the edge passes it.
 """
 

@@ -3,7 +3,7 @@
 Every option is declared once in ``OPTIONS`` (name, env var, parser, default,
 help). ``Settings.from_env`` and the CLI both go through it, so a bad value
 always names the variable and says why, and the README table can be checked
-against this list. Nothing below the app factory reads ``os.environ``.
+against this list. Nothing outside this module reads ``os.environ``: ``Settings.environ`` carries it.
 
 Longer than 300 lines on purpose: each setting is a line in ``OPTIONS`` and one in ``Settings`` (the two tables take ~125).
 """
@@ -200,6 +200,9 @@ class Settings:
     asr_final_window: str = "auto"
     piper_graph: str = "fast"
     piper_precision: str = "fp32"
+    # The environment these settings were read from: what the child processes start
+    # from (gateway/child_env.py filters it). Never shown, compared or logged.
+    environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ), repr=False, compare=False)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -221,7 +224,7 @@ class Settings:
             values[name] = parse_option(name, value) if isinstance(value, str) else value
         if values["api_key_file"] is not None:  # the file wins, and is what the key-length rule judges
             values["api_key"] = _read_key_file(values["api_key_file"])
-        return cls(**values)
+        return cls(**values, environ=dict(env))
 
     def __post_init__(self) -> None:
         where = f"VOXGATE_API_KEY_FILE={str(self.api_key_file)!r}" if self.api_key_file else "VOXGATE_API_KEY"
@@ -269,6 +272,8 @@ class Settings:
         """Every setting for a startup log or /v1/admin, secrets masked."""
         out = {}
         for f in fields(self):
+            if f.name == "environ":
+                continue
             value = getattr(self, f.name)
             if f.name in ("api_key", "redis_url"):  # a Redis URL may hold a password
                 value = "(set)" if value else "(unset)"

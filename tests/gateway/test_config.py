@@ -97,5 +97,12 @@ def test_every_option_is_a_field_and_documented_in_the_readme():
     declared = {opt.env for opt in OPTIONS}
     assert declared - documented == set(), "undocumented settings"
     assert documented - declared == set(), "README documents settings that do not exist"
-    field_names = set(Settings.__dataclass_fields__)
+    field_names = set(Settings.__dataclass_fields__) - {"environ"}  # where they were read from, not a setting
     assert {opt.name for opt in OPTIONS} == field_names
+
+
+def test_settings_carry_the_environment_they_were_read_from_and_never_show_it():
+    settings = Settings.from_env({"VOXGATE_PORT": "9001", "PATH": "/opt/bin", "HOME": "/home/x"})
+    assert settings.environ == {"VOXGATE_PORT": "9001", "PATH": "/opt/bin", "HOME": "/home/x"}
+    assert "environ" not in settings.describe() and "/opt/bin" not in repr(settings)
+    assert settings == Settings.from_env({"VOXGATE_PORT": "9001"})  # not part of what the settings are
