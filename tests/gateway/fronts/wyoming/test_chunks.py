@@ -15,6 +15,29 @@ def test_a_word_goes_out_once_two_partials_in_a_row_hold_it_before_their_newest_
     assert chunker.sent == "turn, on the light."
 
 
+def test_a_word_respelled_between_held_words_counts_as_held_and_goes_out_as_newest_spelled():
+    chunker = Chunker()
+    assert chunker.partial("four hours of", "") is None
+    assert chunker.partial("4 hours of steady work", "") == "4 hours"
+    assert chunker.partial("For hours of steady work faced", "") == " of steady"
+    assert chunker.final("Four hours of steady work faced us.") == " work faced us."
+    assert chunker.sent == "4 hours of steady work faced us."
+
+
+def test_a_word_that_sounds_different_stops_the_agreement_even_between_held_words():
+    chunker = Chunker()
+    chunker.partial("Turn on the light", "")
+    assert chunker.partial("Turn off the light now", "") == "Turn"
+    assert chunker.sent == "Turn"
+
+
+def test_two_respelled_words_in_a_row_stop_the_agreement():
+    chunker = Chunker()
+    chunker.partial("four hours of steady", "")
+    assert chunker.partial("For ours of steady work", "") is None
+    assert chunker.sent == ""
+
+
 def test_the_recognizers_stable_prefix_goes_out_at_once():
     chunker = Chunker()
     assert chunker.partial("Turn on the", "Turn on") == "Turn on"
