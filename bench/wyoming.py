@@ -28,14 +28,16 @@ WER of the transcripts, for two trailing silences.
 
 Streaming (voxgate only: wyoming-faster-whisper sends no ``transcript-chunk``):
 a ~9 s utterance (four sentences joined by 0.15 s gaps, too short to end it),
-sent in real time; reported: speech start -> first ``transcript-chunk`` and the
-mean gap between chunks, over ``--stream-runs`` runs.
+sent in real time through the Wyoming front and the native ``/v1/dictation``
+socket in turn; reported: speech start -> first ``transcript-chunk`` and first
+partial, and the mean gap between them, over ``--stream-runs`` runs.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import os
 import statistics
 import subprocess
@@ -100,11 +102,12 @@ def python_env() -> dict[str, str]:
     return env
 
 
-def start_voxgate(work: Path, port: int, piper_precision: str = "fp32") -> tuple[subprocess.Popen, Path]:
+def start_voxgate(work: Path, port: int, http_port: int,
+                  piper_precision: str = "fp32") -> tuple[subprocess.Popen, Path]:
     log = work / "voxgate.log"
     env = {**python_env(), "VOXGATE_DATA_DIR": str(work / "voxgate"), "VOXGATE_ASR_THREADS": "2",
            "VOXGATE_LOG_LEVEL": "warning", "VOXGATE_PIPER_PRECISION": piper_precision}
-    cmd = [sys.executable, "-m", "gateway.cli", "serve", "--port", str(free_port()), "--engines", "piper,asr",
+    cmd = [sys.executable, "-m", "gateway.cli", "serve", "--port", str(http_port), "--engines", "piper,asr",
            "--wyoming", f"tcp://127.0.0.1:{port}"]
     return start_logged(cmd, env, log), log
 
@@ -282,10 +285,41 @@ async def asr_runs(ports: dict[str, int], clips: list[tuple[str, bytes]], traili
     return list(runs.values())
 
 
-async def streaming_runs(port: int, runs: int) -> list[Transcription]:
-    """The long utterance through voxgate ``runs`` times, 1 s of trailing silence."""
+async def native_partial_times(http_port: int, pcm: bytes, trailing_s: float) -> list[float]:
+    """The same audio through the native ``/v1/dictation`` socket at the same pace:
+    each partial's time after the speech started."""
+    from gateway.client.dictation import DictationClient
+
+    samples = np.frombuffer(pcm + bytes(int(trailing_s * 16000) * 2), dtype="<i2").astype(np.float32) / 32768
+    times: list[float] = []
+    async with await DictationClient.connect(f"http://127.0.0.1:{http_port}") as client:
+        speech_at = time.perf_counter() + LEAD_SILENCE_S
+
+        async def read() -> None:
+            async for event in client.events(READ_TIMEOUT_S):
+                if event.get("type") == "partial":
+                    times.append(time.perf_counter() - speech_at)
+
+        reader = asyncio.create_task(read())
+        try:
+            await client.stream_samples(samples, chunk_ms=round(CHUNK_S * 1000))
+            await client.end()
+            await asyncio.wait_for(reader, READ_TIMEOUT_S)
+        finally:
+            reader.cancel()
+    return times
+
+
+async def streaming_runs(port: int, http_port: int, runs: int) -> tuple[list[list[float]], list[list[float]]]:
+    """The long utterance ``runs`` times, 1 s of trailing silence, through the
+    Wyoming front and the native socket in turn: (chunk times, partial times)."""
     pcm = long_utterance()
-    return [await transcribe_once(port, pcm, 1.0) for _ in range(runs)]
+    chunks: list[list[float]] = []
+    partials: list[list[float]] = []
+    for _ in range(runs):
+        chunks.append((await transcribe_once(port, pcm, 1.0)).chunk_times_s)
+        partials.append(await native_partial_times(http_port, pcm, 1.0))
+    return chunks, partials
 
 
 def pcm16(audio: np.ndarray) -> bytes:
@@ -348,17 +382,24 @@ def asr_table(runs: list[AsrRun]) -> str:
     return "\n".join(lines)
 
 
-def streaming_table(runs: list[Transcription], utterance_s: float) -> str:
-    firsts = [r.chunk_times_s[0] for r in runs if r.chunk_times_s]
-    gaps = [b - a for r in runs for a, b in zip(r.chunk_times_s, r.chunk_times_s[1:], strict=False)]
-    first = f"{statistics.median(firsts):.2f} s (runs: {', '.join(f'{x:.2f}' for x in firsts)})" if firsts else "none"
-    gap = f"{statistics.mean(gaps):.2f} s" if gaps else "none"
-    missing = len(runs) - len(firsts)
+def streaming_table(chunks: list[list[float]], partials: list[list[float]], utterance_s: float) -> str:
+    def first(runs: list[list[float]]) -> str:
+        firsts = [times[0] for times in runs if times]
+        if not firsts:
+            return "none"
+        return f"{statistics.median(firsts):.2f} s (runs: {', '.join(f'{x:.2f}' for x in firsts)})"
+
+    def gap(runs: list[list[float]]) -> str:
+        gaps = [b - a for times in runs for a, b in itertools.pairwise(times)]
+        return f"{statistics.mean(gaps):.2f} s" if gaps else "none"
+
     return "\n".join([
-        f"| voxgate, {utterance_s:.1f} s utterance sent in real time | |", "|---|---|",
-        f"| speech start -> first transcript-chunk, median | {first} |",
-        f"| mean gap between transcript-chunks | {gap} |",
-        f"| runs with no transcript-chunk | {missing} of {len(runs)} |",
+        (f"| {utterance_s:.1f} s utterance sent in real time, runs in turn | Wyoming transcript-chunks | "
+        "native /v1/dictation partials |"), "|---|---|---|",
+        f"| speech start -> first, median | {first(chunks)} | {first(partials)} |",
+        f"| mean gap | {gap(chunks)} | {gap(partials)} |",
+        (f"| runs with none | {sum(not t for t in chunks)} of {len(chunks)} | "
+        f"{sum(not t for t in partials)} of {len(partials)} |"),
     ])
 
 
@@ -368,12 +409,13 @@ async def main_async(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="voxgate-wyoming-bench-") as tmp:
         work = Path(tmp)
         ports = {"voxgate": free_port(), "wyoming-piper": free_port(), "wyoming-faster-whisper": free_port()}
+        http_port = free_port()
         procs: list[subprocess.Popen] = []
         tts: list[TtsLevel] = []
         asr: list[AsrRun] = []
-        streamed: list[Transcription] = []
+        streamed: tuple[list[list[float]], list[list[float]]] = ([], [])
         try:
-            vg, vg_log = start_voxgate(work, ports["voxgate"], args.piper_precision)
+            vg, vg_log = start_voxgate(work, ports["voxgate"], http_port, args.piper_precision)
             procs.append(vg)
             await wait_describable(ports["voxgate"], vg, vg_log, "asr")
             await wait_describable(ports["voxgate"], vg, vg_log, "tts")
@@ -394,14 +436,14 @@ async def main_async(args: argparse.Namespace) -> int:
                     asr.extend(await asr_runs(asr_ports, clips, seconds))
             if args.stream_runs:
                 print(f"streaming: {args.stream_runs} run(s) of the long utterance ...", flush=True)
-                streamed = await streaming_runs(ports["voxgate"], args.stream_runs)
+                streamed = await streaming_runs(ports["voxgate"], http_port, args.stream_runs)
         finally:
             for proc in procs:
                 stop(proc)
     print_tables(tts, asr)
-    if streamed:
+    if streamed[0]:
         print()
-        print(streaming_table(streamed, len(long_utterance()) / 2 / 16000 - LEAD_SILENCE_S))
+        print(streaming_table(*streamed, len(long_utterance()) / 2 / 16000 - LEAD_SILENCE_S))
     return 0
 
 
