@@ -5,9 +5,12 @@ as it goes) and synthesizes the first sentence. As soon as a sentence's audio
 exists its frames are handed out, and the next sentence is submitted at once,
 so it is generated while the current one plays. Its deadline in the pool is
 the moment a listener who started at the first audio would run out of audio,
-which lets the first sentence of a new utterance overtake it. Only a sentence
-whose deadline has come (the first one, or a late one) may spread over every
-core, and only when it has the pool to itself.
+which lets the first sentence of a new utterance overtake it. A sentence
+spreads over every core when it has the pool to itself (nothing else running
+or waiting), a prefetched one too: that is when a lone listener gets the rest
+of a long text soonest, and a request that comes in meanwhile takes the other
+worker at once and shares the cores only until that sentence's decoder halves
+are done.
 
 ``cancel()`` stops at the next frame boundary: a sentence still waiting in the
 pool never runs, one being synthesized finishes on its worker and is dropped,
@@ -100,7 +103,7 @@ class PiperStream:
                 following = sentences.pop(0) if sentences else None
                 if following is not None:
                     deadline = first_audio_at + ahead_s
-                    self._submit(self._sentence_job(following, deadline), deadline=deadline)
+                    self._submit(self._sentence_job(following), deadline=deadline)
                 for frame in cut_frames(audio, self.frame_samples):
                     if self.is_cancelled():
                         return
@@ -123,22 +126,21 @@ class PiperStream:
         sentences = synth.phonemize(self.text)
         if not sentences or self.is_cancelled():
             return [], None
-        return sentences[1:], self._infer(synth, sentences[0], urgent=True)
+        return sentences[1:], self._infer(synth, sentences[0])
 
-    def _sentence_job(self, phoneme_ids: Sequence[int], deadline: float) -> Callable[[], np.ndarray | None]:
+    def _sentence_job(self, phoneme_ids: Sequence[int]) -> Callable[[], np.ndarray | None]:
         def job() -> np.ndarray | None:
             if self.is_cancelled():
                 return None
-            return self._infer(self._synthesizer(), phoneme_ids, urgent=time.monotonic() >= deadline)
+            return self._infer(self._synthesizer(), phoneme_ids)
 
         return job
 
-    def _infer(self, synth: Synthesizer, phoneme_ids: Sequence[int], urgent: bool) -> np.ndarray:
+    def _infer(self, synth: Synthesizer, phoneme_ids: Sequence[int]) -> np.ndarray:
         speaker_id = synth.speakers.get(self.speaker) if self.speaker else None
-        # Every core only for audio a listener is waiting for, and only while nothing else runs: a
-        # sentence prefetched behind playing audio has time, and its spread threads would slow the
-        # first sentence of the next request.
-        audio = synth.infer(phoneme_ids, speaker_id, wide=urgent and self._pool.alone())
+        # Every core only while nothing else runs or waits: beside other work, spread threads would
+        # fight it for the cores (VITS parallelises poorly inside one call).
+        audio = synth.infer(phoneme_ids, speaker_id, wide=self._pool.alone())
         if synth.sample_rate != self.out_rate:
             import soxr
 

@@ -173,15 +173,8 @@ async def test_an_empty_phonemization_gives_no_frames(pool):
     assert stream.sentences == 0
 
 
-async def test_a_first_sentence_alone_on_the_pool_may_use_every_core_and_a_prefetch_runs_on_one(pool):
+async def test_every_sentence_alone_on_the_pool_may_use_every_core_prefetched_ones_too(pool):
     synth = FakeSynth()
-    _ = [f async for f in open_stream(pool, synth).frames()]
-    # sentences 2 and 3 are made while audio plays ahead of them: nobody waits for them yet
-    assert synth.wide == [True, False, False]
-
-
-async def test_a_later_sentence_whose_listener_ran_out_of_audio_may_use_every_core(pool):
-    synth = FakeSynth(samples_per_id=0)  # sentences of no audio: the listener is always out of audio
     _ = [f async for f in open_stream(pool, synth).frames()]
     assert synth.wide == [True, True, True]
 
