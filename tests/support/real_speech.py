@@ -190,6 +190,10 @@ class FetchError(RuntimeError):
     """A recording could not be had, or what came is not the pinned file."""
 
 
+class SourceUnreachable(FetchError):
+    """The recording's source could not be reached (no network to it here)."""
+
+
 def sha256_of(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -226,7 +230,7 @@ def fetch_github_file(origin: GithubFile, git_dirs: dict[str, Path]) -> bytes:
         with urllib.request.urlopen(origin.url, timeout=FETCH_TIMEOUT_S) as response:
             return bytes(response.read())
     except OSError as exc:
-        raise FetchError(f"{origin.url}: {exc}") from exc
+        raise SourceUnreachable(f"{origin.url}: {exc}") from exc
 
 
 def fetch(recording: Recording, cache: Path | None = None, git_dirs: dict[str, Path] | None = None) -> Path:
