@@ -10,7 +10,7 @@ offline side by side on short single sentences, in ~10 minutes::
         --quick-levels 1,2,8 --low-level-clips 10 --quick-renditions 1 --accuracy-renditions 1
 
 Real human speech (the targets: streaming WER at most 1.05x offline, final p50
-under 0.8 s at 2 streams), in ~6 minutes a mode::
+under 0.8 s at 2 streams), dictation and agent streams, in ~6 minutes::
 
     python bench/dictation.py --clips 0 --levels '' --sentence-levels '' --quick-set real \
         --quick-levels 2 --quick-conditions clean --quick-renditions 1 --accuracy-renditions 1
@@ -566,7 +566,7 @@ def main() -> int:
     parser.add_argument("--low-level-clips", type=int, default=0,
                         help="below the highest quick level, play only the first N clips (0: all)")
     parser.add_argument("--quick-clips", type=int, default=0,
-                        help="only the first N clips of the quick or short set (0: all)")
+                        help="only the first N clips of the quick, short or real set (0: all)")
     parser.add_argument("--quick-modes", default="dictation,agent",
                         help="dictation (streams without eager) and/or agent (eager=true)")
     parser.add_argument("--quick-renditions", type=int, default=2,
