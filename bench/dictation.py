@@ -9,6 +9,12 @@ offline side by side on short single sentences, in ~10 minutes::
     python bench/dictation.py --clips 0 --levels '' --sentence-levels '' --quick-set short \
         --quick-levels 1,2,8 --low-level-clips 10 --quick-renditions 1 --accuracy-renditions 1
 
+Real human speech (the targets: streaming WER at most 1.05x offline, final p50
+under 0.8 s at 2 streams), dictation and agent streams, in ~6 minutes::
+
+    python bench/dictation.py --clips 0 --levels '' --sentence-levels '' --quick-set real \
+        --quick-levels 2 --quick-conditions clean --quick-renditions 1 --accuracy-renditions 1
+
 Speech is made at run time (64 clips, 743 words: Piper joe at three speeds,
 espeak-ng with three voices; clean and with white noise at 10 dB SNR; one or
 two sentences each, framed by silence: see dictation_clips.py), and streamed
@@ -47,6 +53,14 @@ through a real gateway socket in real time by the project's own client
   (dictation_clips.py: 20 single Harvard sentences said whole, each by Piper at
   three rates and one espeak-ng voice, clean and at 10 dB SNR): the kind of
   speech where a short encoder window misread words;
+- with ``--quick-set real``, the same tables on recordings of people (JFK's
+  "ask not" with its long pauses, a LibriSpeech sentence, eight LJSpeech
+  passages; 4.1 minutes, 3 speakers; bench/REAL_SPEECH.md), fetched once into a
+  cache by scripts/fetch_real_speech.py;
+- with ``--silence-ms 500,300``, the quick, short or real set played once per
+  end-of-utterance window (the streams' ``silence_ms``, Deepgram's
+  ``endpointing``) on the same audio, each window a mode of its own: what a
+  shorter window costs in words and saves in time;
 - whole sentences as Piper writes them (untrimmed), 2 and 8 streams at once,
   with the final timed from the end of the audio, as a client streaming files
   would time it, beside the benchmark's own measure.
@@ -79,6 +93,7 @@ from bench.dictation_clips import (  # noqa: E402
     harvard_plan,
     make_clips,
     make_quick_clips,
+    make_real_clips,
     make_short_clips,
     passage_plan,
     whole_sentence_clips,
@@ -110,7 +125,7 @@ class StreamResult:
     resumed: int = 0
 
 
-async def stream_clip(url: str, clip: Clip, eager: bool = True) -> StreamResult:
+async def stream_clip(url: str, clip: Clip, eager: bool = True, silence_ms: int | None = None) -> StreamResult:
     result = StreamResult()
     started_at: list[float] = []
     ended_at: dict[int, float] = {}  # sentence -> when its last voiced sample was sent
@@ -131,7 +146,7 @@ async def stream_clip(url: str, clip: Clip, eager: bool = True) -> StreamResult:
         i = int(np.argmin([abs(event["end"] - end) for end in clip.speech_ends_s]))
         return i if abs(event["end"] - clip.speech_ends_s[i]) < 0.5 and i in ended_at else None
 
-    async with await DictationClient.connect(url, eager=eager) as client:
+    async with await DictationClient.connect(url, eager=eager, silence_ms=silence_ms) as client:
         async def send() -> None:
             await client.stream_samples(clip.audio, realtime=True, on_chunk_sent=on_sent)
             await client.end()
@@ -213,14 +228,14 @@ def start_server(threads: int | None, extra_env: dict[str, str]) -> tuple[subpro
 async def run(url: str, server_pid: int | None, levels: list[int], max_clips: int, quick_levels: list[int],
               conditions: list[str], renditions: int, modes: list[str], accuracy_renditions: int = 0,
               sentence_levels: list[int] | None = None, clip_set: str = "quick", low_level_clips: int = 0,
-              set_clips: int | None = None) -> str:
+              set_clips: int | None = None, windows: list[int | None] | None = None) -> str:
     clips = make_clips(max_clips) if max_clips else []
     lines: list[str] = []
     if clips:
         lines += await single_streams(url, server_pid, clips)
     if quick_levels and conditions:
         lines += await quick_paced(url, quick_levels, conditions, renditions, modes, accuracy_renditions, clip_set,
-                                   low_level_clips, set_clips)
+                                   low_level_clips, set_clips, windows)
     if sentence_levels:
         lines += await whole_sentences(url, sentence_levels, modes)
     if not levels:
@@ -260,16 +275,20 @@ async def run(url: str, server_pid: int | None, levels: list[int], max_clips: in
 QUICK_SNR_DB = 10.0
 
 
-QUICK_SETS = ("quick", "short")
+QUICK_SETS = ("quick", "short", "real")
 
 
 def quick_conditions(names: list[str], rendition: int, clip_set: str = "quick",
                      limit: int | None = None) -> dict[str, list[Clip]]:
-    """The quick-paced set or the short-sentence set (dictation_clips.py; its first
-    ``limit`` clips), clean and the same audio with white noise; each ``rendition`` is
-    new audio (Piper's synthesis is random; espeak-ng speaks at another rate)."""
-    clean = (make_quick_clips(limit, rendition=rendition) if clip_set == "quick"
-             else make_short_clips(limit, rendition=rendition))
+    """The quick-paced set, the short-sentence set or the real-speech set
+    (dictation_clips.py; its first ``limit`` clips), clean and the same audio with white
+    noise; each ``rendition`` of a synthesized set is new audio (Piper's synthesis is
+    random; espeak-ng speaks at another rate); the recordings are the same every time."""
+    if clip_set == "real":
+        clean = make_real_clips(limit)
+    else:
+        clean = (make_quick_clips(limit, rendition=rendition) if clip_set == "quick"
+                 else make_short_clips(limit, rendition=rendition))
     sets = {"clean": clean,
             "noisy": [Clip(c.name + f" {QUICK_SNR_DB:.0f} dB", c.text,
                            add_noise(c.audio, QUICK_SNR_DB, seed=n + 1000 * rendition),
@@ -295,11 +314,13 @@ class QuickRow:
 QUICK_MODES = {"dictation": False, "agent": True}  # mode -> the streams' ``eager``
 
 
-async def play_in_groups(url: str, clips: list[Clip], n: int, eager: bool) -> list[StreamResult]:
-    """Every clip streamed, ``n`` streams at a time (each its own clip, started together)."""
+async def play_in_groups(url: str, clips: list[Clip], n: int, eager: bool,
+                         silence_ms: int | None = None) -> list[StreamResult]:
+    """Every clip streamed, ``n`` streams at a time (each its own clip, started together),
+    with the server's default silence window or ``silence_ms``."""
     results: list[StreamResult] = []
     for start in range(0, len(clips), n):
-        results += await asyncio.gather(*(stream_clip(url, c, eager) for c in clips[start:start + n]))
+        results += await asyncio.gather(*(stream_clip(url, c, eager, silence_ms) for c in clips[start:start + n]))
     return results
 
 
@@ -320,7 +341,8 @@ def ratio_interval(pairs: list[tuple[int, int]], draws: int = 2000, seed: int = 
 
 async def quick_paced(url: str, levels: list[int], conditions: list[str], renditions: int,
                       modes: list[str], accuracy_renditions: int = 0, clip_set: str = "quick",
-                      low_level_clips: int = 0, set_clips: int | None = None) -> list[str]:
+                      low_level_clips: int = 0, set_clips: int | None = None,
+                      windows: list[int | None] | None = None) -> list[str]:
     """The quick-paced clips streamed N at a time (each stream its own clip, started
     together), per mode (dictation: no eager; agent: eager=true), condition and pace:
     streaming against offline WER beside the end-of-speech latencies, and how many
@@ -329,7 +351,9 @@ async def quick_paced(url: str, levels: list[int], conditions: list[str], rendit
     the audio alone, not on the load, and one rendition is ~25 word errors, too few to
     tell 1.05x from 1.2x, so the pooled accuracy table takes every rendition.
     ``low_level_clips`` (> 0): the levels below the highest play only the first that
-    many clips of each condition (their latencies; the highest plays them all)."""
+    many clips of each condition (their latencies; the highest plays them all).
+    ``windows``: the streams' ``silence_ms`` values (None: the server's), each played
+    as a mode of its own on the same audio."""
     rows: dict[tuple[str, str, str, int], QuickRow] = {}
     changed: dict[tuple[str, str, int], int] = {}  # (mode, condition, streams) -> clips changed from 1 stream's
     clip_count: dict[str, int] = {}
@@ -344,10 +368,12 @@ async def quick_paced(url: str, levels: list[int], conditions: list[str], rendit
             words[condition] = words.get(condition, 0) + sum(len(c.text.split()) for c in all_clips)
             if rendition < renditions:
                 clip_count[condition] = clip_count.get(condition, 0) + len(all_clips)
-            for mode, n in ((m, n) for m in modes for n in rendition_levels):
+            for eager_mode, window, n in ((m, w, n) for m in modes for w in windows or [None]
+                                          for n in rendition_levels):
+                mode = eager_mode if window is None else f"{eager_mode}, silence_ms={window}"
                 played = len(all_clips) if n == top or low_level_clips <= 0 else low_level_clips
                 clips, offline = all_clips[:played], all_offline[:played]
-                results = await play_in_groups(url, clips, n, QUICK_MODES[mode])
+                results = await play_in_groups(url, clips, n, QUICK_MODES[eager_mode], window)
                 texts = [" ".join(r.finals) for r in results]
                 scores = [(*word_errors(c.text, t), word_errors(c.text, o)[0])  # (streaming, words, offline)
                           for c, t, o in zip(clips, texts, offline, strict=True)]
@@ -381,8 +407,10 @@ async def quick_paced(url: str, levels: list[int], conditions: list[str], rendit
                 row = rows[mode, condition, "all", n]
                 print(f"  quick {condition}, rendition {rendition + 1}, {mode}, {n} streams: {row.streaming_errors} "
                       f"streaming errors, {row.offline_errors} offline, so far", file=sys.stderr)
-    described = ("Quick-paced set (sentences said phrase by phrase, 0.12-0.36 s pauses inside" if clip_set == "quick"
-                 else "Short-sentence set (single Harvard sentences said whole; the pace column is the voice")
+    described = {"quick": "Quick-paced set (sentences said phrase by phrase, 0.12-0.36 s pauses inside",
+                 "short": "Short-sentence set (single Harvard sentences said whole; the pace column is the voice",
+                 "real": ("Real-speech set (recordings of people: JFK, LibriSpeech, LJSpeech passages; the pace "
+                          "column is the source")}[clip_set]
     below = f"; below {top} streams the first {low_level_clips} clips" if low_level_clips > 0 else ""
     lines = [(f"{described}; N streams at once, each its own clip{below}; "
               f"{renditions} rendition{'s' if renditions > 1 else ''}):"), "",
@@ -527,12 +555,18 @@ def main() -> int:
                         help="stream counts for the quick-paced set ('' skips it)")
     parser.add_argument("--quick-conditions", default="clean,noisy", help="clean and/or noisy")
     parser.add_argument("--quick-set", default="quick", choices=QUICK_SETS,
-                        help="the clips of the per-mode tables: the quick-paced set, or the short-sentence set "
-                             "(80 single sentences said whole, Piper at three rates and espeak-ng)")
+                        help="the clips of the per-mode tables: the quick-paced set, the short-sentence set "
+                             "(80 single sentences said whole, Piper at three rates and espeak-ng), or the "
+                             "real-speech set (10 recordings of people, 4.1 minutes; fetched once into a cache "
+                             "by scripts/fetch_real_speech.py)")
+    parser.add_argument("--silence-ms", default="",
+                        help="comma-separated silence_ms values (the end-of-utterance window) for the streams "
+                             "of the quick, short or real set, each played as a mode of its own on the same "
+                             "audio (default: the server's, 500)")
     parser.add_argument("--low-level-clips", type=int, default=0,
                         help="below the highest quick level, play only the first N clips (0: all)")
     parser.add_argument("--quick-clips", type=int, default=0,
-                        help="only the first N clips of the quick or short set (0: all)")
+                        help="only the first N clips of the quick, short or real set (0: all)")
     parser.add_argument("--quick-modes", default="dictation,agent",
                         help="dictation (streams without eager) and/or agent (eager=true)")
     parser.add_argument("--quick-renditions", type=int, default=2,
@@ -554,6 +588,10 @@ def main() -> int:
     if any(c not in ("clean", "noisy") for c in conditions):
         parser.error("--quick-conditions takes clean and/or noisy")
     modes = [m for m in args.quick_modes.split(",") if m]
+    try:
+        windows: list[int | None] = [int(x) for x in args.silence_ms.split(",") if x] or [None]
+    except ValueError:
+        parser.error("--silence-ms takes comma-separated milliseconds")
     if any(m not in QUICK_MODES for m in modes):
         parser.error("--quick-modes takes dictation and/or agent")
     proc = None
@@ -569,7 +607,7 @@ def main() -> int:
                                      args.threads if args.threads is not None else 0, len(os.sched_getaffinity(0)))
         table = asyncio.run(run(url, pid, levels, args.clips, quick_levels, conditions, args.quick_renditions, modes,
                                 args.accuracy_renditions, [int(x) for x in args.sentence_levels.split(",") if x],
-                                args.quick_set, args.low_level_clips, args.quick_clips or None))
+                                args.quick_set, args.low_level_clips, args.quick_clips or None, windows))
         print(table)
         print(f"\nCPU: {cpu_model()}, {os.cpu_count()} cores; load average (1/5/15 min) before "
               f"{'/'.join(f'{x:.2f}' for x in load_before)}, after {'/'.join(f'{x:.2f}' for x in os.getloadavg())}; "

@@ -286,3 +286,51 @@ def make_short_clip(text: str, engine: str, variant: float | str, *, snr: float 
         audio = add_noise(audio, snr, seed=seed)
         name += f" {snr:.0f} dB"
     return Clip(f"short {name}", text, audio, LEAD_S + start, [LEAD_S + end])
+
+
+# The real-speech set: recordings of people with published transcripts
+# (tests/support/real_speech.py, bench/REAL_SPEECH.md), fetched once into a cache.
+REAL_PASSAGE_SEGMENTS = 4  # consecutive LJSpeech segments read as one passage
+REAL_SEGMENT_GAP_S = 0.8  # silence put between them: longer than the 500 ms window, so each ends an utterance
+REAL_PAUSE_S = 0.5  # a quiet stretch this long ends a stretch of speech (the default silence window)
+
+
+def speech_stretches(audio: np.ndarray, pause_s: float = REAL_PAUSE_S) -> tuple[float, list[float]]:
+    """Where speech starts and where each stretch of it ends (a stretch ends before a
+    quiet of ``pause_s`` or more). Voiced is relative to the recording's loud frames,
+    since a real recording's background is not digital silence."""
+    frame = RATE // 100
+    rms = np.sqrt(np.mean(audio[: len(audio) // frame * frame].reshape(-1, frame) ** 2, axis=1))
+    voiced = np.nonzero(rms > max(VOICED_RMS, 0.1 * float(np.percentile(rms, 95))))[0]
+    gaps = np.nonzero(np.diff(voiced) * frame / RATE >= pause_s)[0]
+    ends = [float(voiced[i] + 1) * frame / RATE for i in gaps] + [float(voiced[-1] + 1) * frame / RATE]
+    return float(voiced[0]) * frame / RATE, ends
+
+
+def real_clip(name: str, text: str, parts: list[np.ndarray], gap_s: float = REAL_SEGMENT_GAP_S) -> Clip:
+    """Recordings joined by ``gap_s`` of silence, framed like the other sets' clips."""
+    joined: list[np.ndarray] = [np.zeros(int(LEAD_S * RATE), np.float32)]
+    for n, part in enumerate(parts):
+        if n:
+            joined.append(np.zeros(int(gap_s * RATE), np.float32))
+        joined.append(part)
+    joined.append(np.zeros(int(SHORT_TRAIL_S * RATE), np.float32))
+    audio = np.concatenate(joined)
+    start, ends = speech_stretches(audio)
+    return Clip(name, text, audio, start, ends)
+
+
+def make_real_clips(limit: int | None = None) -> list[Clip]:
+    """The real-speech set (its first ``limit`` clips): JFK's "ask not" (one sentence
+    with three long pauses), one LibriSpeech sentence, then LJSpeech LJ001-0001..0032
+    as eight passages of four consecutive segments: 10 clips, 4.1 minutes of
+    recordings (4.7 with the framing silence), 3 speakers, 631 words."""
+    from tests.support.real_speech import JFK, LIBRISPEECH, LJSPEECH, load
+
+    clips = [real_clip("real speech jfk", JFK.text, [load(JFK)]),
+             real_clip(f"real speech librispeech {LIBRISPEECH.name}", LIBRISPEECH.text, [load(LIBRISPEECH)])]
+    for first in range(0, len(LJSPEECH), REAL_PASSAGE_SEGMENTS):
+        passage = LJSPEECH[first:first + REAL_PASSAGE_SEGMENTS]
+        clips.append(real_clip(f"real speech ljspeech {passage[0].name}..{passage[-1].name[-4:]}",
+                               " ".join(r.text for r in passage), [load(r) for r in passage]))
+    return clips[:limit]
