@@ -99,11 +99,10 @@ class FluxParams:
 
     @property
     def dictation(self) -> DictationParams:
-        """What the shared session runs with: words with their timing and
-        probability (``word_timestamps``) for the measured ``words`` of a turn's end."""
+        """What the shared session runs with (no word timestamps: gateway/fronts/flux/turns.py says why)."""
         t = self.thresholds
         return DictationParams(sample_rate=self.sample_rate, encoding=INPUT_ENCODINGS[self.encoding],
-                               language=self.language, interim=True, word_timestamps=True,
+                               language=self.language, interim=True, word_timestamps=False,
                                silence_ms=t.silence_ms, eager=t.eager_eot_threshold is not None)
 
 

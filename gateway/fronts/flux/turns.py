@@ -13,12 +13,16 @@ out, over ``REFERENCE_SILENCE_MS`` and capped at 1. It is 0 on
 ``StartOfTurn``, ``Update`` and ``TurnResumed``: the recognizer hears speech
 then (it sends no hypothesis during a pause).
 
-``words``: on ``EagerEndOfTurn`` and ``EndOfTurn`` the recognizer's own words,
-each with its start, end and probability (Whisper's) as ``confidence``. An
-``Update`` is a hypothesis with no per-word timing or probability: its words
-have no times, and ``confidence`` 1 for a word the recognizer has committed
-(three hypotheses agreed on it: it will be in the ``EndOfTurn``), 0 for one
-that may still change.
+``words``: the transcript's words. The recognizer measures no per-word
+timing or probability on this path (Whisper's word timestamps would cost a
+decode on its 30 s window per turn: end of speech to ``EndOfTurn`` went from
+about 0.3 s to 0.6-1.2 s), so a word has no ``start``/``end``, and its
+``confidence`` says whether the word is settled, not a probability: 1 for every
+word of an ``EagerEndOfTurn``, ``TurnResumed`` and ``EndOfTurn`` (the turn's
+final decode, which the ``EndOfTurn`` repeats unless ``TurnResumed`` comes) and
+for the words of an ``Update`` the recognizer has committed (three hypotheses
+agreed: they will be in the ``EndOfTurn``), 0 for an ``Update``'s words that
+may still change.
 
 ``trigger`` of an ``EndOfTurn``: ``manual`` for the turn a ``ForceEndTurn`` (or
 ``CloseStream``) closed, ``timeout`` when ``eot_timeout_ms`` of silence ended
@@ -55,11 +59,9 @@ def silence_confidence(heard_s: float, speech_end_s: float) -> float:
     return min(1.0, silence_ms / REFERENCE_SILENCE_MS)
 
 
-def measured_words(words: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
-    """The recognizer's timed words in Flux's shape."""
-    return [{"word": str(w["word"]).strip(), "confidence": float(w["probability"]),
-             "start": float(w["start"]), "end": float(w["end"])}
-            for w in words or [] if str(w["word"]).strip()]
+def settled_words(text: str) -> list[dict[str, Any]]:
+    """The words of a turn's final decode."""
+    return [{"word": word, "confidence": 1.0} for word in text.split()]
 
 
 def hypothesis_words(text: str, stable: str) -> list[dict[str, Any]]:
@@ -97,15 +99,15 @@ class TurnMapper:
         if isinstance(event, EagerFinal):
             self._eager[event.utterance] = event
             return [TurnEvent("EagerEndOfTurn", event.utterance, self._start(event.utterance, event.start),
-                              event.end, event.text, measured_words(event.words),
+                              event.end, event.text, settled_words(event.text),
                               silence_confidence(heard_s, event.end), languages=self._language(event.language))]
         if isinstance(event, TurnResumed):
             held = self._eager.pop(event.utterance, None)
-            text, words = (held.text, measured_words(held.words)) if held is not None else ("", [])
+            text, words = (held.text, settled_words(held.text)) if held is not None else ("", [])
             return [TurnEvent("TurnResumed", event.utterance, self._start(event.utterance, event.at), event.at,
                               text, words, 0.0)]
         if isinstance(event, Final):
-            return [self._end(event.utterance, event.start, event.end, event.text, measured_words(event.words),
+            return [self._end(event.utterance, event.start, event.end, event.text, settled_words(event.text),
                               heard_s, self._language(event.language))]
         if isinstance(event, Discarded):
             end = event.end_sample / ASR_RATE

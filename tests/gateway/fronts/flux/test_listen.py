@@ -20,14 +20,8 @@ def audio(seconds: float) -> bytes:
     return b"\0\0" * round(16000 * seconds)
 
 
-def words(*triples: tuple[str, float, float, float]) -> list[dict]:
-    """The sidecar's words (Whisper's: a leading space, ``probability``)."""
-    return [{"word": f" {w}", "start": s, "end": e, "probability": p} for w, s, e, p in triples]
-
-
-HELLO = words(("Hello", 0.5, 0.9, 0.91), ("world.", 0.9, 1.6, 0.75))
-FLUX_HELLO = [{"word": "Hello", "confidence": 0.91, "start": 0.5, "end": 0.9},
-              {"word": "world.", "confidence": 0.75, "start": 0.9, "end": 1.6}]
+def settled(text: str) -> list[dict]:
+    return [{"word": word, "confidence": 1.0} for word in text.split()]
 
 
 def configured(ws, sequence_id: int, thresholds: dict | None = None) -> None:
@@ -65,7 +59,7 @@ def test_the_query_maps_onto_the_sidecar_options(tmp_path, query, silence_ms, ea
         assert close_code(ws) == (1000, "")
     (header, _), *_ = fake.frames
     assert {k: header[k] for k in ("language", "interim", "word_timestamps", "silence_ms", "eager")} == {
-        "language": "en", "interim": True, "word_timestamps": True, "silence_ms": silence_ms, "eager": eager}
+        "language": "en", "interim": True, "word_timestamps": False, "silence_ms": silence_ms, "eager": eager}
     assert fake.ops(header["stream"])[-1] == "end"
 
 
@@ -84,18 +78,18 @@ def test_a_turn_with_an_eager_end_and_measured_confidences(tmp_path):
                               {"ev": "partial", "utterance": 0, "text": "Hello world", "stable": "Hello",
                                "start": 0.1, "end": 1.6},
                               {"ev": "eager_final", "utterance": 0, "text": "Hello world.", "start": 0.5,
-                               "end": 1.6, "language": "en", "words": HELLO})
+                               "end": 1.6, "language": "en"})
         assert receive(ws) == turn(rid, 2, "StartOfTurn", 0, 0.5, 0.5)
         assert receive(ws) == turn(rid, 3, "Update", 0, 0.5, 1.0, "Hello", [{"word": "Hello", "confidence": 0.0}])
         assert receive(ws) == turn(rid, 4, "Update", 0, 0.5, 1.6, "Hello world",
                                    [{"word": "Hello", "confidence": 1.0}, {"word": "world", "confidence": 0.0}])
         # 1.8 s heard, speech ended at 1.6: 200 ms of silence over the 500 ms reference
-        assert receive(ws) == turn(rid, 5, "EagerEndOfTurn", 0, 0.5, 1.6, "Hello world.", FLUX_HELLO, 0.4)
+        assert receive(ws) == turn(rid, 5, "EagerEndOfTurn", 0, 0.5, 1.6, "Hello world.", settled("Hello world."), 0.4)
         ws.send_bytes(audio(0.35))
         configured(ws, 6, thresholds)
         fake.play_from_thread(client, {"ev": "final", "utterance": 0, "text": "Hello world.", "start": 0.5,
-                                       "end": 1.6, "language": "en", "words": HELLO})
-        assert receive(ws) == turn(rid, 7, "EndOfTurn", 0, 0.5, 1.6, "Hello world.", FLUX_HELLO, 1.0,
+                                       "end": 1.6, "language": "en"})
+        assert receive(ws) == turn(rid, 7, "EndOfTurn", 0, 0.5, 1.6, "Hello world.", settled("Hello world."), 1.0,
                                    trigger="model")
 
 
@@ -105,24 +99,23 @@ def test_turn_resumed_then_the_next_turns_and_a_turn_without_words(tmp_path):
             client.websocket_connect(URL + "&eager_eot_threshold=0.4&eot_threshold=0.8") as ws:
         rid = connect(ws)
         ws.send_bytes(audio(1.7))
-        fake_words = words(("Book", 0.5, 0.8, 0.5))
         configured(ws, 1, {"eager_eot_threshold": 0.4, "eot_threshold": 0.8, "eot_timeout_ms": 5000})
         fake.play_from_thread(client,
                               {"ev": "speech_started", "utterance": 0, "at": 0.5, "start_sample": 0},
                               {"ev": "eager_final", "utterance": 0, "text": "Book.", "start": 0.5, "end": 0.8,
-                               "language": "en", "words": fake_words},
+                               "language": "en"},
                               {"ev": "turn_resumed", "utterance": 0, "at": 1.1},
                               {"ev": "final", "utterance": 0, "text": "Book it.", "start": 0.5, "end": 1.5,
-                               "language": "en", "words": fake_words + words(("it.", 1.1, 1.5, 0.6))},
+                               "language": "en"},
                               {"ev": "speech_started", "utterance": 1, "at": 1.6, "start_sample": 24000},
                               {"ev": "discarded", "utterance": 1, "end_sample": 27200})
-        booked = [{"word": "Book", "confidence": 0.5, "start": 0.5, "end": 0.8}]
+        booked = settled("Book.")
         assert [m["event"] for m in [receive(ws) for _ in range(1)]] == ["StartOfTurn"]
         # 1.7 s heard, speech ended at 0.8: capped at 1
         assert receive(ws) == turn(rid, 3, "EagerEndOfTurn", 0, 0.5, 0.8, "Book.", booked, 1.0)
         assert receive(ws) == turn(rid, 4, "TurnResumed", 0, 0.5, 1.1, "Book.", booked)
         assert receive(ws) == turn(rid, 5, "EndOfTurn", 0, 0.5, 1.5, "Book it.",
-                                   [*booked, {"word": "it.", "confidence": 0.6, "start": 1.1, "end": 1.5}], 0.4,
+                                   settled("Book it."), 0.4,
                                    trigger="model")
         assert receive(ws) == turn(rid, 6, "StartOfTurn", 1, 1.6, 1.6)
         assert receive(ws) == turn(rid, 7, "EndOfTurn", 1, 1.6, 1.7, trigger="model")
@@ -144,10 +137,10 @@ def test_force_end_turn_ends_the_open_turn_and_is_silent_with_none_open(tmp_path
         ws.send_json({"type": "ForceEndTurn"})
         configured(ws, 4)
         fake.play_from_thread(client, {"ev": "final", "utterance": 0, "text": "Hi", "start": 0.2, "end": 1.0,
-                                       "language": "en", "words": words(("Hi", 0.2, 0.9, 0.8))},
+                                       "language": "en"},
                               {"ev": "finalized", "id": "force-2", "utterance": 0})
         assert receive(ws) == turn(rid, 5, "EndOfTurn", 0, 0.2, 1.0, "Hi",
-                                   [{"word": "Hi", "confidence": 0.8, "start": 0.2, "end": 0.9}], 0.0,
+                                   settled("Hi"), 0.0,
                                    trigger="manual")
         configured(ws, 6)  # the finalized of the answered ForceEndTurn sends nothing more
         assert fake.ops(stream).count("finalize") == 2
@@ -162,7 +155,7 @@ def test_a_silence_end_with_manual_turns_is_the_timeout(tmp_path):
         configured(ws, 1, {"eot_threshold": 1.0, "eot_timeout_ms": 800})
         fake.play_from_thread(client, {"ev": "speech_started", "utterance": 0, "at": 0.2, "start_sample": 0},
                               {"ev": "final", "utterance": 0, "text": "Hi", "start": 0.2, "end": 1.0,
-                               "language": "en", "words": words(("Hi", 0.2, 0.9, 0.8))})
+                               "language": "en"})
         receive(ws)
         end = receive(ws)
         assert (end["event"], end["trigger"], end["end_of_turn_confidence"]) == ("EndOfTurn", "timeout", 1.0)
@@ -176,7 +169,7 @@ def test_flux_general_multi_says_the_language_found(tmp_path):
         configured(ws, 1)
         fake.play_from_thread(client, {"ev": "speech_started", "utterance": 0, "at": 0.2, "start_sample": 0},
                               {"ev": "final", "utterance": 0, "text": "Hallo", "start": 0.2, "end": 1.0,
-                               "language": "de", "words": words(("Hallo", 0.2, 0.9, 0.8))})
+                               "language": "de"})
         assert "languages" not in receive(ws)
         assert receive(ws)["languages"] == ["de"]
     assert fake.frames[0][0]["language"] is None  # detected
