@@ -108,10 +108,23 @@ async def test_two_sentences_are_two_turns_with_their_exact_words(server):
         # the turn ended after 0.7 x 500 ms of silence, and the client had sent that much
         assert end.end_of_turn_confidence >= 0.7 and end.trigger == "model"
     assert ends[0].audio_window_end < ends[1].audio_window_start
-    # the eager end of turn comes once the pause has lasted 160 ms: 0.32 of the reference silence
-    eager = [t for t in turns if t.event == "EagerEndOfTurn"]
-    assert eager and all(t.end_of_turn_confidence >= 0.32 for t in eager)
     assert any(t.event == "Update" and t.transcript for t in turns)
+
+
+async def test_an_eager_end_of_turn_comes_first_and_the_end_of_turn_repeats_it(server):
+    """A 2 s end-of-turn silence (manual turns, eot_timeout_ms=2000) leaves the speculative
+    final ample time to be decoded before it: the eager end of turn comes every time."""
+    messages, code = await stream(server, speech(FIRST, SECOND, tail_s=2.5), eager_eot_threshold="0.5",
+                                  eot_threshold="1.0", eot_timeout_ms="2000")
+    assert code == 1000
+    turns = turns_of(messages)
+    check_turn_grammar(turns)
+    for index, sentence in enumerate((FIRST, SECOND)):
+        eager, end = [t for t in turns if t.turn_index == index][-2:]
+        assert (eager.event, end.event, end.trigger) == ("EagerEndOfTurn", "EndOfTurn", "timeout")
+        assert words_of(eager.transcript) == words_of(end.transcript) == words_of(sentence)
+        # the eager point is 160 ms of silence (0.32 of the reference), the end 2 s (capped at 1)
+        assert eager.end_of_turn_confidence >= 0.32 and end.end_of_turn_confidence == 1.0
 
 
 async def test_force_end_turn_ends_a_manual_turn_with_its_words(server):
