@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from engines.base import EngineState
+from gateway.protocol.common import ErrorEvent
 from tests.gateway.helpers import dictation_client
 from tests.support.fake_sidecar import FakeSidecar
 from tests.support.sockets import close_code, receive
@@ -279,3 +280,30 @@ def test_a_message_flux_does_not_define_is_a_warning_and_the_stream_goes_on(tmp_
         configured(ws, 3)
         ws.send_json({"type": "CloseStream"})
         assert close_code(ws) == (1000, "")
+
+
+def test_over_capacity_is_an_error_then_close_1013(tmp_path):
+    with dictation_client(tmp_path, max_dictation_streams=1) as client, client.websocket_connect(URL) as first:
+        connect(first)
+        with client.websocket_connect(URL) as second:
+            error = receive(second)
+            assert (error["type"], error["sequence_id"], error["code"]) == ("Error", 0, "OVER_CAPACITY")
+            assert close_code(second) == (1013, error["description"])
+
+
+def test_an_error_the_stream_goes_on_after_is_a_warning(tmp_path):
+    fake = FakeSidecar()
+    with dictation_client(tmp_path, fake) as client, client.websocket_connect(URL) as ws:
+        rid = connect(ws)
+        restarted = ErrorEvent("asr_unavailable", "the recognizer restarted; replaying the open audio", True)
+        client.portal.call(fake.the_stream().report, restarted)
+        assert receive(ws) == {"type": "Warning", "request_id": rid, "sequence_id": 1, "code": "ASR_UNAVAILABLE",
+                               "description": "the recognizer restarted; replaying the open audio"}
+        configured(ws, 2)
+
+
+def test_a_text_message_over_64_kib_closes_1009(tmp_path):
+    with dictation_client(tmp_path) as client, client.websocket_connect(URL) as ws:
+        connect(ws)
+        ws.send_text(" " * (64 * 1024 + 1))
+        assert close_code(ws) == (1009, "text message longer than 65536 bytes")
