@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import itertools
+from collections.abc import Callable
 from typing import Any
 
 from starlette.websockets import WebSocket
@@ -121,7 +122,7 @@ class FluxTransport:
             for turn in self.turns.map(event, self.heard_s):
                 await self._send(functools.partial(turn.to_dict, self.request_id), timeout_s)
 
-    async def _send(self, build: Any, timeout_s: float) -> None:
+    async def _send(self, build: Callable[..., dict[str, Any]], timeout_s: float) -> None:
         """Send ``build(sequence_id=...)``, the next sequence id taken under the lock."""
         async with self._send_lock:
             message = build(sequence_id=next(self._sequence))

@@ -44,13 +44,11 @@ from gateway.protocol.dictation import (
     Discarded,
     EagerFinal,
     Final,
-    Finalized,
     Partial,
     SpeechStarted,
+    TranscriptEvent,
     TurnResumed,
 )
-
-TranscriptEvent = SpeechStarted | Partial | EagerFinal | TurnResumed | Final | Discarded | Finalized
 
 
 def silence_confidence(heard_s: float, speech_end_s: float) -> float:
