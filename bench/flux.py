@@ -164,8 +164,10 @@ async def run(url: str, rounds: int, sentences: int, stream_counts: list[int], v
         for voice, clip in clips.items():
             for count in stream_counts:
                 for kind in ("native", "flux"):
+                    began = time.monotonic()
                     results = await asyncio.gather(*(one_stream(url, kind, clip, i * STAGGER_S)
                                                      for i in range(count)))
+                    print(f"  {voice} {kind} x{count}: {time.monotonic() - began:.0f} s", flush=True)
                     tally = tallies.setdefault((voice, kind, count), Tally())
                     for t0, turns in results:
                         tally.add(t0, turns, clip)

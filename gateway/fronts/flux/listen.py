@@ -29,7 +29,7 @@ from starlette.websockets import WebSocket
 from auth.credentials import answer_subprotocol
 from gateway.config import Settings
 from gateway.dictation.session import DictationSession
-from gateway.errors import GatewayError, TooLarge, close_socket
+from gateway.errors import GatewayError, TooLarge, close_code_for, close_socket
 from gateway.fronts.deepgram.refusal import new_request_id, refuse, request_headers
 from gateway.fronts.flux import messages as flux
 from gateway.fronts.flux.configure import ConfigureRefused, apply_configure
@@ -90,7 +90,11 @@ class FluxTransport:
             self.turns.force_end_turn(mark)
             return Finalize(id=mark)
         if control.kind == "Configure":
-            await self._configure(control.body)
+            try:
+                await self._configure(control.body)
+            except asyncio.TimeoutError:  # the client does not read: as the relay, close it as idle
+                await self.close(close_code_for("idle_timeout"), f"the client did not read for {SEND_TIMEOUT_S:.0f} s")
+                return None
             return Keepalive()
         self.turns.close_stream()
         return End()
