@@ -114,6 +114,8 @@ def number(name: str, raw: object, low: float, high: float) -> float:
         value = float(raw)
     except ValueError:
         raise BadRequest(f"{name}: {str(raw)[:20]!r} is not a number") from None
+    except OverflowError:  # a JSON integer past a float's range
+        value = math.inf
     if not math.isfinite(value) or not low <= value <= high:
         raise BadRequest(f"{name}: {value:g} is out of range; use {low:g} to {high:g}")
     return value
