@@ -36,6 +36,7 @@ from gateway.engine_notice import ASR_ENGINE, EngineLog
 from gateway.errors import GatewayError
 from gateway.fronts.deepgram.routes import deepgram_routes
 from gateway.fronts.elevenlabs.routes import elevenlabs_routes
+from gateway.fronts.flux.routes import flux_routes
 from gateway.fronts.openai_realtime.routes import openai_realtime_routes
 from gateway.http_api import core_routes, static_routes
 from gateway.registry import SessionRegistry
@@ -200,7 +201,7 @@ def create_app(
                     await engine.close()
 
     routes: list[BaseRoute] = [*core_routes(), *auth_routes(), *tts_routes(), *dictation_routes(),
-                               *deepgram_routes(), *openai_realtime_routes(),
+                               *deepgram_routes(), *flux_routes(), *openai_realtime_routes(),
                                *elevenlabs_routes(), *static_routes()]
     app = Starlette(routes=routes, lifespan=lifespan,
                     exception_handlers={GatewayError: _gateway_error_response})

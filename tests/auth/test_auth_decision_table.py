@@ -17,7 +17,8 @@ from tests.auth.auth_table import MODES, ROWS, body, present, row_id
 
 SOCKET_TARGETS = [("test-app", "/v1/tts"), ("test-app", "/v1/dictation"),
                   ("real-app", "/v1/tts"), ("real-app", "/v1/dictation"),
-                  ("real-app", "/v1/listen"), ("real-app", "/v1/speak"), ("real-app", "/v1/realtime")]
+                  ("real-app", "/v1/listen"), ("real-app", "/v1/speak"), ("real-app", "/v1/realtime"),
+                  ("real-app", "/v2/listen")]
 ADMIN_SOCKET = "/ws/admin"  # the test app's; the real app has no admin socket
 
 

@@ -15,6 +15,9 @@ from gateway.fronts.deepgram.params import parse_listen_params, parse_speak_para
 from gateway.fronts.elevenlabs.messages import credential_of
 from gateway.fronts.elevenlabs.messages import parse_client_message as parse_elevenlabs_message
 from gateway.fronts.elevenlabs.params import parse_output_format, parse_socket_params
+from gateway.fronts.flux.configure import ConfigureRefused, apply_configure
+from gateway.fronts.flux.messages import parse_client_control
+from gateway.fronts.flux.params import Thresholds, parse_flux_params
 from gateway.fronts.openai_realtime.config import TranscriptionConfig, UpdateError, apply_update
 from gateway.fronts.openai_realtime.events import parse_client_event
 from gateway.protocol import tts as tts_protocol
@@ -47,6 +50,43 @@ def test_deepgram_listen_query(query: dict[str, str]) -> None:
 @given(queries(["model", "encoding", "sample_rate", "container", "bit_rate"]))
 def test_deepgram_speak_query(query: dict[str, str]) -> None:
     assert_clear(outcome(lambda: parse_speak_params(query)), code="bad_request")
+
+
+@given(messages(["Configure", "ForceEndTurn", "CloseStream"]))
+def test_flux_messages(raw: str) -> None:
+    assert_clear(outcome(lambda: parse_client_control(raw)))
+
+
+@given(queries(["model", "encoding", "sample_rate", "eot_threshold", "eager_eot_threshold", "eot_timeout_ms",
+                "numerals", "mip_opt_out", "tag"]))
+@example({"model": "flux-general-en", "sample_rate": "16000", "eot_threshold": "nan"})
+@example({"model": "flux-general-en", "sample_rate": "16000", "eot_timeout_ms": "1e400"})
+def test_flux_query(query: dict[str, str]) -> None:
+    assert_clear(outcome(lambda: parse_flux_params(query)), code="bad_request")
+
+
+def flux_configures() -> st.SearchStrategy[Any]:
+    """``Configure`` bodies: the documented shape with fields of any type, and anything."""
+    number = JSON_VALUES | st.floats(allow_nan=True, allow_infinity=True) | st.integers(-(10**400), 10**400)
+    names = ("eot_threshold", "eager_eot_threshold", "eot_timeout_ms", "x")
+    thresholds = st.fixed_dictionaries({}, optional=dict.fromkeys(names, number))
+    return st.fixed_dictionaries({"type": st.just("Configure")}, optional={
+        "thresholds": thresholds | JSON_VALUES, "keyterms": JSON_VALUES, "language_hints": JSON_VALUES,
+        "numerals": JSON_VALUES, "profanity_filter": JSON_VALUES, "x": JSON_VALUES})
+
+
+@example({"type": "Configure", "thresholds": {"eot_timeout_ms": 10**400}}, Thresholds())
+@example({"type": "Configure", "thresholds": {"eot_threshold": float("nan")}}, Thresholds())
+@given(flux_configures(), st.sampled_from([Thresholds(), Thresholds(eager_eot_threshold=0.5),
+                                           Thresholds(eot_threshold=1.0, eot_timeout_ms=800)]))
+def test_flux_configure(body: dict[str, Any], current: Thresholds) -> None:
+    result = outcome(lambda: apply_configure(body, current))
+    if isinstance(result, ConfigureRefused):
+        assert result.code in ("INVALID_CONFIGURE", "UNSUPPORTED_CONFIGURE") and result.description, result
+        return
+    assert isinstance(result, Thresholds), repr(result)
+    assert (result.silence_ms, result.manual) == (current.silence_ms, current.manual)
+    json.dumps(result.to_dict(), allow_nan=False)  # what ConfigureSuccess echoes must serialize
 
 
 @given(messages(["session.update", "input_audio_buffer.append", "input_audio_buffer.commit",

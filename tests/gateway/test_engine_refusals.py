@@ -117,6 +117,8 @@ def test_transcribing_a_file(tmp_path) -> None:
     assert (r.status_code, r.json()) == (503, {"detail": ASR, "code": "engine_unavailable", "state": "missing"})
     assert_no_server_detail(r.text, tmp_path)
 
+FLUX = "/v2/listen?model=flux-general-en&sample_rate=16000"
+
 
 def realtime_error(message: str) -> dict:
     return {"type": "server_error", "code": "engine_unavailable", "message": message, "param": None,
@@ -128,6 +130,7 @@ def realtime_error(message: str) -> dict:
                        "state": "missing"}),
     ("/v1/listen", {"type": "Error", "variant": "engine_unavailable", "description": ASR,
                     "code": "engine_unavailable"}),
+    (FLUX, {"type": "Error", "sequence_id": 0, "code": "ENGINE_UNAVAILABLE", "description": ASR}),
     (REALTIME, {"type": "error", "error": realtime_error(ASR)}),
 ])
 def test_dictation_over_a_socket(tmp_path, url, expected) -> None:
@@ -142,6 +145,7 @@ def test_dictation_over_a_socket(tmp_path, url, expected) -> None:
     ("/v1/dictation", {"type": "error", "code": "engine_unavailable", "message": NO_ASR, "retryable": False}),
     ("/v1/listen", {"type": "Error", "variant": "engine_unavailable", "description": NO_ASR,
                     "code": "engine_unavailable"}),
+    (FLUX, {"type": "Error", "sequence_id": 0, "code": "ENGINE_UNAVAILABLE", "description": NO_ASR}),
     (REALTIME, {"type": "error", "error": realtime_error(NO_ASR)}),
 ])
 def test_dictation_on_a_gateway_without_asr(tmp_path, url, expected) -> None:
