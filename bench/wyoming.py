@@ -106,6 +106,7 @@ def python_env() -> dict[str, str]:
 
 def start_voxgate(work: Path, port: int, http_port: int,
                   piper_precision: str = "fp32") -> tuple[subprocess.Popen, Path]:
+    work.mkdir(parents=True, exist_ok=True)
     log = work / "voxgate.log"
     env = {**python_env(), "VOXGATE_DATA_DIR": str(work / "voxgate"), "VOXGATE_ASR_THREADS": "2",
            "VOXGATE_LOG_LEVEL": "warning", "VOXGATE_PIPER_PRECISION": piper_precision}
