@@ -13,6 +13,10 @@ core, and only when it has the pool to itself.
 pool never runs, one being synthesized finishes on its worker and is dropped,
 and a pending ``frames()`` wakes at once.
 
+Each sentence's words are marked (``marks``, engines.base.TimedStream) from
+the model's own phoneme durations before its frames are handed out, when the
+voice's graph gives them (alignment.py).
+
 Concurrency contract: ``frames()`` is consumed by one task on one event loop;
 ``cancel()`` may be called from any thread.
 """
@@ -29,11 +33,13 @@ from typing import Any
 
 import numpy as np
 
-from engines.base import EngineError, EngineUnavailable
-from engines.piper.model import Synthesizer
+from engines.base import EngineError, EngineUnavailable, SpokenMark
+from engines.piper.alignment import PiperTimeline
+from engines.piper.model import Synthesizer, TimedSynthesizer
 from engines.piper.pool import DeadlinePool, PoolClosed, PoolFull
 
 _CANCELLED = object()
+Timed = tuple[np.ndarray, "np.ndarray | None"]  # a sentence's audio and its samples per phoneme id
 
 
 def cut_frames(audio: np.ndarray, frame_samples: int) -> Iterator[np.ndarray]:
@@ -64,6 +70,11 @@ class PiperStream:
         self._loop: asyncio.AbstractEventLoop | None = None
         self.sentences = 0  # how many sentences the text has (known after the first job)
         self.synthesized = 0  # sentences whose audio is ready
+        self.marks: list[SpokenMark] = []  # TimedStream: grows before the frames it describes
+        self.word_exact = False  # turns true with the first sentence the model timed
+        self._timeline: PiperTimeline | None = None
+        self._sentence_ids: list[list[int]] = []
+        self._model_rate = out_rate
 
     def is_cancelled(self) -> bool:
         # a method, not a property: the flag flips under the caller's feet (another thread may cancel)
@@ -90,12 +101,16 @@ class PiperStream:
             first = await self._run(self._first_sentence, deadline=opened)
             if first is _CANCELLED:
                 return
-            sentences, audio = first
-            self.sentences = len(sentences) + (audio is not None)
+            sentences, timed = first
+            self.sentences = len(sentences) + (timed is not None)
             first_audio_at = time.monotonic()
             ahead_s = 0.0
-            while audio is not None:
+            offset = 0
+            while timed is not None:
+                audio, id_samples = timed
+                self._mark(self.synthesized, id_samples, offset)
                 self.synthesized += 1
+                offset += len(audio)
                 ahead_s += len(audio) / self.out_rate
                 following = sentences.pop(0) if sentences else None
                 if following is not None:
@@ -107,8 +122,8 @@ class PiperStream:
                     yield frame
                 if following is None or self.is_cancelled():
                     return
-                audio = await self._wait()
-                if audio is _CANCELLED:
+                timed = await self._wait()
+                if timed is _CANCELLED:
                     return
         finally:
             job = self._job
@@ -118,32 +133,52 @@ class PiperStream:
 
     # ---- jobs (run on the pool's threads)
 
-    def _first_sentence(self) -> tuple[list[list[int]], np.ndarray | None]:
+    def _first_sentence(self) -> tuple[list[list[int]], Timed | None]:
         synth = self._synthesizer()
         sentences = synth.phonemize(self.text)
         if not sentences or self.is_cancelled():
             return [], None
+        self._sentence_ids = [list(ids) for ids in sentences]
+        self._model_rate = synth.sample_rate
+        if isinstance(synth, TimedSynthesizer) and synth.word_gap_id is not None:
+            self._timeline = PiperTimeline(self.text, sentences, synth.word_gap_id, synth.pad_id)
         return sentences[1:], self._infer(synth, sentences[0], urgent=True)
 
-    def _sentence_job(self, phoneme_ids: Sequence[int], deadline: float) -> Callable[[], np.ndarray | None]:
-        def job() -> np.ndarray | None:
+    def _sentence_job(self, phoneme_ids: Sequence[int], deadline: float) -> Callable[[], Timed | None]:
+        def job() -> Timed | None:
             if self.is_cancelled():
                 return None
             return self._infer(self._synthesizer(), phoneme_ids, urgent=time.monotonic() >= deadline)
 
         return job
 
-    def _infer(self, synth: Synthesizer, phoneme_ids: Sequence[int], urgent: bool) -> np.ndarray:
+    def _infer(self, synth: Synthesizer, phoneme_ids: Sequence[int], urgent: bool) -> Timed:
+        """The sentence's audio at ``out_rate``, and the model samples each phoneme id lasts (or None)."""
         speaker_id = synth.speakers.get(self.speaker) if self.speaker else None
         # Every core only for audio a listener is waiting for, and only while nothing else runs: a
         # sentence prefetched behind playing audio has time, and its spread threads would slow the
         # first sentence of the next request.
-        audio = synth.infer(phoneme_ids, speaker_id, wide=urgent and self._pool.alone())
+        wide = urgent and self._pool.alone()
+        id_samples = None
+        if isinstance(synth, TimedSynthesizer):
+            audio, id_samples = synth.infer_timed(phoneme_ids, speaker_id, wide=wide)
+        else:
+            audio = synth.infer(phoneme_ids, speaker_id, wide=wide)
         if synth.sample_rate != self.out_rate:
             import soxr
 
             audio = soxr.resample(audio, synth.sample_rate, self.out_rate).astype(np.float32)
-        return audio
+        return audio, id_samples
+
+    def _mark(self, index: int, id_samples: np.ndarray | None, offset: int) -> None:
+        """Add sentence ``index``'s word marks (its audio starts at ``offset``)."""
+        if self._timeline is None or id_samples is None or index >= len(self._sentence_ids):
+            return
+        scale = self.out_rate / self._model_rate
+        marks = self._timeline.sentence_marks(index, self._sentence_ids[index], id_samples, offset, scale)
+        if marks:
+            self.marks.extend(marks)
+            self.word_exact = True
 
     # ---- plumbing between the pool and the event loop
 
