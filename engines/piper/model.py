@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -139,8 +139,8 @@ class PiperModel:
         if not wide:
             self._wide_voice = None
         self.speakers = dict(config.speaker_id_map)
-        self.word_gap_id: int | None = (config.phoneme_id_map.get(" ") or [None])[0]
-        self.pad_id: int | None = (config.phoneme_id_map.get("_") or [None])[0]
+        self.word_gap_id = _first_id(config.phoneme_id_map, " ")
+        self.pad_id = _first_id(config.phoneme_id_map, "_")
 
     def _fast_sessions(self, stock: Any, precision: str) -> tuple[Any, Any] | None:
         """(narrow, wide or None) sessions of the voice's fast graph, checked against
@@ -251,6 +251,11 @@ class PiperModel:
         if id_samples is not None:
             id_samples = np.asarray(id_samples, dtype=np.int64).reshape(-1)
         return audio, id_samples
+
+
+def _first_id(id_map: Mapping[str, Sequence[int]], phoneme: str) -> int | None:
+    ids = id_map.get(phoneme)
+    return ids[0] if ids else None
 
 
 def peak_normalize(audio: np.ndarray) -> np.ndarray:

@@ -175,7 +175,7 @@ class PiperStream:
         if self._timeline is None or id_samples is None or index >= len(self._sentence_ids):
             return
         scale = self.out_rate / self._model_rate
-        marks = self._timeline.sentence_marks(index, self._sentence_ids[index], id_samples, offset, scale)
+        marks = self._timeline.sentence_marks(index, self._sentence_ids[index], id_samples.tolist(), offset, scale)
         if marks:
             self.marks.extend(marks)
             self.word_exact = True

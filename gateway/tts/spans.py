@@ -20,7 +20,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from engines.base import SpokenMark, TimedStream, TtsStream
+from engines.base import SpokenMark, TimedStream
 
 ESTIMATE_MS_PER_CHAR = 65.0  # English read aloud, about 15 characters a second
 WORD_END = re.compile(r"\S(?=\s|$)")
@@ -70,7 +70,7 @@ def _word_end_before(text: str, start: int, limit: int) -> int:
     return best
 
 
-def stream_marks(stream: TtsStream | None) -> tuple[list[SpokenMark], bool]:
+def stream_marks(stream: object) -> tuple[list[SpokenMark], bool]:
     """The marks of ``stream`` so far and whether they end every word."""
     if isinstance(stream, TimedStream):
         return list(stream.marks), bool(stream.word_exact)
