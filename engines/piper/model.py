@@ -72,7 +72,11 @@ class TimedSynthesizer(Synthesizer, Protocol):
     """A synthesizer that also says how long each phoneme id lasts (alignment.py)."""
 
     word_gap_id: int | None  # the id between two words (espeak's space), None if the voice has none
-    pad_id: int | None
+    quiet_ids: frozenset[int]  # ids that voice no phoneme: pads, the start and end marks
+
+    def phoneme_count(self, text: str) -> int:
+        """How many phonemes ``text`` holds, phonemized on its own."""
+        ...
 
     def infer_timed(self, phoneme_ids: Sequence[int], speaker_id: int | None = None,
                     wide: bool = False) -> tuple[np.ndarray, np.ndarray | None]:
@@ -140,7 +144,7 @@ class PiperModel:
             self._wide_voice = None
         self.speakers = dict(config.speaker_id_map)
         self.word_gap_id = _first_id(config.phoneme_id_map, " ")
-        self.pad_id = _first_id(config.phoneme_id_map, "_")
+        self.quiet_ids = frozenset(i for p in ("_", "^", "$") for i in config.phoneme_id_map.get(p, ()))
 
     def _fast_sessions(self, stock: Any, precision: str) -> tuple[Any, Any] | None:
         """(narrow, wide or None) sessions of the voice's fast graph, checked against
@@ -236,6 +240,9 @@ class PiperModel:
         # Piper splits sentences while phonemizing (espeak-ng's own clause rules).
         text = " ".join(text.split())
         return [self._voice.phonemes_to_ids(phonemes) for phonemes in self._voice.phonemize(text) if phonemes]
+
+    def phoneme_count(self, text: str) -> int:
+        return sum(len(p) - p.count(" ") for p in self._voice.phonemize(" ".join(text.split())))
 
     def infer(self, phoneme_ids: Sequence[int], speaker_id: int | None = None, wide: bool = False) -> np.ndarray:
         return self.infer_timed(phoneme_ids, speaker_id, wide)[0]

@@ -39,7 +39,7 @@ from engines.piper.model import Synthesizer, TimedSynthesizer
 from engines.piper.pool import DeadlinePool, PoolClosed, PoolFull
 
 _CANCELLED = object()
-Timed = tuple[np.ndarray, "np.ndarray | None"]  # a sentence's audio and its samples per phoneme id
+Timed = tuple[np.ndarray, "list[SpokenMark] | None"]  # a sentence's audio and its word marks
 
 
 def cut_frames(audio: np.ndarray, frame_samples: int) -> Iterator[np.ndarray]:
@@ -72,9 +72,7 @@ class PiperStream:
         self.synthesized = 0  # sentences whose audio is ready
         self.marks: list[SpokenMark] = []  # TimedStream: grows before the frames it describes
         self.word_exact = False  # turns true with the first sentence the model timed
-        self._timeline: PiperTimeline | None = None
-        self._sentence_ids: list[list[int]] = []
-        self._model_rate = out_rate
+        self._timeline: PiperTimeline | None = None  # made by the first job, used by each job in turn
 
     def is_cancelled(self) -> bool:
         # a method, not a property: the flag flips under the caller's feet (another thread may cancel)
@@ -107,8 +105,10 @@ class PiperStream:
             ahead_s = 0.0
             offset = 0
             while timed is not None:
-                audio, id_samples = timed
-                self._mark(self.synthesized, id_samples, offset)
+                audio, marks = timed
+                if marks:
+                    self.marks.extend(SpokenMark(m.char_end, offset + m.sample) for m in marks)
+                    self.word_exact = True
                 self.synthesized += 1
                 offset += len(audio)
                 ahead_s += len(audio) / self.out_rate
@@ -138,10 +138,9 @@ class PiperStream:
         sentences = synth.phonemize(self.text)
         if not sentences or self.is_cancelled():
             return [], None
-        self._sentence_ids = [list(ids) for ids in sentences]
-        self._model_rate = synth.sample_rate
         if isinstance(synth, TimedSynthesizer) and synth.word_gap_id is not None:
-            self._timeline = PiperTimeline(self.text, sentences, synth.word_gap_id, synth.pad_id)
+            self._timeline = PiperTimeline(self.text, len(sentences), synth.word_gap_id, synth.quiet_ids,
+                                           synth.phoneme_count)
         return sentences[1:], self._infer(synth, sentences[0], urgent=True)
 
     def _sentence_job(self, phoneme_ids: Sequence[int], deadline: float) -> Callable[[], Timed | None]:
@@ -153,7 +152,8 @@ class PiperStream:
         return job
 
     def _infer(self, synth: Synthesizer, phoneme_ids: Sequence[int], urgent: bool) -> Timed:
-        """The sentence's audio at ``out_rate``, and the model samples each phoneme id lasts (or None)."""
+        """The sentence's audio at ``out_rate``, and its word marks (samples from its start; None
+        when the voice does not time its phonemes)."""
         speaker_id = synth.speakers.get(self.speaker) if self.speaker else None
         # Every core only for audio a listener is waiting for, and only while nothing else runs: a
         # sentence prefetched behind playing audio has time, and its spread threads would slow the
@@ -164,21 +164,16 @@ class PiperStream:
             audio, id_samples = synth.infer_timed(phoneme_ids, speaker_id, wide=wide)
         else:
             audio = synth.infer(phoneme_ids, speaker_id, wide=wide)
+        marks = None
+        if self._timeline is not None and id_samples is not None:
+            scale = self.out_rate / synth.sample_rate
+            marks = [SpokenMark(m.char_end, round(m.sample * scale))
+                     for m in self._timeline.sentence_marks(phoneme_ids, id_samples.tolist())]
         if synth.sample_rate != self.out_rate:
             import soxr
 
             audio = soxr.resample(audio, synth.sample_rate, self.out_rate).astype(np.float32)
-        return audio, id_samples
-
-    def _mark(self, index: int, id_samples: np.ndarray | None, offset: int) -> None:
-        """Add sentence ``index``'s word marks (its audio starts at ``offset``)."""
-        if self._timeline is None or id_samples is None or index >= len(self._sentence_ids):
-            return
-        scale = self.out_rate / self._model_rate
-        marks = self._timeline.sentence_marks(index, self._sentence_ids[index], id_samples.tolist(), offset, scale)
-        if marks:
-            self.marks.extend(marks)
-            self.word_exact = True
+        return audio, marks
 
     # ---- plumbing between the pool and the event loop
 
