@@ -20,7 +20,7 @@ def ids(*words: list[int]) -> list[int]:
             out += [GAP, PAD]
         for phoneme in word:
             out += [phoneme, PAD]
-    return out + [EOS]
+    return [*out, EOS]
 
 
 QUIET = frozenset({PAD, BOS, EOS})
