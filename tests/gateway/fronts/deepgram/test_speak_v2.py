@@ -190,15 +190,15 @@ def test_a_bad_message_is_answered_with_an_error_and_the_socket_goes_on(tmp_path
 
 @pytest.mark.parametrize(("query", "description"), [
     ("encoding=linear16", "model: required (flux-{voice}-{language}, e.g. flux-alexis-en)"),
-    ("model=aura-2-thalia-en", "model: 'aura-2-thalia-en' is an Aura voice; /v2/speak takes Flux voices (flux-*), "
-                               "/v1/speak takes Aura ones"),
+    ("model=aura-2-thalia-en", ("model: 'aura-2-thalia-en' is an Aura voice; /v2/speak takes Flux voices (flux-*), "
+                               "/v1/speak takes Aura ones")),
     ("model=flux-alexis-en&speed=1.2", "speed: 1.2 is not supported; the engines here speak at speed 1.0 only"),
-    ("model=flux-alexis-en&expressivity=1", "expressivity: '1' is not supported; the engines here have no "
-                                            "expressivity control (use 0 or leave it out)"),
-    ("model=flux-alexis-en&sample_rate=22050", "sample_rate: '22050' is not one of 8000, 16000, 24000, 32000, "
-                                               "44100, 48000"),
-    ("model=flux-alexis-en&bit_rate=64000", "bit_rate: not a parameter here; known: model, encoding, sample_rate, "
-                                            "speed, expressivity, mip_opt_out, tag"),
+    ("model=flux-alexis-en&expressivity=1", ("expressivity: '1' is not supported; the engines here have no "
+                                            "expressivity control (use 0 or leave it out)")),
+    ("model=flux-alexis-en&sample_rate=22050", ("sample_rate: '22050' is not one of 8000, 16000, 24000, 32000, "
+                                               "44100, 48000")),
+    ("model=flux-alexis-en&bit_rate=64000", ("bit_rate: not a parameter here; known: model, encoding, sample_rate, "
+                                            "speed, expressivity, mip_opt_out, tag")),
     ("model=nova-3", "model: 'nova-3' is not served here; use flux-* (the default voice) or one of: alba, marius"),
 ])
 def test_a_query_that_cannot_be_honoured_is_refused(tmp_path, query, description):
