@@ -29,6 +29,8 @@ DEFAULT_RATE = 24000
 MIN_SPEED, MAX_SPEED, SPEED_STEP = 0.5, 1.5, 0.05
 ENGINE_SPEED = 1.0  # the one speed the engines here speak at
 CLIENT_TYPES = ("Speak", "Flush", "Interrupt", "Clear", "Configure", "Close")
+FIELDS = {"Speak": ("type", "text"), "Interrupt": ("type", "playback_offset"), "Configure": ("type", "speed"),
+          "Flush": ("type",), "Clear": ("type",), "Close": ("type",)}
 NO_CONTROLS = {"pronunciations_applied": 0, "breaks_applied": 0, "pronunciation_warnings": 0}
 # the gateway's error codes as Flux names them; any other goes out as the gateway's own
 FLUX_ERROR_CODES = {"bad_message": "MESSAGE-0000", "text_too_long": "DATA-0000", "too_large": "BIG-0000"}
@@ -116,6 +118,10 @@ def parse_client_message(raw: str) -> ClientMessage:
     if kind not in CLIENT_TYPES:
         raise BadMessage(f"type: {str(kind)[:40]!r} is not a /v2/speak message; send one of "
                          f"{', '.join(CLIENT_TYPES)}")
+    unknown = sorted(k for k in data if k not in FIELDS[kind])
+    if unknown:
+        known = ", ".join(FIELDS[kind][1:]) or "none besides type"
+        raise BadMessage(f"{kind}.{unknown[0][:40]}: not a field of {kind} here; its fields: {known}")
     if kind == "Speak":
         text = data.get("text")
         if not isinstance(text, str):
@@ -124,9 +130,6 @@ def parse_client_message(raw: str) -> ClientMessage:
     if kind == "Interrupt":
         return ClientMessage(kind, playback_offset_ms=_offset(data.get("playback_offset")))
     if kind == "Configure":
-        unknown = sorted(k for k in data if k not in ("type", "speed"))
-        if unknown:
-            raise BadMessage(f"Configure.{unknown[0][:40]}: not a setting here; the one setting is speed")
         speed = data.get("speed")
         if speed is not None and (isinstance(speed, bool) or not isinstance(speed, int | float)):
             raise BadMessage("Configure.speed must be a number")
@@ -142,6 +145,9 @@ def _offset(value: Any) -> int | None:
     if value.get("type", "time_ms") != "time_ms":
         raise BadMessage(f"Interrupt.playback_offset.type: {str(value.get('type'))[:20]!r} is not supported; "
                          "time_ms is the one form")
+    unknown = sorted(k for k in value if k not in ("type", "value"))
+    if unknown:
+        raise BadMessage(f"Interrupt.playback_offset.{str(unknown[0])[:40]}: not a field here; its fields: type, value")
     ms = value.get("value")
     if isinstance(ms, bool) or not isinstance(ms, int) or ms < 0:
         raise BadMessage("Interrupt.playback_offset.value must be a whole number of milliseconds, 0 or more")
