@@ -189,26 +189,6 @@ class TtsStream(Protocol):
         ...
 
 
-@dataclass(frozen=True)
-class SpokenMark:
-    """Once ``sample`` samples of an utterance (at the engine's rate, from its first
-    sample) are played, the listener has heard ``text[:char_end]``."""
-
-    char_end: int
-    sample: int
-
-
-@runtime_checkable
-class TimedStream(Protocol):
-    """A stream that says which text its audio voices: ``marks`` grows, in order of
-    ``sample``, before the frames it describes are yielded. ``word_exact``: a mark
-    ends every word (the engine's own timing); otherwise the marks are sparser
-    (sentence ends) and what lies between them is estimated (gateway/tts/spans.py)."""
-
-    marks: list[SpokenMark]
-    word_exact: bool
-
-
 @runtime_checkable
 class TtsEngine(Protocol):
     def info(self) -> TtsInfo: ...

@@ -25,7 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from engines.base import EngineError, SpokenMark
+from engines.base import EngineError
+from engines.timing import SpokenMark
 
 
 def cut_frames(audio: np.ndarray, frame_samples: int) -> Iterator[np.ndarray]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from engines.base import SpokenMark
+from engines.timing import SpokenMark
 
 WORD = re.compile(r"\S+")
 

@@ -33,10 +33,11 @@ from typing import Any
 
 import numpy as np
 
-from engines.base import EngineError, EngineUnavailable, SpokenMark
+from engines.base import EngineError, EngineUnavailable
 from engines.piper.alignment import PiperTimeline
 from engines.piper.model import Synthesizer, TimedSynthesizer
 from engines.piper.pool import DeadlinePool, PoolClosed, PoolFull
+from engines.timing import SpokenMark
 
 _CANCELLED = object()
 Timed = tuple[np.ndarray, "list[SpokenMark] | None"]  # a sentence's audio and its word marks

@@ -20,7 +20,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from engines.base import SpokenMark, TimedStream
+from engines.timing import SpokenMark, TimedStream
 
 ESTIMATE_MS_PER_CHAR = 65.0  # English read aloud, about 15 characters a second
 WORD_END = re.compile(r"\S(?=\s|$)")

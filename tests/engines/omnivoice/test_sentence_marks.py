@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from engines.base import SpokenMark, TimedStream
 from engines.omnivoice.stream import SentenceStream, sentence_ends
+from engines.timing import SpokenMark, TimedStream
 
 
 def done(fn: Any) -> Future[Any]:

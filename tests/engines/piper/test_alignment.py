@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engines.base import SpokenMark
 from engines.piper.alignment import PiperTimeline, phoneme_word_ends, word_boundaries
+from engines.timing import SpokenMark
 
 GAP, PAD, BOS, EOS = 3, 0, 1, 2
 

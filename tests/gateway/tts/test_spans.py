@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from engines.base import SpokenMark
+from engines.timing import SpokenMark
 from gateway.tts.spans import ESTIMATE_MS_PER_CHAR, split_text
 
 TEXT = "Hello there, my friend. How are you?"

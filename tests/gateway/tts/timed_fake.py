@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engines.base import SpokenMark, SynthesisOptions
+from engines.base import SynthesisOptions
+from engines.timing import SpokenMark
 from tests.gateway.fakes import FRAME, FakeStream, FakeTtsEngine
 
 
