@@ -13,7 +13,7 @@ core, and only when it has the pool to itself.
 pool never runs, one being synthesized finishes on its worker and is dropped,
 and a pending ``frames()`` wakes at once.
 
-Each sentence's words are marked (``marks``, engines.base.TimedStream) from
+Each sentence's words are marked (``marks``, engines.timing.TimedStream) from
 the model's own phoneme durations before its frames are handed out, when the
 voice's graph gives them (alignment.py).
 

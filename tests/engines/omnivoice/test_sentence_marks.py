@@ -1,4 +1,4 @@
-"""OmniVoice's streams mark the end of each sentence they voice (engines.base.TimedStream)."""
+"""OmniVoice's streams mark the end of each sentence they voice (engines.timing.TimedStream)."""
 
 from __future__ import annotations
 
