@@ -13,9 +13,8 @@ count is from that (target: within 1 word), and the ASR's own word errors on tha
 prefix as the noise floor of the measure.
 
 Compute: the same interruptions on Piper in this process (no socket): frames the
-stream yields after ``cancel()`` (target 0: it stops at the next frame) and
-sentence syntheses finishing after it (a sentence already on a worker finishes
-there and is dropped; target at most 1).
+stream yields after ``cancel()`` (target 0: it stops at the next frame; a sentence
+already on a worker finishes there and is dropped, which this does not count).
 """
 
 from __future__ import annotations
@@ -103,8 +102,8 @@ async def boundaries(url: str, texts: list[str], offsets: list[int]) -> list[tup
     return out
 
 
-async def compute_stops(texts: list[str], offsets: list[int]) -> list[tuple[int, int]]:
-    """Per interruption on an in-process Piper: (frames after cancel, sentences finished after it)."""
+async def compute_stops(texts: list[str], offsets: list[int]) -> list[int]:
+    """Per interruption on an in-process Piper: the frames it yields after cancel."""
     from engines.piper.engine import PiperEngine
 
     engine = PiperEngine(threads=2)
@@ -119,17 +118,14 @@ async def compute_stops(texts: list[str], offsets: list[int]) -> list[tuple[int,
                 samples += len(frame)
                 if samples * 1000 >= offset * engine.info().sample_rate:
                     break
-            done_at_cancel = stream.synthesized
             stream.cancel()
-            after = sum([1 async for _ in frames])
-            await asyncio.sleep(0.5)  # a sentence still on a worker finishes there meanwhile
-            out.append((after, stream.synthesized - done_at_cancel))
+            out.append(sum([1 async for _ in frames]))
     finally:
         await engine.close()
     return out
 
 
-def report(results: list[tuple[int, int, int]], stops: list[tuple[int, int]]) -> None:
+def report(results: list[tuple[int, int, int]], stops: list[int]) -> None:
     off = [abs(spoken - heard) for spoken, heard, _ in results]
     print("text_spoken - heard, per interruption (words):", " ".join(f"{s - h:+d}" for s, h, _ in results))
     within = sum(1 for d in off if d <= 1)
@@ -142,8 +138,7 @@ def report(results: list[tuple[int, int, int]], stops: list[tuple[int, int]]) ->
           f"{sum(s > h for s, h, _ in results)} / {sum(s < h for s, h, _ in results)} |")
     print(f"| ASR word errors on the heard prefix (noise floor), mean | "
           f"{statistics.mean(e for _, _, e in results):.2f} |")
-    print(f"| frames yielded after cancel (Piper, in process) | max {max(a for a, _ in stops)} |")
-    print(f"| sentences finished after cancel | max {max(s for _, s in stops)} |")
+    print(f"| frames yielded after cancel (Piper, in process) | max {max(stops)} |")
 
 
 def main() -> None:
