@@ -226,7 +226,7 @@ class OmniVoiceEngine(LoadsInThread):
         plan = Plan(sentences, chosen, instruct, language, options.seed, self._loaded_backend, self.prompts)
         self._active += 1
         return SentenceStream(sentences, plan.run, self._submit, round(self._sample_rate * FRAME_S),
-                              self.generate_timeout_s, self._release)
+                              self.generate_timeout_s, self._release, text=text)
 
     def _release(self) -> None:
         self._active = max(0, self._active - 1)

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from engines.base import EngineError
+from engines.timing import SpokenMark
 
 
 def cut_frames(audio: np.ndarray, frame_samples: int) -> Iterator[np.ndarray]:
@@ -40,10 +41,14 @@ class SentenceStream:
 
     def __init__(self, sentences: list[str], run: Callable[[int], np.ndarray],
                  submit: Callable[[Callable[[], Any]], Future[Any]], frame_samples: int, timeout_s: float,
-                 on_close: Callable[[], None]) -> None:
+                 on_close: Callable[[], None], text: str | None = None) -> None:
         if not sentences:
             raise ValueError("a stream needs at least one sentence")
         self.sentences = sentences
+        # TimedStream: a mark at each sentence's end (``text``: what the sentences were cut from)
+        self.marks: list[SpokenMark] = []
+        self.word_exact = False
+        self._sentence_ends = sentence_ends(text, sentences) if text is not None else []
         self._run, self._submit = run, submit
         self.frame_samples, self.timeout_s = frame_samples, timeout_s
         self._on_close: Callable[[], None] | None = on_close
@@ -72,12 +77,16 @@ class SentenceStream:
             if self._cancel_event.is_set():
                 return
             pending = self._pending = self._queue(0)
+            made = 0
             for index in range(len(self.sentences)):
                 audio = await self._wait(pending)
                 self._pending = None
                 if audio is None:
                     return
                 self.sentences_done += 1
+                made += len(audio)
+                if index < len(self._sentence_ends):
+                    self.marks.append(SpokenMark(self._sentence_ends[index], made))
                 if index + 1 < len(self.sentences):
                     pending = self._pending = self._queue(index + 1)  # generates while this one plays
                 for frame in cut_frames(audio, self.frame_samples):
@@ -122,6 +131,20 @@ class SentenceStream:
         on_close, self._on_close = self._on_close, None
         if on_close is not None:
             on_close()
+
+
+def sentence_ends(text: str, sentences: list[str]) -> list[int]:
+    """Where each sentence ends in ``text`` (each is a slice of it, in order); the last
+    one ends the text. Empty when a sentence is not found (no mark beats a wrong one)."""
+    ends, at = [], 0
+    for sentence in sentences:
+        found = text.find(sentence.strip(), at)
+        if found < 0:
+            return []
+        at = found + len(sentence.strip())
+        ends.append(at)
+    ends[-1] = len(text)
+    return ends
 
 
 def _consume(future: asyncio.Future[Any]) -> None:

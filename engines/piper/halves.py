@@ -64,8 +64,12 @@ def split_graph(model: Any) -> tuple[Any, Any, str] | None:
     used_back = {i for n in back_nodes for i in n.input}
     back_nodes = [constant_of[i] for i in sorted(used_back) if i in constant_of] + back_nodes
 
-    front = _subgraph(model, front_nodes, list(graph.input),
-                      [helper.make_tensor_value_info(latent, TensorProto.FLOAT, None)])
+    # the duration predictor's frame counts (its one Ceil) go out too: they time the words (alignment.py)
+    durations = [o for n in front_nodes if n.op_type == "Ceil" for o in n.output]
+    front_outputs = [helper.make_tensor_value_info(latent, TensorProto.FLOAT, None)]
+    if len(durations) == 1:
+        front_outputs.append(helper.make_tensor_value_info(durations[0], TensorProto.FLOAT, None))
+    front = _subgraph(model, front_nodes, list(graph.input), front_outputs)
     decoder = _subgraph(model, back_nodes,
                         [helper.make_tensor_value_info(latent, TensorProto.FLOAT, ["N", "C", "T"])],
                         list(graph.output))
@@ -93,16 +97,17 @@ def _subgraph(model: Any, nodes: list[Any], inputs: list[Any], outputs: list[Any
 class HalvesSession:
     """Front, then the decoder (in two halves on two threads when ``halves``);
     answers ``run`` like an ONNX Runtime session of the whole voice, so
-    piper-tts can drive it."""
+    piper-tts can drive it: the audio, then what else the front puts out (the
+    phoneme durations, when ``split_graph`` found them)."""
 
     def __init__(self, front: Any, decoder: Any, latent: str, *, halves: bool) -> None:
         self.front, self.decoder, self.latent, self.halves = front, decoder, latent, halves
 
     def run(self, output_names: Any, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
-        frames = self.front.run(None, feeds)[0]
+        frames, *extras = self.front.run(None, feeds)
         count = frames.shape[-1]
         if not self.halves or frames.shape[0] != 1 or count < MIN_FRAMES:
-            return [self._decode(frames)]
+            return [self._decode(frames), *extras]
         cut = count // 2
         second: list[np.ndarray] = []
         failed: list[BaseException] = []
@@ -122,7 +127,7 @@ class HalvesSession:
         if failed:
             raise failed[0]
         hop = first.shape[-1] // (cut + HALO)  # samples per frame
-        return [np.concatenate([first[..., :cut * hop], second[0][..., HALO * hop:]], axis=-1)]
+        return [np.concatenate([first[..., :cut * hop], second[0][..., HALO * hop:]], axis=-1), *extras]
 
     def _decode(self, frames: np.ndarray) -> np.ndarray:
         return np.asarray(self.decoder.run(None, {self.latent: np.ascontiguousarray(frames)})[0])

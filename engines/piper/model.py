@@ -35,8 +35,9 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
-from typing import Any, Protocol
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -66,6 +67,39 @@ class Synthesizer(Protocol):
         ...
 
 
+@runtime_checkable
+class TimedSynthesizer(Synthesizer, Protocol):
+    """A synthesizer that also says how long each phoneme id lasts (alignment.py)."""
+
+    word_gap_id: int | None  # the id between two words (espeak's space), None if the voice has none
+    quiet_ids: frozenset[int]  # ids that voice no phoneme: pads, the start and end marks
+
+    def phoneme_count(self, text: str) -> int:
+        """How many phonemes ``text`` holds, phonemized on its own."""
+        ...
+
+    def infer_timed(self, phoneme_ids: Sequence[int], speaker_id: int | None = None,
+                    wide: bool = False) -> tuple[np.ndarray, np.ndarray | None]:
+        """``infer``'s audio, and the samples each phoneme id lasts (None: the graph does not say)."""
+        ...
+
+
+def timed_model(model: Path) -> Path | bytes:
+    """The voice's graph with its phoneme durations as a second output (piper-tts's own
+    patch), or the file unchanged where that cannot be done (no onnx package, another
+    graph shape): the voice then speaks without word timing."""
+    try:
+        import onnx
+        from piper.patch_voice_with_alignment import add_alignment_output
+
+        proto = onnx.load(str(model))
+        add_alignment_output(proto)
+        return bytes(proto.SerializeToString())
+    except (ImportError, ValueError) as exc:
+        log.info("Piper voice %s: no word timing from its stock graph (%s)", model.name, exc)
+        return model
+
+
 def runtime_missing() -> str | None:
     """Why the Piper runtime cannot be imported here, or None when it can."""
     try:
@@ -92,7 +126,8 @@ class PiperModel:
         self.voice = voice
         self.sample_rate = voice.sample_rate
         config = PiperConfig.from_dict(voice.raw)
-        stock = fastgraph.session(voice.model, 0)  # ONNX Runtime's defaults: every core
+        timed = timed_model(voice.model)
+        stock = fastgraph.session(timed, 0)  # ONNX Runtime's defaults: every core
         # PiperVoice does the phonemes and the tensors; its session is chosen per call.
         self._wide_voice: Any = PiperVoice(session=stock, config=config)
         self.graph = "stock"
@@ -101,13 +136,15 @@ class PiperModel:
         if precision == "int8" and graph == "stock":
             log.warning("Piper voice %s: float32 decoder (the int8 decoder is made from the fast graph, and the "
                         "stock graph was asked for)", voice.id)
-        narrow, fast_wide = sessions or (fastgraph.session(voice.model, 1, spinning=False), None)
+        narrow, fast_wide = sessions or (fastgraph.session(timed, 1, spinning=False), None)
         self._voice: Any = PiperVoice(session=narrow, config=config)
         if fast_wide is not None:
             self._wide_voice = PiperVoice(session=fast_wide, config=config)
         if not wide:
             self._wide_voice = None
         self.speakers = dict(config.speaker_id_map)
+        self.word_gap_id = _first_id(config.phoneme_id_map, " ")
+        self.quiet_ids = frozenset(i for p in ("_", "^", "$") for i in config.phoneme_id_map.get(p, ()))
 
     def _fast_sessions(self, stock: Any, precision: str) -> tuple[Any, Any] | None:
         """(narrow, wide or None) sessions of the voice's fast graph, checked against
@@ -125,7 +162,8 @@ class PiperModel:
             parts = split_graph(onnx.load(str(self.voice.model)))
             wide = None
             if parts is None:
-                narrow = fastgraph.session(fastgraph.prepare(self.voice.model), 1, spinning=False, fast=True)
+                narrow = fastgraph.session(fastgraph.prepare(timed_model(self.voice.model)), 1, spinning=False,
+                                           fast=True)
             else:
                 front, decoder, latent = parts
                 front_session = fastgraph.session(fastgraph.prepare(front.SerializeToString()), 1, spinning=False,
@@ -203,12 +241,28 @@ class PiperModel:
         text = " ".join(text.split())
         return [self._voice.phonemes_to_ids(phonemes) for phonemes in self._voice.phonemize(text) if phonemes]
 
+    def phoneme_count(self, text: str) -> int:
+        return sum(len(p) - p.count(" ") for p in self._voice.phonemize(" ".join(text.split())))
+
     def infer(self, phoneme_ids: Sequence[int], speaker_id: int | None = None, wide: bool = False) -> np.ndarray:
+        return self.infer_timed(phoneme_ids, speaker_id, wide)[0]
+
+    def infer_timed(self, phoneme_ids: Sequence[int], speaker_id: int | None = None,
+                    wide: bool = False) -> tuple[np.ndarray, np.ndarray | None]:
         from piper.config import SynthesisConfig
 
         voice = self._wide_voice if wide and self._wide_voice is not None else self._voice
-        audio = voice.phoneme_ids_to_audio(list(phoneme_ids), SynthesisConfig(speaker_id=speaker_id))
-        return peak_normalize(np.asarray(audio, dtype=np.float32).reshape(-1))
+        audio, id_samples = voice.phoneme_ids_to_audio(list(phoneme_ids), SynthesisConfig(speaker_id=speaker_id),
+                                                       include_alignments=True)
+        audio = peak_normalize(np.asarray(audio, dtype=np.float32).reshape(-1))
+        if id_samples is not None:
+            id_samples = np.asarray(id_samples, dtype=np.int64).reshape(-1)
+        return audio, id_samples
+
+
+def _first_id(id_map: Mapping[str, Sequence[int]], phoneme: str) -> int | None:
+    ids = id_map.get(phoneme)
+    return ids[0] if ids else None
 
 
 def peak_normalize(audio: np.ndarray) -> np.ndarray:

@@ -16,6 +16,10 @@ are done.
 pool never runs, one being synthesized finishes on its worker and is dropped,
 and a pending ``frames()`` wakes at once.
 
+Each sentence's words are marked (``marks``, engines.timing.TimedStream) from
+the model's own phoneme durations before its frames are handed out, when the
+voice's graph gives them (alignment.py).
+
 Concurrency contract: ``frames()`` is consumed by one task on one event loop;
 ``cancel()`` may be called from any thread.
 """
@@ -33,10 +37,13 @@ from typing import Any
 import numpy as np
 
 from engines.base import EngineError, EngineUnavailable
-from engines.piper.model import Synthesizer
+from engines.piper.alignment import PiperTimeline
+from engines.piper.model import Synthesizer, TimedSynthesizer
 from engines.piper.pool import DeadlinePool, PoolClosed, PoolFull
+from engines.timing import SpokenMark
 
 _CANCELLED = object()
+Timed = tuple[np.ndarray, "list[SpokenMark] | None"]  # a sentence's audio and its word marks
 
 
 def cut_frames(audio: np.ndarray, frame_samples: int) -> Iterator[np.ndarray]:
@@ -67,6 +74,9 @@ class PiperStream:
         self._loop: asyncio.AbstractEventLoop | None = None
         self.sentences = 0  # how many sentences the text has (known after the first job)
         self.synthesized = 0  # sentences whose audio is ready
+        self.marks: list[SpokenMark] = []  # TimedStream: grows before the frames it describes
+        self.word_exact = False  # turns true with the first sentence the model timed
+        self._timeline: PiperTimeline | None = None  # made by the first job, used by each job in turn
 
     def is_cancelled(self) -> bool:
         # a method, not a property: the flag flips under the caller's feet (another thread may cancel)
@@ -93,12 +103,18 @@ class PiperStream:
             first = await self._run(self._first_sentence, deadline=opened)
             if first is _CANCELLED:
                 return
-            sentences, audio = first
-            self.sentences = len(sentences) + (audio is not None)
+            sentences, timed = first
+            self.sentences = len(sentences) + (timed is not None)
             first_audio_at = time.monotonic()
             ahead_s = 0.0
-            while audio is not None:
+            offset = 0
+            while timed is not None:
+                audio, marks = timed
+                if marks:
+                    self.marks.extend(SpokenMark(m.char_end, offset + m.sample) for m in marks)
+                    self.word_exact = True
                 self.synthesized += 1
+                offset += len(audio)
                 ahead_s += len(audio) / self.out_rate
                 following = sentences.pop(0) if sentences else None
                 if following is not None:
@@ -110,8 +126,8 @@ class PiperStream:
                     yield frame
                 if following is None or self.is_cancelled():
                     return
-                audio = await self._wait()
-                if audio is _CANCELLED:
+                timed = await self._wait()
+                if timed is _CANCELLED:
                     return
         finally:
             job = self._job
@@ -121,31 +137,46 @@ class PiperStream:
 
     # ---- jobs (run on the pool's threads)
 
-    def _first_sentence(self) -> tuple[list[list[int]], np.ndarray | None]:
+    def _first_sentence(self) -> tuple[list[list[int]], Timed | None]:
         synth = self._synthesizer()
         sentences = synth.phonemize(self.text)
         if not sentences or self.is_cancelled():
             return [], None
+        if isinstance(synth, TimedSynthesizer) and synth.word_gap_id is not None:
+            self._timeline = PiperTimeline(self.text, len(sentences), synth.word_gap_id, synth.quiet_ids,
+                                           synth.phoneme_count)
         return sentences[1:], self._infer(synth, sentences[0])
 
-    def _sentence_job(self, phoneme_ids: Sequence[int]) -> Callable[[], np.ndarray | None]:
-        def job() -> np.ndarray | None:
+    def _sentence_job(self, phoneme_ids: Sequence[int]) -> Callable[[], Timed | None]:
+        def job() -> Timed | None:
             if self.is_cancelled():
                 return None
             return self._infer(self._synthesizer(), phoneme_ids)
 
         return job
 
-    def _infer(self, synth: Synthesizer, phoneme_ids: Sequence[int]) -> np.ndarray:
+    def _infer(self, synth: Synthesizer, phoneme_ids: Sequence[int]) -> Timed:
+        """The sentence's audio at ``out_rate``, and its word marks (samples from its start; None
+        when the voice does not time its phonemes)."""
         speaker_id = synth.speakers.get(self.speaker) if self.speaker else None
         # Every core only while nothing else runs or waits: beside other work, spread threads would
         # fight it for the cores (VITS parallelises poorly inside one call).
-        audio = synth.infer(phoneme_ids, speaker_id, wide=self._pool.alone())
+        wide = self._pool.alone()
+        id_samples = None
+        if isinstance(synth, TimedSynthesizer):
+            audio, id_samples = synth.infer_timed(phoneme_ids, speaker_id, wide=wide)
+        else:
+            audio = synth.infer(phoneme_ids, speaker_id, wide=wide)
+        marks = None
+        if self._timeline is not None and id_samples is not None:
+            scale = self.out_rate / synth.sample_rate
+            marks = [SpokenMark(m.char_end, round(m.sample * scale))
+                     for m in self._timeline.sentence_marks(phoneme_ids, id_samples.tolist())]
         if synth.sample_rate != self.out_rate:
             import soxr
 
             audio = soxr.resample(audio, synth.sample_rate, self.out_rate).astype(np.float32)
-        return audio
+        return audio, marks
 
     # ---- plumbing between the pool and the event loop
 

@@ -26,7 +26,7 @@ from gateway.errors import BadMessage, BadRequest, GatewayError
 from gateway.protocol.common import End, Keepalive
 from gateway.protocol.json import message_type, parse_message, unknown_type
 from gateway.protocol.query import query_rate, refuse_unknown_params
-from gateway.protocol.wire import WireMessage, rounded
+from gateway.protocol.wire import OMIT_NONE, WireMessage, rounded
 
 MAX_ID_CHARS = 128
 MAX_VOICE_CHARS = 128
@@ -85,6 +85,9 @@ class Flush:
 
 @dataclass(frozen=True)
 class Cancel:
+    # how much of the session's audio the client played (ms from the session's start, rebased by each
+    # cancel that names it); answered with the text heard (docs/protocol.md)
+    played_ms: int | None = None
     type: Literal["cancel"] = "cancel"
 
 
@@ -117,12 +120,26 @@ def parse_client_message(raw: str | bytes, limits: TextLimits) -> ClientMessage:
     if kind == "flush":
         return Flush(id=_opt_str(data, "id", "flush.id", MAX_ID_CHARS))
     if kind == "cancel":
-        return Cancel()
+        return Cancel(played_ms=played_ms_field(data, "cancel.played_ms"))
     if kind == "end":
         return End()
     if kind == "keepalive":
         return Keepalive()
     raise unknown_type(kind, CLIENT_TYPES)
+
+
+MAX_PLAYED_MS = 24 * 3600 * 1000
+
+
+def played_ms_field(data: dict[str, Any], field: str) -> int | None:
+    """A played position in whole milliseconds, or None when absent."""
+    value = data.get("played_ms")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_PLAYED_MS:
+        raise BadMessage(f"{field} must be a whole number of milliseconds from 0 to {MAX_PLAYED_MS}, "
+                         f"got {str(value)[:40]!r}")
+    return value
 
 
 def _text_field(data: dict[str, Any], field: str, limits: TextLimits, *, allow_blank: bool) -> str:
@@ -229,6 +246,12 @@ class Flushed(WireMessage):
 
 @dataclass(frozen=True)
 class Cancelled(WireMessage):
+    """``id``: the utterance played at ``played_ms`` when the cancel named it (its text is
+    ``text_spoken + text_remaining``), else the first one cancelled."""
+
     id: str | None
     frames_sent: int
+    played_ms: int | None = field(default=None, metadata=OMIT_NONE)
+    text_spoken: str | None = field(default=None, metadata=OMIT_NONE)
+    text_remaining: str | None = field(default=None, metadata=OMIT_NONE)
     type: Literal["cancelled"] = "cancelled"

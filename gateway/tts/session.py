@@ -52,6 +52,7 @@ from gateway.tts.outbound import OutboundQueue, OutItem, Stalled
 from gateway.tts.selection import check_options, gateway_error, resolve_voice
 from gateway.tts.sentences import SentenceBuffer
 from gateway.tts.states import GOING_AWAY_REASON, Closing, SessionConfig, TtsState, transition
+from gateway.tts.timeline import PlayTimeline
 from gateway.tts.transport import TtsTransport
 from gateway.tts.utterance import DRAIN_MARK, END_OF_WORK, DrainMark, EndOfWork, FlushMark, QueueItem, Utterance
 
@@ -89,6 +90,7 @@ class TtsSession:
         self._last_activity = time.monotonic()
         self._synthesizing: Utterance | None = None
         self._halt: Closing | None = None  # set at the drain's deadline; the watchdog acts on it
+        self.timeline = PlayTimeline(self.sample_rate, self._native_rate)
 
     # ---- lifecycle
 
@@ -177,7 +179,9 @@ class TtsSession:
             if msg.id is not None:
                 self._queue(FlushMark(msg.id))
         elif isinstance(msg, Cancel):
-            self._cancel_all()
+            if msg.played_ms is not None:
+                self.timeline.check(msg.played_ms)
+            self._cancel_all(msg.played_ms)
         elif isinstance(msg, End):
             self._flush_buffer()
             self._unqueue_drain()
@@ -235,8 +239,9 @@ class TtsSession:
         if now and self.state is not TtsState.CLOSING:
             self._halt = Closing(close_code_for("going_away"), GOING_AWAY_REASON)
 
-    def _cancel_all(self) -> None:
-        head = self._live[0] if self._live else None
+    def _cancel_all(self, played_ms: int | None = None) -> None:
+        heard = self.timeline.rebase(played_ms, self._live[0] if self._live else None)
+        head = heard.utterance
         for utt in self._live:
             utt.cancelled = True
             if utt.stream is not None:
@@ -249,8 +254,12 @@ class TtsSession:
         self._buffer.clear()
         self.outbound.purge(lambda item: isinstance(item.owner, Utterance) and item.owner.cancelled)
         self.outbound.wake()
-        event: Callable[[], dict[str, Any]] = (lambda: Cancelled(head.id, head.frames_sent).to_dict()) if head else \
-            (lambda: Cancelled(None, 0).to_dict())
+        def event() -> dict[str, Any]:
+            utt_id, frames = (head.id, head.frames_sent) if head is not None else (None, 0)
+            if played_ms is None:
+                return Cancelled(utt_id, frames).to_dict()
+            return Cancelled(utt_id, frames, heard.played_ms, heard.spoken, heard.remaining).to_dict()
+
         self.outbound.put_event(OutItem(event=event))
 
     def _emit(self, event: dict[str, Any] | Callable[[], dict[str, Any]], owner: Utterance | None = None,
@@ -363,6 +372,7 @@ class TtsSession:
         utt: Utterance = item.owner
         if utt.first_sent_at is None:
             utt.first_sent_at = time.monotonic()
+        self.timeline.sent(utt, item.samples)
         utt.frames_sent += 1
         utt.samples_sent += item.samples
         self.frames_sent += 1

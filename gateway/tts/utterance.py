@@ -26,6 +26,7 @@ class Utterance:
     samples_generated: int = 0  # at the engine's rate
     frames_sent: int = 0
     samples_sent: int = 0  # at the client's rate
+    timeline_start: int | None = None  # where its first sample sits on the session's played timeline
 
     def end_event(self, native_rate: int, client_rate: int) -> UtteranceEnd:
         """The ``end`` event, built when it is sent (the counters are final then)."""

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 from typing import Any
 
-DEFAULT_MS_PER_CHAR = 65.0
+from gateway.tts.spans import ESTIMATE_MS_PER_CHAR
+
+DEFAULT_MS_PER_CHAR = ESTIMATE_MS_PER_CHAR  # the same first guess an interruption's estimate uses
 LEARNING = 0.5  # weight of the newest utterance in the rate estimate
 
 
