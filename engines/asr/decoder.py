@@ -30,6 +30,8 @@ TOKENS_PER_AUDIO_S = 8  # English speech runs ~3-4 tokens/s; twice that is gener
 MAX_WORDS_PER_S = 10.0
 FRAMES_PER_S = 100
 FULL_WINDOW_FRAMES = 3000
+# Whisper's previous-text slot holds up to half its 448-token context (faster-whisper's own cap)
+MAX_PROMPT_TOKENS = 223
 
 
 @dataclass
@@ -85,8 +87,11 @@ class WhisperDecoder:
         return list(self.model.supported_languages)
 
     def decode(self, audio: np.ndarray, *, language: str | None, beam_size: int = 1,
-               prefix: str = "", word_timestamps: bool = False, offset_s: float = 0.0) -> Transcript:
-        """Transcribe one utterance window (at most ~30 s). ``language=None`` detects it."""
+               prefix: str = "", word_timestamps: bool = False, offset_s: float = 0.0,
+               prompt: str = "") -> Transcript:
+        """Transcribe one utterance window (at most ~30 s). ``language=None`` detects it.
+        ``prompt``: text the decoder is conditioned on (a term list, earlier text), as
+        Whisper's previous-text slot; kept with a ``prefix``, unlike faster-whisper's hotwords."""
         started = time.perf_counter()
         if not self.multilingual:
             language = "en"
@@ -95,6 +100,7 @@ class WhisperDecoder:
             audio, language=language, beam_size=beam_size, best_of=1, temperature=0.0,
             condition_on_previous_text=False, without_timestamps=not word_timestamps,
             word_timestamps=word_timestamps, prefix=prefix or None,
+            initial_prompt=_prompt_tokens(self.model.hf_tokenizer, prompt) if prompt else None,
             max_new_tokens=min(220, int(TOKENS_PER_AUDIO_S * audio_s) + 8 + len(prefix.split()) * 2),
             compression_ratio_threshold=None, log_prob_threshold=LOW_LOGPROB,
             no_speech_threshold=NO_SPEECH_PROB, vad_filter=False)
@@ -110,11 +116,11 @@ class WhisperDecoder:
                           decode_s=time.perf_counter() - started)
 
     def decode_short(self, audio: np.ndarray, *, language: str | None, prefix: str = "",
-                     beam_size: int = 1) -> Transcript:
+                     beam_size: int = 1, prompt: str = "") -> Transcript:
         """Transcribe one utterance window on a short encoder window (the default
         margin, ``ShortWindow``); no word timings (those need ``decode``). Detecting
         the language takes the full 30 s window."""
-        return self.decode_batch([ShortWindow(audio, language, prefix)], beam_size=beam_size)[0]
+        return self.decode_batch([ShortWindow(audio, language, prefix, prompt=prompt)], beam_size=beam_size)[0]
 
     def decode_batch(self, windows: list[ShortWindow], *, beam_size: int = 1) -> list[Transcript]:
         """``decode_short`` for several windows, those with the same encoder window in
@@ -163,7 +169,8 @@ class WhisperDecoder:
         if detect:
             languages = [model.model.detect_language(encoded)[0][0][0].strip("<|>")]
         tokenizers = [self._tokenizer(lang) for lang in languages]
-        prompts = [model.get_prompt(tok, [], without_timestamps=True, prefix=w.prefix or None)
+        prompts = [model.get_prompt(tok, _prompt_tokens(model.hf_tokenizer, w.prompt), without_timestamps=True,
+                                    prefix=w.prefix or None)
                    for tok, w in zip(tokenizers, windows, strict=True)]
         # the result holds the prefix tokens, not the start tokens before them
         lengths = [len(p) + _max_new_tokens(w) for p, w in zip(prompts, windows, strict=True)]
@@ -215,6 +222,17 @@ class ShortWindow:
     prefix: str = ""
     full: bool = False  # Whisper's own 30 s window, features padded with zeros (as offline decoding does)
     margin_s: int = PolicyTuning.short_window_margin_s  # the streaming default; a stream's job passes its own
+    prompt: str = ""  # text to condition on (terms, earlier text): Whisper's previous-text slot
+
+
+def _prompt_tokens(hf_tokenizer: Any, prompt: str) -> list[int]:
+    """The token ids of ``prompt`` for Whisper's previous-text slot, at most
+    ``MAX_PROMPT_TOKENS`` (the end kept: the text nearest the audio matters most).
+    Plain text only: the gateway refuses the characters of special tokens."""
+    if not prompt.strip():
+        return []
+    ids: list[int] = hf_tokenizer.encode(" " + prompt.strip(), add_special_tokens=False).ids
+    return ids[-MAX_PROMPT_TOKENS:]
 
 
 def _max_new_tokens(window: ShortWindow) -> int:

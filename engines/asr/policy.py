@@ -74,6 +74,7 @@ class StreamPolicy:
         self._ready_at = 0.0
         self.audio_samples = 0
         self.partial_step = samples(self.tuning.partial_step_s)  # the scheduler stretches it under load
+        self.prompt = options.prompt  # every decode handed out from now on is conditioned on it
 
     # ---- audio in
 
@@ -180,6 +181,10 @@ class StreamPolicy:
             self.speculation.reset()
         self._close(self.pos, self.pos if u.silence_since is None else u.silence_since, now, forced=True)
 
+    def configure(self, prompt: str) -> None:
+        """Decode with ``prompt`` from the next job on (a decode already out keeps its own)."""
+        self.prompt = prompt
+
     def end(self, now: float) -> None:
         self.finalize(now)
         self.ending = True
@@ -237,7 +242,8 @@ class StreamPolicy:
                          self.tuning.final_beam if final else self.tuning.partial_beam,
                          final and self.options.word_timestamps, generation, self._ready_at,
                          full_window=final and self.options.full_window_finals,
-                         margin_s=self.tuning.final_margin_s if final else self.tuning.short_window_margin_s)
+                         margin_s=self.tuning.final_margin_s if final else self.tuning.short_window_margin_s,
+                         prompt=self.prompt)
 
     def final_window(self) -> int | None:
         """The encoder window (frames) of the final ``take_final`` would hand out: finals
