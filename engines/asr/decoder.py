@@ -11,8 +11,9 @@ word timings are known, segments spoken impossibly fast).
 
 from __future__ import annotations
 
+import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -32,6 +33,7 @@ FRAMES_PER_S = 100
 FULL_WINDOW_FRAMES = 3000
 # Whisper's previous-text slot holds up to half its 448-token context (faster-whisper's own cap)
 MAX_PROMPT_TOKENS = 223
+MIN_REPEAT_WORDS = 4  # a decode that repeats this many words of its prompt in a row copied it (or half its words)
 
 
 @dataclass
@@ -112,6 +114,9 @@ class WhisperDecoder:
             for w in segment.words or ():
                 words.append(Word(w.word.strip(), offset_s + w.start, offset_s + w.end, w.probability))
         text = " ".join(t for t in texts if t)
+        if prompt and repeats_prompt(text, prompt):  # the prompt copied out, not heard: decode without it
+            return self.decode(audio, language=language, beam_size=beam_size, prefix=prefix,
+                               word_timestamps=word_timestamps, offset_s=offset_s)
         return Transcript(text=text, language=info.language, words=words,
                           decode_s=time.perf_counter() - started)
 
@@ -184,6 +189,13 @@ class WhisperDecoder:
         for result, tok, limit, language in zip(results, tokenizers, limits, languages, strict=True):
             tokens = [t for t in result.sequences_ids[0][:limit] if t < tok.eot]
             out.append(_short_transcript(tok.decode(tokens).strip(), len(tokens), result, language, each))
+        # a result that copies its prompt out (Whisper's known failure with a context) is decoded again without it
+        again = [i for i, (w, r) in enumerate(zip(windows, out, strict=True))
+                 if w.prompt and repeats_prompt(r.text, w.prompt)]
+        if again:
+            redone = self.decode_batch([replace(windows[i], prompt="") for i in again], beam_size=beam_size)
+            for i, transcript in zip(again, redone, strict=True):
+                out[i] = transcript
         return out
 
     def _tokenizer(self, language: str) -> Any:
@@ -194,6 +206,21 @@ class WhisperDecoder:
             self._tokenizers[key] = Tokenizer(self.model.hf_tokenizer, self.multilingual, task="transcribe",
                                               language=language)
         return self._tokenizers[key]
+
+
+def repeats_prompt(text: str, prompt: str) -> bool:
+    """Whether ``text`` repeats a run of its ``prompt``: at least ``MIN_REPEAT_WORDS``
+    words in a row, and at least half its words, found in the prompt in the same order."""
+    said, given = _plain_words(text), _plain_words(prompt)
+    need = max(MIN_REPEAT_WORDS, (len(said) + 1) // 2)
+    if len(said) < need:
+        return False
+    given_runs = {tuple(given[i:i + need]) for i in range(len(given) - need + 1)}
+    return any(tuple(said[i:i + need]) in given_runs for i in range(len(said) - need + 1))
+
+
+def _plain_words(text: str) -> list[str]:
+    return [w for w in re.sub(r"[^\w']+", " ", text.lower()).split() if w]
 
 
 def window_frames(window: ShortWindow) -> int:

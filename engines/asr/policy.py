@@ -18,6 +18,10 @@ every utterance opened before it (``utterance``: the one it closed, or None).
   if the silence lasts, its result IS the final; with ``eager`` it goes out
   early as ``eager_final``, and no partial is sent while it stands.
 - An utterance longer than ``max_utterance_s`` is cut at its quietest window.
+- Every decode is conditioned on the stream's vocabulary (``prompt``) and, with
+  ``context_words``, on the last words of its earlier finals (``context``): the
+  finals sent before the job is handed out, reset when a final's language
+  differs from the one before it, or on the gateway's request.
 
 This module finds the utterances and hands out their decodes; closed ones wait
 for their finals in finals.py. Every figure is a ``PolicyTuning`` knob (tuning.py).
@@ -75,6 +79,8 @@ class StreamPolicy:
         self.audio_samples = 0
         self.partial_step = samples(self.tuning.partial_step_s)  # the scheduler stretches it under load
         self.prompt = options.prompt  # every decode handed out from now on is conditioned on it
+        self.context: list[str] = []  # the last words of the finals sent (at most ``context_words``)
+        self._context_language: str | None = None
 
     # ---- audio in
 
@@ -93,7 +99,7 @@ class StreamPolicy:
             self.partials.on_audio(u, self.pos, self.partial_step, now)
         idle_keep = samples(self.tuning.speech_pad_s) + WINDOW * 4  # the leading pad of the next utterance
         self.audio.drop_before(u.start if u is not None else self.pos - idle_keep)
-        events.extend(self.finals.flush(self.lag_s))  # a speculative result may already answer a close
+        events.extend(self._flush())  # a speculative result may already answer a close
         return events
 
     def _on_window(self, start: int, prob: float, now: float, events: list[dict[str, Any]]) -> None:
@@ -181,9 +187,12 @@ class StreamPolicy:
             self.speculation.reset()
         self._close(self.pos, self.pos if u.silence_since is None else u.silence_since, now, forced=True)
 
-    def configure(self, prompt: str) -> None:
-        """Decode with ``prompt`` from the next job on (a decode already out keeps its own)."""
+    def configure(self, prompt: str, reset_context: bool = False) -> None:
+        """Decode with ``prompt`` from the next job on (a decode already out keeps its own);
+        ``reset_context``: forget the earlier finals' words."""
         self.prompt = prompt
+        if reset_context:
+            self.context = []
 
     def end(self, now: float) -> None:
         self.finalize(now)
@@ -243,7 +252,7 @@ class StreamPolicy:
                          final and self.options.word_timestamps, generation, self._ready_at,
                          full_window=final and self.options.full_window_finals,
                          margin_s=self.tuning.final_margin_s if final else self.tuning.short_window_margin_s,
-                         prompt=self.prompt)
+                         prompt=" ".join(p for p in (self.prompt, " ".join(self.context)) if p))
 
     def final_window(self) -> int | None:
         """The encoder window (frames) of the final ``take_final`` would hand out: finals
@@ -289,12 +298,23 @@ class StreamPolicy:
             events.extend(self.speculation.on_result(u, job, result))
         else:
             self.finals.answer(job, result)  # its own final, or a speculation that became it while it ran
-        events.extend(self.finals.flush(self.lag_s))
+        events.extend(self._flush())
         return events
 
     def settle(self) -> list[dict[str, Any]]:
         """Finals whose results are already known (e.g. a speculative decode done before the close)."""
-        return self.finals.flush(self.lag_s)
+        return self._flush()
+
+    def _flush(self) -> list[dict[str, Any]]:
+        """The finals now known, remembered as the context of the decodes that follow."""
+        events = self.finals.flush(self.lag_s)
+        keep = self.tuning.context_words
+        for event in events:
+            if keep and event["ev"] == "final" and event["text"]:
+                if event["language"] != self._context_language:
+                    self.context, self._context_language = [], event["language"]
+                self.context = (self.context + event["text"].split())[-keep:]
+        return events
 
     @property
     def done(self) -> bool:
