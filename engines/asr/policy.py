@@ -18,10 +18,6 @@ every utterance opened before it (``utterance``: the one it closed, or None).
   if the silence lasts, its result IS the final; with ``eager`` it goes out
   early as ``eager_final``, and no partial is sent while it stands.
 - An utterance longer than ``max_utterance_s`` is cut at its quietest window.
-- Every decode is conditioned on the stream's vocabulary (``prompt``) and, with
-  ``context_words``, on the last words of its earlier finals (``context``): the
-  finals sent before the job is handed out, reset when a final's language
-  differs from the one before it, or on the gateway's request.
 
 This module finds the utterances and hands out their decodes; closed ones wait
 for their finals in finals.py. Every figure is a ``PolicyTuning`` knob (tuning.py).
@@ -40,6 +36,7 @@ from .agreement import Agreement, split_words
 from .decoder import FULL_WINDOW_FRAMES, Transcript, short_window_frames
 from .finals import PendingFinals
 from .framing import SAMPLE_RATE as RATE
+from .framing import samples
 from .partials import Partials
 from .speculation import Speculation
 from .stream_audio import StreamAudio
@@ -48,10 +45,6 @@ from .utterance import ClosedUtterance, DecodeJob, OpenUtterance, StreamOptions
 from .vad import WINDOW, StreamingVad
 
 __all__ = ["RATE", "DecodeJob", "PolicyTuning", "StreamOptions", "StreamPolicy"]
-
-
-def samples(seconds: float) -> int:
-    return round(seconds * RATE)
 
 
 class StreamPolicy:
@@ -70,7 +63,7 @@ class StreamPolicy:
         self._carry_stable = options.stable
         self._prev_end = options.offset
         self.utterance: OpenUtterance | None = None
-        self.finals = PendingFinals(stream, options.word_timestamps)
+        self.finals = PendingFinals(stream, options.word_timestamps, options.prompt, self.tuning.context_words)
         self.speculation = Speculation(stream, options, self.tuning)
         self.partials = Partials(stream, options, self.tuning)
         self.ending = False
@@ -78,9 +71,6 @@ class StreamPolicy:
         self._ready_at = 0.0
         self.audio_samples = 0
         self.partial_step = samples(self.tuning.partial_step_s)  # the scheduler stretches it under load
-        self.prompt = options.prompt  # every decode handed out from now on is conditioned on it
-        self.context: list[str] = []  # the last words of the finals sent (at most ``context_words``)
-        self._context_language: str | None = None
 
     # ---- audio in
 
@@ -99,7 +89,7 @@ class StreamPolicy:
             self.partials.on_audio(u, self.pos, self.partial_step, now)
         idle_keep = samples(self.tuning.speech_pad_s) + WINDOW * 4  # the leading pad of the next utterance
         self.audio.drop_before(u.start if u is not None else self.pos - idle_keep)
-        events.extend(self._flush())  # a speculative result may already answer a close
+        events.extend(self.finals.flush(self.lag_s))  # a speculative result may already answer a close
         return events
 
     def _on_window(self, start: int, prob: float, now: float, events: list[dict[str, Any]]) -> None:
@@ -187,13 +177,6 @@ class StreamPolicy:
             self.speculation.reset()
         self._close(self.pos, self.pos if u.silence_since is None else u.silence_since, now, forced=True)
 
-    def configure(self, prompt: str, reset_context: bool = False) -> None:
-        """Decode with ``prompt`` from the next job on (a decode already out keeps its own);
-        ``reset_context``: forget the earlier finals' words."""
-        self.prompt = prompt
-        if reset_context:
-            self.context = []
-
     def end(self, now: float) -> None:
         self.finalize(now)
         self.ending = True
@@ -252,7 +235,7 @@ class StreamPolicy:
                          final and self.options.word_timestamps, generation, self._ready_at,
                          full_window=final and self.options.full_window_finals,
                          margin_s=self.tuning.final_margin_s if final else self.tuning.short_window_margin_s,
-                         prompt=" ".join(p for p in (self.prompt, " ".join(self.context)) if p))
+                         prompt=self.finals.context.prompt)  # the vocabulary and recent text (context.py)
 
     def final_window(self) -> int | None:
         """The encoder window (frames) of the final ``take_final`` would hand out: finals
@@ -298,23 +281,12 @@ class StreamPolicy:
             events.extend(self.speculation.on_result(u, job, result))
         else:
             self.finals.answer(job, result)  # its own final, or a speculation that became it while it ran
-        events.extend(self._flush())
+        events.extend(self.finals.flush(self.lag_s))
         return events
 
     def settle(self) -> list[dict[str, Any]]:
         """Finals whose results are already known (e.g. a speculative decode done before the close)."""
-        return self._flush()
-
-    def _flush(self) -> list[dict[str, Any]]:
-        """The finals now known, remembered as the context of the decodes that follow."""
-        events = self.finals.flush(self.lag_s)
-        keep = self.tuning.context_words
-        for event in events:
-            if keep and event["ev"] == "final" and event["text"]:
-                if event["language"] != self._context_language:
-                    self.context, self._context_language = [], event["language"]
-                self.context = (self.context + event["text"].split())[-keep:]
-        return events
+        return self.finals.flush(self.lag_s)
 
     @property
     def done(self) -> bool:

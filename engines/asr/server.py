@@ -192,7 +192,7 @@ class SidecarServer:
             elif op == "configure":
                 policy = self.streams.get(sid)
                 if policy is not None:
-                    policy.configure(_prompt(header), reset_context=bool(header.get("reset_context")))
+                    policy.finals.context.configure(_prompt(header), reset=bool(header.get("reset_context")))
             elif op == "ping":
                 self.emit({"ev": "pong"})
             elif op == "close":

@@ -35,7 +35,7 @@ def test_every_job_carries_the_vocabulary_and_configure_replaces_it():
     policy.on_result(partial, Transcript(text="I installed", language="en"), now[0])
     feed_seconds(policy, 1.3, now)
     assert final_of(policy, "I installed ComfyUI.", now) == "ComfyUI, Siobhan."
-    policy.configure("Llanelli.")
+    policy.finals.context.configure("Llanelli.")
     feed_seconds(policy, 3.3, now)
     assert final_of(policy, "We drove through Llanelli.", now) == "Llanelli."  # no context by default
 
@@ -50,7 +50,7 @@ def test_with_context_words_each_final_is_decoded_after_the_last_words_of_the_ea
     assert final_of(policy, "ask not", now) == "Kennedy. And so, my fellow Americans,"
     feed_seconds(policy, 3.0, now)
     assert final_of(policy, "Qu'est-ce que", now, language="fr") == "Kennedy. my fellow Americans, ask not"
-    policy.configure("Kennedy.", reset_context=False)
+    policy.finals.context.configure("Kennedy.")
     feed_seconds(policy, 3.0, now)
     assert final_of(policy, "c'est", now, language="fr") == "Kennedy. Qu'est-ce que"  # the language changed
 
@@ -61,7 +61,7 @@ def test_the_gateway_can_reset_the_context():
     feed_seconds(policy, 3.3, now)
     final_of(policy, "One two three.", now)
     assert [e["text"] for e in feed_seconds(policy, 0.5, now) if e["ev"] == "final"] == ["One two three."]
-    policy.configure("", reset_context=True)
+    policy.finals.context.configure("", reset=True)
     feed_seconds(policy, 2.5, now)
     assert final_of(policy, "Four.", now) == ""
 
@@ -69,9 +69,9 @@ def test_the_gateway_can_reset_the_context():
 def test_the_sidecar_opens_a_stream_with_its_prompt_and_a_configure_op_replaces_it():
     server, _ = make_server()
     server._on_frame({"op": "open", "stream": "s1", "prompt": "ComfyUI."}, b"", 0.0)
-    assert server.streams["s1"].prompt == "ComfyUI."
+    assert server.streams["s1"].finals.context.prompt == "ComfyUI."
     server._on_frame({"op": "configure", "stream": "s1", "prompt": "Siobhan."}, b"", 0.0)
-    assert server.streams["s1"].prompt == "Siobhan."
+    assert server.streams["s1"].finals.context.prompt == "Siobhan."
 
 
 def test_a_prompt_that_is_not_text_is_an_error_for_the_stream():
@@ -85,8 +85,8 @@ def test_a_prompt_that_is_not_text_is_an_error_for_the_stream():
 @pytest.mark.parametrize(("text", "prompt", "repeats"), [
     ("ComfyUI.", "ComfyUI, Siobhan.", False),  # a term said alone is a term heard
     ("ComfyUI, Siobhan, Llanelli, Zyxel.", "ComfyUI, Siobhan, Llanelli, Zyxel.", True),
-    ("Ask what you can do for your country.", "And so my fellow Americans, ask not what your country can do "
-     "for you.", False),
+    ("Ask what you can do for your country.",
+     "And so my fellow Americans, ask not what your country can do for you.", False),
     ("what your country can do for you", "ask not what your country can do for you.", True),
     ("Thank you.", "Thank you.", False),  # under four words: too short to tell
 ])
