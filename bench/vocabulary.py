@@ -96,6 +96,7 @@ class Tally:
     other_errors: int = 0
     latency_s: list[float] = field(default_factory=list)
     missed_finals: int = 0
+    misses: list[str] = field(default_factory=list)  # "term: what the final says"
 
     def add(self, other: Tally) -> None:
         self.terms += other.terms
@@ -104,6 +105,7 @@ class Tally:
         self.other_errors += other.other_errors
         self.latency_s += other.latency_s
         self.missed_finals += other.missed_finals
+        self.misses += other.misses
 
 
 def say(text: str, voice: str) -> np.ndarray:
@@ -190,6 +192,7 @@ async def stream(url: str, clip: Clip, terms: list[str] | None) -> Tally:
         heard = " ".join(f[1] for f in mine)
         tally.terms += len(terms_said)
         tally.recalled += sum(recalled(term, heard) for term in terms_said)
+        tally.misses += [f"{term}: {heard}" for term in terms_said if not recalled(term, heard)]
         errors, count = other_word_errors(text, heard, terms_said)
         tally.other_errors += errors
         tally.other_words += count
@@ -225,6 +228,7 @@ async def run(url: str, voices: list[str], conditions: list[str], count: int) ->
         total_with.add(with_terms)
         print(row(clip.name, without, with_terms), flush=True)
     print(row("all", total_without, total_with))
+    print("terms missed with the list:", *total_with.misses, sep="\n  ")
     print("WER*: word errors of the words that are not terms. p50/p95: end of speech -> final, ms. "
           f"finals not matched to a sentence: {total_without.missed_finals} without, {total_with.missed_finals} with")
 
