@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import re
 import subprocess
 import sys
@@ -86,6 +87,7 @@ class Clip:
     audio: np.ndarray
     sentences: list[tuple[str, tuple[str, ...]]]
     ends_s: list[float]  # where each sentence's last voiced sample is
+    starts: list[int]  # the sample where each sentence's audio (after the gap before it) starts
 
 
 @dataclass
@@ -117,9 +119,10 @@ def say(text: str, voice: str) -> np.ndarray:
 
 
 def make_clip(voice: str, condition: str, sentences: list[tuple[str, tuple[str, ...]]], seed: int) -> Clip:
-    parts, ends, pos = [silence(0.5)], [], 0.5
+    parts, ends, starts, pos = [silence(0.5)], [], [], 0.5
     for text, _ in sentences:
         audio = say(text, voice)
+        starts.append(round(pos * RATE))
         _, end = voiced_bounds(audio)
         ends.append(pos + end)
         parts += [audio, silence(GAP_S)]
@@ -127,7 +130,7 @@ def make_clip(voice: str, condition: str, sentences: list[tuple[str, tuple[str, 
     audio = np.concatenate([*parts, silence(1.0)])
     if condition == "noisy":
         audio = add_noise(audio, NOISE_SNR_DB, seed=seed)
-    return Clip(f"{voice}/{condition}", audio, sentences, ends)
+    return Clip(f"{voice}/{condition}", audio, sentences, ends, starts)
 
 
 def tokens(text: str) -> list[str]:
@@ -169,14 +172,21 @@ def other_word_errors(reference: str, hypothesis: str, terms: tuple[str, ...]) -
     return sum(charged[k] for k in others), len(others)
 
 
-async def stream(url: str, clip: Clip, terms: list[str] | None) -> Tally:
-    """Stream ``clip`` in real time; the tally of its finals against its sentences."""
+async def stream(url: str, clip: Clip, terms: list[str] | None, lists: list[list[str]] | None = None) -> Tally:
+    """Stream ``clip`` in real time; the tally of its finals against its sentences.
+    ``terms``: on connect; ``lists``: one list per sentence, sent in a ``config``
+    message just before that sentence's audio."""
     sent: list[tuple[float, float]] = []
     finals: list[tuple[float, str, float]] = []  # (end, text, arrival)
     async with await DictationClient.connect(url, terms=terms, interim=True) as client:
         async def send() -> None:
-            await client.stream_samples(clip.audio, realtime=True,
-                                        on_chunk_sent=lambda s: sent.append((s, time.monotonic())))
+            cuts = [0, *clip.starts[1:], len(clip.audio)] if lists else [0, len(clip.audio)]
+            for n, (start, stop) in enumerate(itertools.pairwise(cuts)):
+                if lists and n < len(lists):
+                    await client.set_terms(lists[n])
+                await client.stream_samples(clip.audio[start:stop], realtime=True,
+                                            on_chunk_sent=lambda s, at=start: sent.append((at / RATE + s,
+                                                                                           time.monotonic())))
             await client.end()
 
         sender = asyncio.create_task(send())
@@ -213,17 +223,35 @@ def row(label: str, without: Tally, with_terms: Tally) -> str:
     return f"{label:16} {cells(without)}   {cells(with_terms)}   {without.terms:4d} {without.other_words:5d}"
 
 
-async def run(url: str, voices: list[str], conditions: list[str], count: int) -> None:
+def short_lists(sentences: list[tuple[str, tuple[str, ...]]], size: int) -> list[list[str]]:
+    """Per sentence: its own terms and others of the set, ``size`` in all (the others the
+    next sentences' terms, so each list holds terms that are not said)."""
+    pool = [term for _, ts in sentences for term in ts]
+    lists = []
+    for _, ts in sentences:
+        others = [t for t in pool[pool.index(ts[-1]) + 1:] + pool if t not in ts]
+        lists.append([*ts, *others[:max(0, size - len(ts))]])
+    return lists
+
+
+async def run(url: str, voices: list[str], conditions: list[str], count: int, list_size: int) -> None:
     sentences = list(SENTENCES[:count])
     terms = [term for _, ts in sentences for term in ts]
-    print(f"{len(sentences)} sentences, {len(terms)} terms in the list: {', '.join(terms)}")
+    lists = short_lists(sentences, list_size) if list_size else None
+    if lists:
+        terms = []
+        print(f"{len(sentences)} sentences, a list of {list_size} terms before each (its own and others), e.g. "
+              f"{', '.join(lists[0])}")
+    else:
+        print(f"{len(sentences)} sentences, {len(terms)} terms in the list: {', '.join(terms)}")
     print(f"{'':16} {'without terms':^28}   {'with terms':^28}")
     print(f"{'voice/condition':16} {'recall':>6} {'WER*':>7} {'p50ms':>6} {'p95ms':>6}   "
           f"{'recall':>6} {'WER*':>7} {'p50ms':>6} {'p95ms':>6}   terms words")
     total_without, total_with = Tally(), Tally()
     for seed, (voice, condition) in enumerate((v, c) for v in voices for c in conditions):
         clip = make_clip(voice, condition, sentences, seed)
-        without, with_terms = await asyncio.gather(stream(url, clip, None), stream(url, clip, terms))
+        without, with_terms = await asyncio.gather(stream(url, clip, None),
+                                                   stream(url, clip, terms or None, lists))
         total_without.add(without)
         total_with.add(with_terms)
         print(row(clip.name, without, with_terms), flush=True)
@@ -239,6 +267,9 @@ def main() -> int:
     parser.add_argument("--voices", default="piper,espeak", help="piper and/or espeak")
     parser.add_argument("--conditions", default="clean,noisy", help="clean and/or noisy")
     parser.add_argument("--sentences", type=int, default=len(SENTENCES), help="how many of the sentences to use")
+    parser.add_argument("--list-size", type=int, default=0,
+                        help="instead of the whole list on connect, a config message before each sentence with a list "
+                             "of this many terms: its own and others")
     args = parser.parse_args()
     proc = None
     url = args.url
@@ -248,7 +279,7 @@ def main() -> int:
         env = gateway_env({"VOXGATE_DATA_DIR": tempfile.mkdtemp(prefix="voxgate-bench-")})
         proc, url = start_gateway(["--engines", "asr", "--log-level", "warning"], env, quiet_stdout=True)
     try:
-        asyncio.run(run(url, args.voices.split(","), args.conditions.split(","), args.sentences))
+        asyncio.run(run(url, args.voices.split(","), args.conditions.split(","), args.sentences, args.list_size))
     finally:
         if proc is not None:
             proc.terminate()
