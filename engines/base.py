@@ -246,6 +246,10 @@ class AsrStreamHandle(Protocol):
         by a ``finalized`` event once every final of the audio before it is out."""
         ...
 
+    async def configure(self, prompt: str) -> None:
+        """Condition every decode from now on on ``prompt`` (the stream's vocabulary; "" for none)."""
+        ...
+
     async def end(self) -> None:
         """No more audio: the last finals, then a closed event."""
         ...
@@ -280,10 +284,12 @@ class AsrService(Protocol):
         ...
 
     async def open_stream(self, options: dict[str, Any]) -> AsrStreamHandle:
-        """A new stream; ``options``: language (None: detect), interim, word_timestamps, silence_ms."""
+        """A new stream; ``options``: language (None: detect), interim, word_timestamps, silence_ms,
+        eager, prompt (decoder context: the stream's vocabulary)."""
         ...
 
     async def transcribe(self, samples: np.ndarray, *, language: str | None, word_timestamps: bool,
-                         timeout_s: float) -> dict[str, Any]:
-        """A whole file (16 kHz float32): ``text``, ``language``, ``duration``, ``segments``, ``words``."""
+                         timeout_s: float, prompt: str = "") -> dict[str, Any]:
+        """A whole file (16 kHz float32): ``text``, ``language``, ``duration``, ``segments``, ``words``;
+        every window decoded with ``prompt`` as context."""
         ...

@@ -11,8 +11,9 @@ word timings are known, segments spoken impossibly fast).
 
 from __future__ import annotations
 
+import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -30,6 +31,9 @@ TOKENS_PER_AUDIO_S = 8  # English speech runs ~3-4 tokens/s; twice that is gener
 MAX_WORDS_PER_S = 10.0
 FRAMES_PER_S = 100
 FULL_WINDOW_FRAMES = 3000
+# Whisper's previous-text slot holds up to half its 448-token context (faster-whisper's own cap)
+MAX_PROMPT_TOKENS = 223
+MIN_REPEAT_WORDS = 4  # a decode that repeats this many words of its prompt in a row copied it (or half its words)
 
 
 @dataclass
@@ -85,8 +89,11 @@ class WhisperDecoder:
         return list(self.model.supported_languages)
 
     def decode(self, audio: np.ndarray, *, language: str | None, beam_size: int = 1,
-               prefix: str = "", word_timestamps: bool = False, offset_s: float = 0.0) -> Transcript:
-        """Transcribe one utterance window (at most ~30 s). ``language=None`` detects it."""
+               prefix: str = "", word_timestamps: bool = False, offset_s: float = 0.0,
+               prompt: str = "") -> Transcript:
+        """Transcribe one utterance window (at most ~30 s). ``language=None`` detects it.
+        ``prompt``: text the decoder is conditioned on (a term list, earlier text), as
+        Whisper's previous-text slot; kept with a ``prefix``, unlike faster-whisper's hotwords."""
         started = time.perf_counter()
         if not self.multilingual:
             language = "en"
@@ -95,6 +102,7 @@ class WhisperDecoder:
             audio, language=language, beam_size=beam_size, best_of=1, temperature=0.0,
             condition_on_previous_text=False, without_timestamps=not word_timestamps,
             word_timestamps=word_timestamps, prefix=prefix or None,
+            initial_prompt=_prompt_tokens(self.model.hf_tokenizer, prompt) if prompt else None,
             max_new_tokens=min(220, int(TOKENS_PER_AUDIO_S * audio_s) + 8 + len(prefix.split()) * 2),
             compression_ratio_threshold=None, log_prob_threshold=LOW_LOGPROB,
             no_speech_threshold=NO_SPEECH_PROB, vad_filter=False)
@@ -106,15 +114,18 @@ class WhisperDecoder:
             for w in segment.words or ():
                 words.append(Word(w.word.strip(), offset_s + w.start, offset_s + w.end, w.probability))
         text = " ".join(t for t in texts if t)
+        if prompt and repeats_prompt(text, prompt):  # the prompt copied out, not heard: decode without it
+            return self.decode(audio, language=language, beam_size=beam_size, prefix=prefix,
+                               word_timestamps=word_timestamps, offset_s=offset_s)
         return Transcript(text=text, language=info.language, words=words,
                           decode_s=time.perf_counter() - started)
 
     def decode_short(self, audio: np.ndarray, *, language: str | None, prefix: str = "",
-                     beam_size: int = 1) -> Transcript:
+                     beam_size: int = 1, prompt: str = "") -> Transcript:
         """Transcribe one utterance window on a short encoder window (the default
         margin, ``ShortWindow``); no word timings (those need ``decode``). Detecting
         the language takes the full 30 s window."""
-        return self.decode_batch([ShortWindow(audio, language, prefix)], beam_size=beam_size)[0]
+        return self.decode_batch([ShortWindow(audio, language, prefix, prompt=prompt)], beam_size=beam_size)[0]
 
     def decode_batch(self, windows: list[ShortWindow], *, beam_size: int = 1) -> list[Transcript]:
         """``decode_short`` for several windows, those with the same encoder window in
@@ -163,7 +174,8 @@ class WhisperDecoder:
         if detect:
             languages = [model.model.detect_language(encoded)[0][0][0].strip("<|>")]
         tokenizers = [self._tokenizer(lang) for lang in languages]
-        prompts = [model.get_prompt(tok, [], without_timestamps=True, prefix=w.prefix or None)
+        prompts = [model.get_prompt(tok, _prompt_tokens(model.hf_tokenizer, w.prompt), without_timestamps=True,
+                                    prefix=w.prefix or None)
                    for tok, w in zip(tokenizers, windows, strict=True)]
         # the result holds the prefix tokens, not the start tokens before them
         lengths = [len(p) + _max_new_tokens(w) for p, w in zip(prompts, windows, strict=True)]
@@ -177,6 +189,13 @@ class WhisperDecoder:
         for result, tok, limit, language in zip(results, tokenizers, limits, languages, strict=True):
             tokens = [t for t in result.sequences_ids[0][:limit] if t < tok.eot]
             out.append(_short_transcript(tok.decode(tokens).strip(), len(tokens), result, language, each))
+        # a result that copies its prompt out (Whisper's known failure with a context) is decoded again without it
+        again = [i for i, (w, r) in enumerate(zip(windows, out, strict=True))
+                 if w.prompt and repeats_prompt(r.text, w.prompt)]
+        if again:
+            redone = self.decode_batch([replace(windows[i], prompt="") for i in again], beam_size=beam_size)
+            for i, transcript in zip(again, redone, strict=True):
+                out[i] = transcript
         return out
 
     def _tokenizer(self, language: str) -> Any:
@@ -187,6 +206,21 @@ class WhisperDecoder:
             self._tokenizers[key] = Tokenizer(self.model.hf_tokenizer, self.multilingual, task="transcribe",
                                               language=language)
         return self._tokenizers[key]
+
+
+def repeats_prompt(text: str, prompt: str) -> bool:
+    """Whether ``text`` repeats a run of its ``prompt``: at least ``MIN_REPEAT_WORDS``
+    words in a row, and at least half its words, found in the prompt in the same order."""
+    said, given = _plain_words(text), _plain_words(prompt)
+    need = max(MIN_REPEAT_WORDS, (len(said) + 1) // 2)
+    if len(said) < need:
+        return False
+    given_runs = {tuple(given[i:i + need]) for i in range(len(given) - need + 1)}
+    return any(tuple(said[i:i + need]) in given_runs for i in range(len(said) - need + 1))
+
+
+def _plain_words(text: str) -> list[str]:
+    return [w for w in re.sub(r"[^\w']+", " ", text.lower()).split() if w]
 
 
 def window_frames(window: ShortWindow) -> int:
@@ -215,6 +249,17 @@ class ShortWindow:
     prefix: str = ""
     full: bool = False  # Whisper's own 30 s window, features padded with zeros (as offline decoding does)
     margin_s: int = PolicyTuning.short_window_margin_s  # the streaming default; a stream's job passes its own
+    prompt: str = ""  # text to condition on (terms, earlier text): Whisper's previous-text slot
+
+
+def _prompt_tokens(hf_tokenizer: Any, prompt: str) -> list[int]:
+    """The token ids of ``prompt`` for Whisper's previous-text slot, at most
+    ``MAX_PROMPT_TOKENS`` (the end kept: the text nearest the audio matters most).
+    Plain text only: the gateway refuses the characters of special tokens."""
+    if not prompt.strip():
+        return []
+    ids: list[int] = hf_tokenizer.encode(" " + prompt.strip(), add_special_tokens=False).ids
+    return ids[-MAX_PROMPT_TOKENS:]
 
 
 def _max_new_tokens(window: ShortWindow) -> int:

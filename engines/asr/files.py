@@ -48,6 +48,7 @@ class FileJob:
     language: str | None
     word_timestamps: bool
     since: float  # when this job last became ready for the decoder
+    prompt: str = ""  # the request's vocabulary or prompt, the context of every window
     groups: list[tuple[int, int]] | None = None
     done: int = 0
     detected: str | None = None
@@ -66,7 +67,7 @@ class FileJob:
             return
         start, end = self.groups[self.done]
         result = decoder.decode(self.audio[start:end], language=self.language or self.detected, beam_size=BEAM,
-                                word_timestamps=self.word_timestamps, offset_s=start / RATE)
+                                word_timestamps=self.word_timestamps, offset_s=start / RATE, prompt=self.prompt)
         self.detected = self.detected or result.language
         self.done += 1
         if result.text:

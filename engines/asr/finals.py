@@ -8,7 +8,8 @@ lane answers for nothing). ``flush`` sends what is known, strictly in order: a
 final whose result is in waits for every earlier one; an utterance that heard
 no words and was not closed by finalize/end goes out as ``discarded``; a
 ``finalized`` mark goes out right after the final of the last utterance opened
-before it.
+before it. The words of the finals it sends become the stream's recent text in
+its ``context`` (context.py), which every later decode is conditioned on.
 
 Plain data on the sidecar's main thread, like the policy that owns it.
 """
@@ -19,15 +20,17 @@ from collections import deque
 from typing import Any
 
 from .agreement import keep_stable_words
+from .context import StreamContext
 from .decoder import Transcript
 from .framing import SAMPLE_RATE
 from .utterance import ClosedUtterance, DecodeJob
 
 
 class PendingFinals:
-    def __init__(self, stream: str, word_timestamps: bool) -> None:
+    def __init__(self, stream: str, word_timestamps: bool, vocabulary: str = "", context_words: int = 0) -> None:
         self.stream = stream
         self.word_timestamps = word_timestamps
+        self.context = StreamContext(vocabulary, context_words)
         self._closed: deque[ClosedUtterance] = deque()
         # (mark, the utterance it closed or None, the last utterance opened before it)
         self._marks: deque[tuple[str, int | None, int]] = deque()
@@ -70,6 +73,7 @@ class PendingFinals:
         while self._marks and (not self._closed or self._closed[0].index > self._marks[0][2]):
             mark, closed, _ = self._marks.popleft()
             events.append({"ev": "finalized", "stream": self.stream, "id": mark, "utterance": closed})
+        self.context.remember(events)
         return events
 
     def _event(self, c: ClosedUtterance, lag_s: float) -> dict[str, Any]:

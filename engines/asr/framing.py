@@ -144,3 +144,8 @@ def pcm_from_bytes(payload: bytes) -> np.ndarray:
     if len(payload) % 4:
         raise FrameError(f"audio payload of {len(payload)} bytes is not whole float32 samples")
     return np.frombuffer(payload, dtype="<f4").astype(np.float32)
+
+
+def samples(seconds: float) -> int:
+    """``seconds`` of audio as a sample count at ``SAMPLE_RATE``."""
+    return round(seconds * SAMPLE_RATE)

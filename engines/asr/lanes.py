@@ -76,7 +76,7 @@ class DecodeLanes:
                     job = jobs[group[0]]
                     decoded = [self.decoder.decode(job.audio, language=job.language, beam_size=job.beam_size,
                                                    prefix=job.prefix, word_timestamps=True,
-                                                   offset_s=job.start_sample / RATE)]
+                                                   offset_s=job.start_sample / RATE, prompt=job.prompt)]
                 else:
                     decoded = self.decoder.decode_batch([windows[i] for i in group],
                                                         beam_size=jobs[group[0]].beam_size)

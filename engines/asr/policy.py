@@ -36,6 +36,7 @@ from .agreement import Agreement, split_words
 from .decoder import FULL_WINDOW_FRAMES, Transcript, short_window_frames
 from .finals import PendingFinals
 from .framing import SAMPLE_RATE as RATE
+from .framing import samples
 from .partials import Partials
 from .speculation import Speculation
 from .stream_audio import StreamAudio
@@ -44,10 +45,6 @@ from .utterance import ClosedUtterance, DecodeJob, OpenUtterance, StreamOptions
 from .vad import WINDOW, StreamingVad
 
 __all__ = ["RATE", "DecodeJob", "PolicyTuning", "StreamOptions", "StreamPolicy"]
-
-
-def samples(seconds: float) -> int:
-    return round(seconds * RATE)
 
 
 class StreamPolicy:
@@ -66,7 +63,7 @@ class StreamPolicy:
         self._carry_stable = options.stable
         self._prev_end = options.offset
         self.utterance: OpenUtterance | None = None
-        self.finals = PendingFinals(stream, options.word_timestamps)
+        self.finals = PendingFinals(stream, options.word_timestamps, options.prompt, self.tuning.context_words)
         self.speculation = Speculation(stream, options, self.tuning)
         self.partials = Partials(stream, options, self.tuning)
         self.ending = False
@@ -237,7 +234,8 @@ class StreamPolicy:
                          self.tuning.final_beam if final else self.tuning.partial_beam,
                          final and self.options.word_timestamps, generation, self._ready_at,
                          full_window=final and self.options.full_window_finals,
-                         margin_s=self.tuning.final_margin_s if final else self.tuning.short_window_margin_s)
+                         margin_s=self.tuning.final_margin_s if final else self.tuning.short_window_margin_s,
+                         prompt=self.finals.context.prompt)  # the vocabulary and recent text (context.py)
 
     def final_window(self) -> int | None:
         """The encoder window (frames) of the final ``take_final`` would hand out: finals

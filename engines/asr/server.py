@@ -189,6 +189,10 @@ class SidecarServer:
                         mark = header.get("id")
                         policy.finalize(now, str(mark) if mark is not None else None)
                     self._after_change(sid, policy)
+            elif op == "configure":
+                policy = self.streams.get(sid)
+                if policy is not None:
+                    policy.finals.context.configure(_prompt(header), reset=bool(header.get("reset_context")))
             elif op == "ping":
                 self.emit({"ev": "pong"})
             elif op == "close":
@@ -198,7 +202,7 @@ class SidecarServer:
                 language = header.get("language")
                 self._check_language(language)
                 self.files.append(FileJob(str(header.get("req")), pcm_from_bytes(payload), language,
-                                          bool(header.get("word_timestamps")), now))
+                                          bool(header.get("word_timestamps")), now, prompt=_prompt(header)))
             else:
                 raise ValueError(f"unknown op {op!r}")
         except (ValueError, FrameError) as exc:
@@ -227,7 +231,7 @@ class SidecarServer:
             word_timestamps=bool(header.get("word_timestamps", False)),
             silence_ms=int(header.get("silence_ms", 500)), offset=int(header.get("offset", 0)),
             first_utterance=int(header.get("first_utterance", 0)), stable=str(header.get("stable", "")),
-            eager=eager, full_window_finals=full_window_finals(self.final_window, eager))
+            eager=eager, full_window_finals=full_window_finals(self.final_window, eager), prompt=_prompt(header))
         self.streams[sid] = StreamPolicy(sid, options, tuning=self.tuning)
 
     def _after_change(self, sid: str, policy: StreamPolicy) -> None:
@@ -285,3 +289,11 @@ class SidecarServer:
             waiting = now - since if since is not None else 0.0
             lags[sid] = round(max(policy.lag_s if since is not None else 0.0, waiting), 3)
         self.emit({"ev": "lag", "streams": lags, "busy_s": round(busy_s, 3)})
+
+
+def _prompt(header: dict) -> str:
+    """The ``prompt`` of an ``open``, ``configure`` or ``transcribe`` frame (the gateway validated it)."""
+    prompt = header.get("prompt") or ""
+    if not isinstance(prompt, str):
+        raise ValueError("prompt must be a string")
+    return prompt

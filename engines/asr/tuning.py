@@ -54,6 +54,11 @@ class PolicyTuning:
     final_margin_s: int = 12
     final_rounds: int = 2  # waiting finals are batched to spread over about this many rounds of the lanes
 
+    # ---- context across utterances
+    # words of the stream's earlier finals each decode is conditioned on (after its vocabulary), as offline
+    # decoding conditions a window on the text before it; 0: each utterance is decoded on its own
+    context_words: int = 0
+
     def __post_init__(self) -> None:
         for field in fields(self):
             value = getattr(self, field.name)

@@ -42,6 +42,7 @@ class StreamOptions:
     stable: str = ""  # committed words carried into the first utterance after a restart
     eager: bool = False  # send the speculative final as ``eager_final``
     full_window_finals: bool = False  # finals on Whisper's 30 s encoder window (partials stay short)
+    prompt: str = ""  # the stream's vocabulary as decoder context (the gateway's ``configure`` replaces it)
 
 
 @dataclass
@@ -60,10 +61,12 @@ class DecodeJob:
     audio_ready_at: float  # monotonic time the newest sample in ``audio`` arrived
     full_window: bool  # decode on Whisper's 30 s window rather than a short one
     margin_s: int  # silence after the audio on a short window (PolicyTuning: a partial's or a final's margin)
+    prompt: str = ""  # decoder context: the stream's vocabulary when the job was handed out
 
     def window(self) -> ShortWindow:
         """What the decoder gets for this job (jobs with word timings take ``decode`` instead)."""
-        return ShortWindow(self.audio, self.language, self.prefix, full=self.full_window, margin_s=self.margin_s)
+        return ShortWindow(self.audio, self.language, self.prefix, full=self.full_window, margin_s=self.margin_s,
+                           prompt=self.prompt)
 
 
 @dataclass

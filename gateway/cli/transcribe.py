@@ -32,6 +32,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--silence-ms", type=int, default=None, help="trailing silence that ends an utterance")
     p.add_argument("--word-timestamps", action="store_true", help="ask for word timestamps (with --json)")
     p.add_argument("--no-interim", action="store_true", help="do not ask for partials")
+    p.add_argument("--term", action="append", default=None, metavar="TERM",
+                   help="a word the recognizer should expect (a name, product, jargon); repeat for more")
     p.add_argument("--chunk-ms", type=int, default=100, help="audio per message (default 100 ms)")
     p.add_argument("--json", action="store_true", help="print every event as a JSON line")
     p.set_defaults(func=_run)
@@ -63,7 +65,7 @@ async def transcribe(url: str, samples: np.ndarray, rate: int, args: argparse.Na
         client = await DictationClient.connect(
             url, sample_rate=rate, encoding=Encoding.S16LE, language=args.language,
             interim=not args.no_interim, word_timestamps=args.word_timestamps or None,
-            silence_ms=args.silence_ms, credentials=Credentials(api_key=api_key))
+            silence_ms=args.silence_ms, terms=args.term, credentials=Credentials(api_key=api_key))
     except DictationRefused as exc:
         print(f"voxgate transcribe: {exc}", file=sys.stderr)
         return 1

@@ -44,15 +44,16 @@ class DictationClient:
     async def connect(cls, base_url: str, *, sample_rate: int | None = 16000, encoding: Encoding = Encoding.S16LE,
                       language: str | None = None, interim: bool | None = None,
                       word_timestamps: bool | None = None, silence_ms: int | None = None,
-                      eager: bool | None = None, credentials: Credentials | None = None,
-                      open_timeout_s: float = 10.0) -> DictationClient:
+                      eager: bool | None = None, terms: list[str] | None = None,
+                      credentials: Credentials | None = None, open_timeout_s: float = 10.0) -> DictationClient:
         """Open the socket and wait for ``ready``. Raises ``DictationRefused`` if the
         server closes instead (bad parameter, over capacity, ASR unavailable, auth).
         ``sample_rate=None`` sends none: the server's default, or the rate a stream
-        that carries its own (webm, ogg) names; ``ready`` says which."""
+        that carries its own (webm, ogg) names; ``ready`` says which. ``terms``: words the
+        recognizer should expect (names, products, jargon; no commas)."""
         params = {"sample_rate": sample_rate, "encoding": encoding.value, "language": language,
                   "interim": interim, "word_timestamps": word_timestamps, "silence_ms": silence_ms,
-                  "eager": eager}
+                  "eager": eager, "terms": ",".join(terms) if terms else None}
         socket = await open_socket(base_url, PATH, params, credentials, open_timeout_s)
         errors: list[dict[str, Any]] = []
         try:
@@ -77,6 +78,10 @@ class DictationClient:
 
     async def send_json(self, message: dict[str, Any]) -> None:
         await self.socket.send(json.dumps(message))
+
+    async def set_terms(self, terms: list[str]) -> None:
+        """The words the recognizer should expect from now on ([] clears them)."""
+        await self.send_json({"type": "config", "terms": terms})
 
     async def finalize(self) -> None:
         await self.send_json({"type": "finalize"})

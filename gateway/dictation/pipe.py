@@ -54,6 +54,10 @@ def finalize_op(stream: str, mark: str | None) -> dict[str, Any]:
     return header
 
 
+def configure_op(stream: str, prompt: str) -> dict[str, Any]:
+    return {"op": "configure", "stream": stream, "prompt": prompt}
+
+
 def end_op(stream: str) -> dict[str, Any]:
     return {"op": "end", "stream": stream}
 
@@ -65,8 +69,9 @@ def close_op(stream: str) -> dict[str, Any]:
 PING_OP: dict[str, Any] = {"op": "ping"}
 
 
-def transcribe_op(req: str, language: str | None, word_timestamps: bool) -> dict[str, Any]:
-    return {"op": "transcribe", "req": req, "language": language, "word_timestamps": word_timestamps}
+def transcribe_op(req: str, language: str | None, word_timestamps: bool, prompt: str = "") -> dict[str, Any]:
+    return {"op": "transcribe", "req": req, "language": language, "word_timestamps": word_timestamps,
+            "prompt": prompt}
 
 
 # ---- events the sidecar sends

@@ -96,7 +96,7 @@ async def _transcribe(request: Request) -> Response:
     audio = decoded.samples
     duration_s = len(audio) / ASR_RATE
     result = await asr.transcribe(audio, language=language, word_timestamps=req.words,
-                                  timeout_s=60.0 + 2.0 * duration_s)
+                                  timeout_s=60.0 + 2.0 * duration_s, prompt=req.prompt)
     if response_format == "text":
         return PlainTextResponse(result["text"] + "\n")
     if response_format in ("srt", "vtt"):

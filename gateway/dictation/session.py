@@ -54,7 +54,7 @@ from gateway.errors import (
     close_code_for,
 )
 from gateway.protocol.common import End, ErrorEvent
-from gateway.protocol.dictation import ClientMessage, DictationParams, Finalize, Ready
+from gateway.protocol.dictation import ClientMessage, Config, DictationParams, Finalize, Ready
 
 log = logging.getLogger("voxgate.dictation")
 
@@ -72,8 +72,8 @@ class Phase(str, enum.Enum):
 
 # Which client messages each phase accepts, and the phase they lead to.
 TRANSITIONS: dict[Phase, dict[str, Phase]] = {
-    Phase.STREAMING: {AUDIO: Phase.STREAMING, "finalize": Phase.STREAMING, "keepalive": Phase.STREAMING,
-                      "end": Phase.ENDING},
+    Phase.STREAMING: {AUDIO: Phase.STREAMING, "finalize": Phase.STREAMING, "config": Phase.STREAMING,
+                      "keepalive": Phase.STREAMING, "end": Phase.ENDING},
     Phase.ENDING: {},
     Phase.DRAINING: {},
     Phase.CLOSED: {},
@@ -141,7 +141,7 @@ class DictationSession:
             return
         options = {"language": None if self.params.language == "auto" else self.params.language,
                    "interim": self.params.interim, "word_timestamps": self.params.word_timestamps,
-                   "silence_ms": self.params.silence_ms, "eager": self.params.eager}
+                   "silence_ms": self.params.silence_ms, "eager": self.params.eager, "prompt": self.params.prompt}
         self.stream = stream = await asr.open_stream(options)
         sender = asyncio.create_task(relay_events(stream, self._out, self._drain, release_slot),
                                      name=f"dictation-send-{session_id}")
@@ -273,6 +273,8 @@ class DictationSession:
             return
         if isinstance(message, Finalize):
             await stream.finalize(message.id)
+        elif isinstance(message, Config):
+            await stream.configure(message.prompt)
         elif isinstance(message, End):
             audio, error = await self._audio.end()
             if error is not None:  # a stream cut inside a packet: the rest still ends normally

@@ -21,7 +21,7 @@ import numpy as np
 from engines.asr.framing import SAMPLE_RATE as ASR_RATE
 from engines.asr.framing import pcm_to_bytes
 from gateway.dictation.event_filter import EventFilter
-from gateway.dictation.pipe import Ended, StreamItem, audio_op, close_op, end_op, finalize_op
+from gateway.dictation.pipe import Ended, StreamItem, audio_op, close_op, configure_op, end_op, finalize_op
 from gateway.dictation.retention import Retention
 from gateway.errors import GatewayError
 from gateway.protocol.common import Closed, ErrorEvent
@@ -57,7 +57,7 @@ class AsrStream:
     def __init__(self, owner: StreamOwner, stream_id: str, options: dict[str, Any]) -> None:
         self.owner = owner
         self.id = stream_id
-        self.options = options  # language (None = auto), interim, word_timestamps, silence_ms, eager
+        self.options = options  # language (None = auto), interim, word_timestamps, silence_ms, eager, prompt
         self.events: asyncio.Queue[ServerEvent] = asyncio.Queue(maxsize=EVENT_QUEUE_SIZE)
         self.filter = EventFilter()
         self.retention = Retention(self.filter)
@@ -83,6 +83,12 @@ class AsrStream:
         self.retention.add_finalize(mark)
         if self.live:
             await self.owner.write(finalize_op(self.id, mark))
+
+    async def configure(self, prompt: str) -> None:
+        """Decode with ``prompt`` from now on; a restarted sidecar is given the latest one."""
+        self.options = {**self.options, "prompt": prompt}
+        if self.live:
+            await self.owner.write(configure_op(self.id, prompt))
 
     async def end(self) -> None:
         self.ending = True

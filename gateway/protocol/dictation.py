@@ -4,7 +4,7 @@ server events.
 Exchange grammar (one socket)::
 
     server: ready
-    client: (binary audio | finalize | keepalive)* end?
+    client: (binary audio | finalize | config | keepalive)* end?
     server: per utterance n: speech_started, (partial | eager_final turn_resumed)*,
             eager_final?, then final, or discarded when the utterance held no
             words and was not finalized (eager_final and turn_resumed only
@@ -36,7 +36,8 @@ from gateway.codecs.formats import InputEncoding, parse_input_encoding
 from gateway.errors import BadMessage, BadRequest
 from gateway.protocol.common import Closed, End, ErrorEvent, Keepalive
 from gateway.protocol.json import message_type, parse_message, unknown_type
-from gateway.protocol.query import query_bool, query_rate, refuse_unknown_params
+from gateway.protocol.query import query_bool, query_list, query_rate, refuse_unknown_params
+from gateway.protocol.vocabulary import VocabularyError, parse_terms, terms_prompt
 from gateway.protocol.wire import OMIT_NONE, WireMessage, internal
 
 MIN_SILENCE_MS = 200
@@ -59,9 +60,10 @@ class DictationParams:
     word_timestamps: bool = False
     silence_ms: int = 500
     eager: bool = False
+    prompt: str = ""  # the decoder's context: the client's terms (gateway/protocol/vocabulary.py)
 
 
-QUERY_PARAMS = ("sample_rate", "encoding", "language", "interim", "word_timestamps", "silence_ms", "eager")
+QUERY_PARAMS = ("sample_rate", "encoding", "language", "interim", "word_timestamps", "silence_ms", "eager", "terms")
 
 
 def parse_dictation_params(query: Mapping[str, str]) -> DictationParams:
@@ -85,10 +87,15 @@ def parse_dictation_params(query: Mapping[str, str]) -> DictationParams:
             raise BadRequest(f"silence_ms: {raw[:20]!r} is not an integer") from None
         if not MIN_SILENCE_MS <= silence_ms <= MAX_SILENCE_MS:
             raise BadRequest(f"silence_ms: {silence_ms} must be between {MIN_SILENCE_MS} and {MAX_SILENCE_MS}")
+    try:  # comma-separated, and the parameter may be repeated
+        terms = parse_terms([t for v in query_list(query, "terms") for t in v.split(",")], "terms")
+    except VocabularyError as exc:
+        raise BadRequest(str(exc)) from None
     return DictationParams(sample_rate=rate, encoding=encoding, language=language,
                            interim=query_bool(query, "interim", True),
                            word_timestamps=query_bool(query, "word_timestamps", False),
-                           silence_ms=silence_ms, eager=query_bool(query, "eager", False))
+                           silence_ms=silence_ms, eager=query_bool(query, "eager", False),
+                           prompt=terms_prompt(terms))
 
 
 # ---- client -> server
@@ -100,8 +107,18 @@ class Finalize:
     type: Literal["finalize"] = "finalize"
 
 
-ClientMessage = Finalize | End | Keepalive
-CLIENT_TYPES = ("finalize", "end", "keepalive")
+@dataclass(frozen=True)
+class Config:
+    """The stream's new vocabulary, from the next decode on: ``prompt`` is the
+    decoder's context (the client's terms as a list; "" clears them). A front
+    whose vendor changes its prompt or terms mid-stream sends one too."""
+
+    prompt: str = ""
+    type: Literal["config"] = "config"
+
+
+ClientMessage = Finalize | Config | End | Keepalive
+CLIENT_TYPES = ("finalize", "config", "end", "keepalive")
 
 
 def parse_client_message(raw: str) -> ClientMessage:
@@ -114,11 +131,25 @@ def parse_client_message(raw: str) -> ClientMessage:
         if mark is not None and (not isinstance(mark, str) or not 0 < len(mark) <= MAX_ID_CHARS):
             raise BadMessage(f"finalize.id must be a string of 1..{MAX_ID_CHARS} characters")
         return Finalize(id=mark)
+    if kind == "config":
+        return _config(data)
     if kind == "end":
         return End()
     if kind == "keepalive":
         return Keepalive()
     raise unknown_type(kind, CLIENT_TYPES)
+
+
+def _config(data: dict[str, Any]) -> Config:
+    if "terms" not in data:
+        raise BadMessage("config: give terms (a list of strings; [] clears them)")
+    terms = data["terms"]
+    if not isinstance(terms, list):
+        raise BadMessage("config.terms must be a list of strings")
+    try:
+        return Config(terms_prompt(parse_terms(terms, "config.terms")))
+    except VocabularyError as exc:
+        raise BadMessage(str(exc)) from None
 
 
 # ---- server -> client

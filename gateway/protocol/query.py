@@ -38,6 +38,14 @@ def query_bool(query: Mapping[str, str], name: str, default: bool) -> bool:
     raise BadRequest(f"{name}: {raw[:20]!r} is not a boolean (use true or false)")
 
 
+def query_list(query: Mapping[str, str], name: str) -> list[str]:
+    """Every value of a parameter that may be repeated (``keyterm=a&keyterm=b``), in
+    order; empty values left out. A plain mapping holds one value per name."""
+    getlist = getattr(query, "getlist", None)
+    values = list(getlist(name)) if getlist is not None else [query[name]] if name in query else []
+    return [v for v in values if v]
+
+
 def refuse_unknown_params(query: Mapping[str, str], names: tuple[str, ...]) -> None:
     """``BadRequest`` naming the first query parameter that is neither one of
     ``names`` nor a credential (``api_key``, ``ticket``, ...: the auth layer's):

@@ -7,8 +7,10 @@ transcription models, all run by this server's recognizer), ``language``,
 ``response_format`` (json, text, verbose_json, srt, vtt), ``temperature`` 0
 (the recognizer always decodes without sampling), ``timestamp_granularities[]``
 (word, segment; with verbose_json), ``stream`` false, ``chunking_strategy`` auto
-(the server always cuts the file at the pauses its voice detector finds).
-Refused: ``prompt``, ``include[]``, ``keywords[]``, ``languages[]``,
+(the server always cuts the file at the pauses its voice detector finds),
+``prompt`` and ``keywords[]`` (the decoder's context for every window;
+gateway/protocol/vocabulary.py validates them).
+Refused: ``include[]``, ``languages[]``,
 ``known_speaker_names[]``, ``known_speaker_references[]``, ``stream`` true,
 ``chunking_strategy`` objects, ``diarized_json``, the diarizing model.
 """
@@ -22,18 +24,17 @@ from starlette.datastructures import FormData
 
 from gateway.errors import BadRequest
 from gateway.protocol.query import FALSE_SPELLINGS, TRUE_SPELLINGS
+from gateway.protocol.vocabulary import VocabularyError, parse_prompt, parse_terms, terms_prompt
 
 OPENAI_MODELS = ("whisper-1", "gpt-transcribe", "gpt-4o-transcribe", "gpt-4o-mini-transcribe",
                  "gpt-4o-mini-transcribe-2025-12-15")
 RESPONSE_FORMATS = ("json", "text", "verbose_json", "srt", "vtt")
 GRANULARITIES = ("word", "segment")
-FIELDS = ("file", "model", "language", "prompt", "response_format", "temperature", "timestamp_granularities[]",
-          "stream", "chunking_strategy", "include[]")
+FIELDS = ("file", "model", "language", "prompt", "keywords[]", "response_format", "temperature",
+          "timestamp_granularities[]", "stream", "chunking_strategy", "include[]")
 # OpenAI defines these; what this server would need to honour them, it has not
 REFUSED = {
-    "prompt": "the recognizer here takes no prompt; leave it out",
     "include[]": "logprobs are not produced here; leave include out",
-    "keywords[]": "the recognizer here takes no keywords; leave them out",
     "languages[]": "send one language as language (or none, to detect it)",
     "known_speaker_names[]": "speakers are not told apart here (no diarization)",
     "known_speaker_references[]": "speakers are not told apart here (no diarization)",
@@ -47,6 +48,7 @@ class TranscriptionRequest:
     language: str | None = None  # None: detected
     response_format: str = "json"
     granularities: tuple[str, ...] = ()
+    prompt: str = ""  # the decoder's context: ``prompt``, then the ``keywords[]`` as a term list
 
     @property
     def words(self) -> bool:
@@ -72,7 +74,7 @@ class TranscriptionRequest:
                                        form.getlist("timestamp_granularities"), response_format)
         language = (_text(form, "language") or "").strip().lower() or None
         return cls(language=None if language == "auto" else language, response_format=response_format,
-                   granularities=granularities)
+                   granularities=granularities, prompt=_prompt(form))
 
 
 def _text(form: FormData, name: str) -> str | None:
@@ -82,6 +84,16 @@ def _text(form: FormData, name: str) -> str | None:
     if not isinstance(value, str):
         raise BadRequest(f"{name}: must be a text field, not a file")
     return value
+
+
+def _prompt(form: FormData) -> str:
+    """``prompt`` and ``keywords[]`` as the decoder's one context text."""
+    try:
+        prompt = parse_prompt(_text(form, "prompt") or "", "prompt")
+        keywords = parse_terms(form.getlist("keywords[]"), "keywords[]")
+    except VocabularyError as exc:
+        raise BadRequest(str(exc)) from None
+    return " ".join(p for p in (prompt, terms_prompt(keywords)) if p)
 
 
 def _refuse_fields(form: FormData) -> None:

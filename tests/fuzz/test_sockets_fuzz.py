@@ -103,7 +103,7 @@ def test_the_dictation_socket_answers_anything_and_the_other_session_goes_on(cli
     with client.websocket_connect("/v1/dictation") as ws, client.websocket_connect("/v1/dictation") as other:
         receive(ws), receive(other)
         unknown = {"type": "error", "code": "bad_message", "retryable": False,
-                   "message": "unknown message type 'probe'; expected one of: finalize, end, keepalive"}
+                   "message": "unknown message type 'probe'; expected one of: finalize, config, end, keepalive"}
 
         session = Session(ws)
 

@@ -18,7 +18,8 @@ from gateway.audio import parse_rate
 from gateway.codecs.formats import InputEncoding, OutputFormat
 from gateway.errors import BadRequest
 from gateway.protocol.dictation import MAX_SILENCE_MS, MIN_SILENCE_MS, DictationParams
-from gateway.protocol.query import query_bool, refuse_unknown_params
+from gateway.protocol.query import query_bool, query_list, refuse_unknown_params
+from gateway.protocol.vocabulary import VocabularyError, parse_terms, terms_prompt
 
 ENCODINGS = ("linear16", "mulaw", "alaw")
 G711_RATE = 8000
@@ -48,8 +49,6 @@ NO_EFFECT = {
 }
 # /v1/listen parameters refused whenever they are given
 LISTEN_REFUSED = {
-    "keywords": "the recognizer here takes no keywords",
-    "keyterm": "the recognizer here takes no key terms",
     "search": "no search runs over the audio here",
     "replace": "no replacement runs over the transcript here",
     "redact": "no redaction runs here",
@@ -61,7 +60,8 @@ LISTEN_REFUSED = {
     "alternatives": "one transcript is sent per result",
 }
 LISTEN_PARAMS = ("encoding", "sample_rate", "channels", "language", "detect_language", "model", "interim_results",
-                 "endpointing", "utterance_end_ms", "vad_events", "version", *FIXED, *NO_EFFECT, *LISTEN_REFUSED)
+                 "endpointing", "utterance_end_ms", "vad_events", "version", "keyterm", "keywords", *FIXED, *NO_EFFECT,
+                 *LISTEN_REFUSED)
 SPEAK_PARAMS = ("encoding", "sample_rate", "container", "model", "speed", "bit_rate", "mip_opt_out")
 # Deepgram's model families: a listen model of one is run by this server's recognizer; a speak
 # model of one (an Aura voice) speaks with the engine's default voice
@@ -163,11 +163,39 @@ def parse_listen_params(query: Mapping[str, str]) -> ListenParams:
     if query_bool(query, "detect_language", False):
         language = "multi"
     dictation = DictationParams(sample_rate=rate, encoding=INPUT_ENCODINGS[encoding], language=_language(language),
-                                interim=interim, word_timestamps=False, silence_ms=silence_ms)
+                                interim=interim, word_timestamps=False, silence_ms=silence_ms,
+                                prompt=terms_prompt(_terms(query)))
     return ListenParams(encoding=encoding, sample_rate=rate, model=(query.get("model") or "")[:64],
                         language=language[:20], interim_results=interim, endpointing=endpointing,
                         utterance_end_ms=utterance_end_ms, vad_events=query_bool(query, "vad_events", False),
                         dictation=dictation)
+
+
+def _terms(query: Mapping[str, str]) -> tuple[str, ...]:
+    """``keyterm`` (Nova-3: one phrase each) and ``keywords`` (older models: ``word`` or
+    ``word:boost``), both repeatable, as one term list. Every term gets the same bias
+    whatever its positive boost; a boost of 0 or below asks to suppress a word, which
+    the recognizer cannot do, and is refused."""
+    words = [_keyword(raw) for raw in query_list(query, "keywords")]
+    try:
+        return (parse_terms(query_list(query, "keyterm"), "keyterm")
+                + parse_terms(words, "keywords"))
+    except VocabularyError as exc:
+        raise BadRequest(str(exc)) from None
+
+
+def _keyword(raw: str) -> str:
+    word, sep, boost = raw.rpartition(":")
+    if not sep:
+        return raw
+    try:
+        value = float(boost)
+    except ValueError:
+        return raw  # a colon inside the word (parse_terms checks it)
+    if not value > 0:
+        raise BadRequest(f"keywords: {raw[:60]!r} has boost {boost[:10]}; the recognizer here can favour a word "
+                         "but not suppress it (use a positive boost, or leave the word out)")
+    return word
 
 
 def _check_listen_extras(query: Mapping[str, str]) -> None:

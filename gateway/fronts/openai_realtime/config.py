@@ -22,7 +22,10 @@ where the recognizer's voice detector puts it. Honoured: ``format``,
 ``transcription.model`` (the recognizer's name or OpenAI's transcription
 models, all run by this server's recognizer), ``transcription.language``,
 ``turn_detection`` (server_vad, ``silence_duration_ms``, ``threshold`` 0.5: the
-voice detector's own) or null. Refused: a ``prompt``, ``noise_reduction``,
+voice detector's own) or null, ``transcription.prompt`` and
+``transcription.keywords`` (the recognizer's context: the prompt as written, the
+keywords as a term list; gateway/protocol/vocabulary.py's limits; both may
+change mid-session). Refused: ``noise_reduction``,
 ``include`` entries, other thresholds, fields OpenAI does not define.
 """
 
@@ -36,6 +39,7 @@ from gateway.codecs.formats import InputEncoding
 from gateway.dictation.asr_gate import shown_languages, supports_language
 from gateway.protocol.dictation import MAX_SILENCE_MS, MIN_SILENCE_MS, DictationParams
 from gateway.protocol.transcription import OPENAI_MODELS
+from gateway.protocol.vocabulary import VocabularyError, parse_prompt, parse_terms, terms_prompt
 
 PCM_RATE = 24000  # OpenAI's audio/pcm is 16-bit mono at 24 kHz, nothing else
 G711_RATE = 8000
@@ -47,9 +51,8 @@ VAD_THRESHOLD = 0.5  # the recognizer's voice detector decides speech at this pr
 # the keys each object of an update may carry; any other is refused
 SESSION_KEYS = ("type", "audio", "include")
 AUDIO_INPUT_KEYS = ("format", "transcription", "turn_detection", "noise_reduction")
-TRANSCRIPTION_KEYS = ("model", "language", "prompt")
+TRANSCRIPTION_KEYS = ("model", "language", "prompt", "keywords")
 TURN_DETECTION_KEYS = ("type", "threshold", "prefix_padding_ms", "silence_duration_ms")
-MAX_TEXT_FIELD_CHARS = 4096
 _LANGUAGE = re.compile(r"^[a-z]{2,3}$")
 
 
@@ -80,6 +83,7 @@ class TranscriptionConfig:
     model: str = "gpt-4o-transcribe"
     language: str | None = None  # None: detected per utterance
     prompt: str = ""
+    keywords: tuple[str, ...] = ()
     turn_detection: ServerVad | None = ServerVad()  # None: the client commits the buffer
     noise_reduction: str | None = None
     include: tuple[str, ...] = ()
@@ -92,6 +96,11 @@ class TranscriptionConfig:
     def sample_rate(self) -> int:
         return FORMATS[self.format][1]
 
+    @property
+    def decoder_prompt(self) -> str:
+        """The recognizer's context: the prompt, then the keywords as a term list."""
+        return " ".join(p for p in (self.prompt, terms_prompt(self.keywords)) if p)
+
     def dictation_params(self) -> DictationParams:
         """The dictation session this configuration runs on. Without voice activity
         detection utterances still end at the longest pause the recognizer allows;
@@ -99,7 +108,8 @@ class TranscriptionConfig:
         silence_ms = self.turn_detection.silence_duration_ms if self.turn_detection else MAX_SILENCE_MS
         return DictationParams(sample_rate=self.sample_rate, encoding=self.encoding,
                                language=self.language or "auto", interim=True, word_timestamps=False,
-                               silence_ms=min(max(silence_ms, MIN_SILENCE_MS), MAX_SILENCE_MS))
+                               silence_ms=min(max(silence_ms, MIN_SILENCE_MS), MAX_SILENCE_MS),
+                               prompt=self.decoder_prompt)
 
     def session_object(self, session_id: str) -> dict[str, Any]:
         """The ``session`` of ``session.created`` / ``session.updated``."""
@@ -109,7 +119,8 @@ class TranscriptionConfig:
         return {"type": "transcription", "object": "realtime.transcription_session", "id": session_id,
                 "audio": {"input": {
                     "format": fmt,
-                    "transcription": {"model": self.model, "language": self.language, "prompt": self.prompt},
+                    "transcription": {"model": self.model, "language": self.language, "prompt": self.prompt,
+                                      **({"keywords": list(self.keywords)} if self.keywords else {})},
                     "turn_detection": self.turn_detection.to_dict() if self.turn_detection else None,
                     "noise_reduction": {"type": self.noise_reduction} if self.noise_reduction else None}},
                 "include": list(self.include) or None}
@@ -203,16 +214,18 @@ def _transcription(config: TranscriptionConfig, value: Any, languages: list[str]
         if not supports_language(languages, language):
             raise UpdateError(f"{param}.language", f"language {language!r} is not supported by the recognizer "
                               f"here (available: {shown_languages(languages)})", code="unsupported_language")
-    prompt = value.get("prompt", config.prompt)
-    if prompt is None:
-        prompt = ""
-    if not isinstance(prompt, str) or len(prompt) > MAX_TEXT_FIELD_CHARS:
-        raise UpdateError(f"{param}.prompt", f"{param}.prompt must be a string of at most "
-                          f"{MAX_TEXT_FIELD_CHARS} characters")
-    if prompt.strip():
-        raise UpdateError(f"{param}.prompt", f"{param}.prompt is not supported: the recognizer here takes no "
-                          "prompt; send \"\" or leave it out")
-    return replace(config, model=(model or config.model)[:128], language=language, prompt=prompt)
+    prompt, keywords = value.get("prompt", config.prompt), value.get("keywords", config.keywords)
+    try:
+        prompt = parse_prompt("" if prompt is None else prompt, f"{param}.prompt")
+    except VocabularyError as exc:
+        raise UpdateError(f"{param}.prompt", str(exc)) from None
+    if keywords is not None and not isinstance(keywords, (list, tuple)):
+        raise UpdateError(f"{param}.keywords", f"{param}.keywords must be a list of strings")
+    try:
+        terms = parse_terms(keywords or (), f"{param}.keywords")
+    except VocabularyError as exc:
+        raise UpdateError(f"{param}.keywords", str(exc)) from None
+    return replace(config, model=(model or config.model)[:128], language=language, prompt=prompt, keywords=terms)
 
 
 def _turn_detection(value: Any) -> ServerVad | None:

@@ -44,7 +44,7 @@ from gateway.fronts.openai_realtime.config import TranscriptionConfig, UpdateErr
 from gateway.fronts.openai_realtime.events import ClientEvent, ClientEventError, Events, read_client_event
 from gateway.fronts.openai_realtime.items import ItemTracker
 from gateway.protocol.common import ErrorEvent
-from gateway.protocol.dictation import ClientMessage, Finalize, Finalized, ServerEvent
+from gateway.protocol.dictation import ClientMessage, Config, Finalize, Finalized, ServerEvent
 from gateway.tasks import cancel_and_wait
 
 log = logging.getLogger("voxgate.fronts.openai")
@@ -142,8 +142,7 @@ class RealtimeTransport:
     async def _handle(self, event: ClientEvent) -> bytes | ClientMessage | None:
         """The session's input for one client event, or None when it was answered here."""
         if event.type == "session.update":
-            await self._update(event)
-            return None
+            return await self._update(event)
         if event.type == "input_audio_buffer.append":
             return await self._append(event)
         mark = f"m{next(self._marks)}"
@@ -164,17 +163,21 @@ class RealtimeTransport:
         await self._send(self.events.cleared())
         return Finalize(id=mark) if self.audio_started else None
 
-    async def _update(self, event: ClientEvent) -> None:
+    async def _update(self, event: ClientEvent) -> Config | None:
+        """Apply a ``session.update``; a new prompt or keywords after the first audio
+        go on to the running session as its new vocabulary."""
         try:
             config = apply_update(self.config, event.data.get("session"), self.languages, self.asr_model)
             if self.audio_started:
                 self._check_fixed(config)
         except UpdateError as exc:
             await self._send(self.events.error(exc.code, str(exc), param=exc.param, event_id=event.event_id))
-            return
+            return None
+        changed = config.decoder_prompt != self.config.decoder_prompt
         self.config = config
         self.items.set_server_vad(config.turn_detection is not None)
         await self._send(self.events.session_updated(config.session_object(self.session_id)))
+        return Config(config.decoder_prompt) if changed and self.audio_started else None
 
     def _check_fixed(self, new: TranscriptionConfig) -> None:
         """After the first audio the recognizer runs with the format, language and

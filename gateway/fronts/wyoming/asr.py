@@ -60,7 +60,8 @@ class Transcription:
         self.transport = TranscriptTransport(link, request.language, endpoint=request.endpoint_silence_ms is not None)
         params = DictationParams(sample_rate=fmt.rate, encoding=InputEncoding.PCM_F32LE,
                                  language=session_language(request.language), interim=True,
-                                 silence_ms=request.endpoint_silence_ms or DEFAULT_SILENCE_MS)
+                                 silence_ms=request.endpoint_silence_ms or DEFAULT_SILENCE_MS,
+                                 prompt=request.prompt)
         self.session = DictationSession(self.transport, params, settings, asr)
         self._pcm = PcmIn(fmt.rate)
         self._entry: SessionEntry | None = None

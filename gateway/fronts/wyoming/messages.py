@@ -24,6 +24,7 @@ from typing import Any
 from gateway.errors import BadMessage
 from gateway.fronts.wyoming.wire import Event
 from gateway.protocol.json import optional_field
+from gateway.protocol.vocabulary import VocabularyError, parse_terms, terms_prompt
 
 # vad_sensitivity -> trailing silence that ends the voice command (ms)
 VAD_SILENCE_MS = {"aggressive": 400, "default": 700, "relaxed": 1200}
@@ -40,6 +41,12 @@ class Transcribe:
     language: str | None = None
     name: str | None = None
     vad_sensitivity: str | None = None
+    terms: tuple[str, ...] = ()  # transcript_names, then transcript_terms (Wyoming 1.8+)
+
+    @property
+    def prompt(self) -> str:
+        """The recognizer's context: the names and terms as one term list."""
+        return terms_prompt(self.terms)
 
     @classmethod
     def from_event(cls, event: Event) -> Transcribe:
@@ -49,7 +56,8 @@ class Transcribe:
             raise BadMessage(f"{event.type}: \"vad_sensitivity\" {sensitivity[:20]!r} is not one of: "
                              f"{', '.join(VAD_SILENCE_MS)}")
         return cls(language=language.lower() if language else None,
-                   name=_optional_str(event.data, "name", event.type), vad_sensitivity=sensitivity)
+                   name=_optional_str(event.data, "name", event.type), vad_sensitivity=sensitivity,
+                   terms=_terms(event))
 
     @property
     def endpoint_silence_ms(self) -> int | None:
@@ -57,6 +65,21 @@ class Transcribe:
         if self.vad_sensitivity is None:
             return None
         return VAD_SILENCE_MS[self.vad_sensitivity]
+
+
+def _terms(event: Event) -> tuple[str, ...]:
+    """``transcript_names`` (first: they take priority) and ``transcript_terms``, one list."""
+    lists = []
+    for name in ("transcript_names", "transcript_terms"):
+        value = event.data.get(name)
+        if value is not None and not isinstance(value, list):
+            raise BadMessage(f"{event.type}: \"{name}\" must be a list of strings")
+        lists.append((name, value or []))
+    try:
+        names, terms = (parse_terms(values, f"{event.type}: {name}") for name, values in lists)
+        return parse_terms([*names, *terms], f"{event.type}: transcript_names and transcript_terms")
+    except VocabularyError as exc:
+        raise BadMessage(str(exc)) from None
 
 
 @dataclass(frozen=True)

@@ -20,12 +20,14 @@ class ScriptedDecoder:
 
     def __init__(self):
         self.calls = []
+        self.prompts = []
 
     def languages(self):
         return ["en"]
 
-    def decode(self, audio, *, language, beam_size=1, prefix="", word_timestamps=False, offset_s=0.0):
+    def decode(self, audio, *, language, beam_size=1, prefix="", word_timestamps=False, offset_s=0.0, prompt=""):
         self.calls.append((round(offset_s, 3), len(audio), language))
+        self.prompts.append(prompt)
         text = f"window at {offset_s:g}" if offset_s < 20 else ""
         words = [Word("window", offset_s, offset_s + 0.5, 0.9)] if word_timestamps and text else []
         return Transcript(text=text, language="en", words=words)
@@ -47,6 +49,15 @@ def test_a_file_job_finds_speech_first_then_decodes_one_window_per_step():
                      {"id": 1, "start": 10.0, "end": 15.0, "text": "window at 10"}],
         "words": [{"word": "window", "start": 0.0, "end": 0.5, "probability": 0.9},
                   {"word": "window", "start": 10.0, "end": 10.5, "probability": 0.9}]}
+
+
+def test_every_window_of_a_file_is_decoded_with_the_requests_prompt():
+    decoder = ScriptedDecoder()
+    job = FileJob("r1", np.zeros(40 * RATE, dtype=np.float32), None, False, since=0.0, prompt="ComfyUI.",
+                  groups=[(0, 5 * RATE), (10 * RATE, 15 * RATE)])
+    while not job.finished:
+        job.step(decoder)
+    assert decoder.prompts == ["ComfyUI.", "ComfyUI."]
 
 
 def test_between_file_steps_a_stream_that_waited_longer_goes_first():

@@ -32,7 +32,7 @@ def test_the_sidecar_is_opened_with_the_stream_options(tmp_path):
         header = fake.frames[0][0]
         assert header == {"op": "open", "stream": header["stream"], "language": "en", "interim": False,
                           "word_timestamps": True, "silence_ms": 800, "eager": True, "offset": 0,
-                          "first_utterance": 0, "stable": ""}
+                          "prompt": "", "first_utterance": 0, "stable": ""}
 
 
 @pytest.mark.parametrize(("query", "reason"), [
@@ -48,7 +48,7 @@ def test_the_sidecar_is_opened_with_the_stream_options(tmp_path):
     ("eager=soon", "eager: 'soon' is not a boolean (use true or false)"),
     # a parameter the socket would not act on is refused, never dropped (credentials are the auth layer's)
     ("punctuate=true&api_key=", ("punctuate: not a parameter here; known: sample_rate, encoding, language, interim, "
-                                "word_timestamps, silence_ms, eager")),
+                                "word_timestamps, silence_ms, eager, terms")),
 ])
 def test_a_bad_query_parameter_closes_4400_naming_it(tmp_path, query, reason):
     with dictation_client(tmp_path) as client, client.websocket_connect(f"/v1/dictation?{query}") as ws:
@@ -173,7 +173,7 @@ def test_audio_is_resampled_to_16_khz(tmp_path):
     ("hello", "message is not valid JSON"),
     ("[1]", "message must be a JSON object with a \"type\""),
     ('{"type": 3}', "message has no \"type\" string"),
-    ('{"type": "speak"}', "unknown message type 'speak'; expected one of: finalize, end, keepalive"),
+    ('{"type": "speak"}', "unknown message type 'speak'; expected one of: finalize, config, end, keepalive"),
 ])
 def test_a_bad_text_message_is_bad_message_and_the_session_goes_on(tmp_path, text, message):
     with dictation_client(tmp_path) as client, client.websocket_connect("/v1/dictation") as ws:

@@ -1,5 +1,5 @@
 """Every field of POST /v1/audio/transcriptions is honoured or refused by name:
-``model`` (the recognizer's name and OpenAI's), ``prompt``, ``temperature``,
+``model`` (the recognizer's name and OpenAI's), ``prompt`` and ``keywords[]``, ``temperature``,
 ``stream``, ``chunking_strategy``, ``include[]``, ``timestamp_granularities[]``,
 the srt and vtt formats, and fields OpenAI does not define."""
 
@@ -41,8 +41,11 @@ def test_the_recognizers_name_and_openais_models_are_served(tmp_path, model):
     ({"model": "gpt-4o-transcribe-diarize"}, (),
      (f"model: 'gpt-4o-transcribe-diarize' is not a model here; use 'tiny.en' or one of OpenAI's ({MODELS}), all "
      "transcribed by this server's tiny.en")),
-    ({"model": "whisper-1", "prompt": "Kenobi"}, (), ("prompt: not supported; the recognizer here takes no prompt; "
-                                                     "leave it out")),
+    ({"model": "whisper-1", "prompt": "x" * 801}, (), "prompt: 801 characters; a prompt holds at most 800"),
+    ({"model": "whisper-1", "prompt": "Kenobi <|endoftext|>"}, (),
+     "prompt: holds '<'; a prompt holds no control characters and none of <>|"),
+    ({"model": "whisper-1"}, (("keywords[]", "Obi-Wan, Kenobi"),),
+     "keywords[]: 'Obi-Wan, Kenobi' holds ','; a term holds letters, digits, spaces and '’-.&+/#@_:"),
     ({"model": "whisper-1", "temperature": "0.4"}, (),
      "temperature: 0.4 is not supported; the recognizer here decodes without sampling (temperature 0)"),
     ({"model": "whisper-1", "temperature": "warm"}, (), "temperature: 'warm' is not a number"),
@@ -61,8 +64,8 @@ def test_the_recognizers_name_and_openais_models_are_served(tmp_path, model):
     ({"model": "whisper-1", "response_format": "verbose_json"}, (("timestamp_granularities[]", "char"),),
      "timestamp_granularities[]: 'char' is not one of: word, segment"),
     ({"model": "whisper-1", "speed": "2"}, (),
-     ("speed: not a field of this request; the fields are: file, model, language, prompt, response_format, "
-     "temperature, timestamp_granularities[], stream, chunking_strategy, include[]")),
+     ("speed: not a field of this request; the fields are: file, model, language, prompt, keywords[], "
+     "response_format, temperature, timestamp_granularities[], stream, chunking_strategy, include[]")),
 ])
 def test_fields_that_cannot_be_honoured_are_refused_by_name(tmp_path, data, extra, detail):
     fake = FakeSidecar(transcription=RESULT)
@@ -70,6 +73,16 @@ def test_fields_that_cannot_be_honoured_are_refused_by_name(tmp_path, data, extr
         r = post(client, data, extra)
     assert (r.status_code, r.json()) == (400, {"detail": detail, "code": "bad_request"})
     assert fake.transcribe_calls == []
+
+
+def test_the_prompt_and_keywords_reach_the_recognizer_as_its_context(tmp_path):
+    fake = FakeSidecar(transcription=RESULT)
+    with dictation_client(tmp_path, fake) as client:
+        r = post(client, {"model": "whisper-1", "prompt": "General  Kenobi speaking."},
+                 (("keywords[]", "Kenobi"), ("keywords[]", "Obi-Wan")))
+    assert r.status_code == 200
+    assert fake.transcribe_calls == [{"samples": 16000, "language": None, "word_timestamps": False,
+                                      "prompt": "General Kenobi speaking. Kenobi, Obi-Wan."}]
 
 
 def test_segment_granularity_gives_segments_without_words(tmp_path):

@@ -48,7 +48,7 @@ def test_text_and_verbose_json_formats(tmp_path):
                 "of: json, text, verbose_json, srt, vtt", "code": "bad_request"}),
     ({"model": "whisper-1"}, {"other": ("a.wav", WAV, "audio/wav")}, 400,
      {"detail": "other: not a field of this request; the fields are: file, model, language, prompt, "
-                "response_format, temperature, timestamp_granularities[], stream, chunking_strategy, include[]",
+                "keywords[], response_format, temperature, timestamp_granularities[], stream, chunking_strategy, include[]",
       "code": "bad_request"}),
     ({"language": "en"}, {"model": (None, "whisper-1")}, 400,
      {"detail": "file: missing; send the audio as a multipart file field named 'file'", "code": "bad_request"}),

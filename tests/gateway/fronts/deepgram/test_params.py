@@ -56,8 +56,12 @@ def test_detect_language_detects():
                               "profanity_filter=false or leave it out)")),
     ("multichannel=true", ("multichannel=true: not supported; only one channel is transcribed (use "
                           "multichannel=false or leave it out)")),
-    ("keyterm=voxgate", "keyterm: not supported; the recognizer here takes no key terms"),
-    ("keywords=voxgate:2", "keywords: not supported; the recognizer here takes no keywords"),
+    ("keywords=um:-10", ("keywords: 'um:-10' has boost -10; the recognizer here can favour a word but not suppress "
+                         "it (use a positive boost, or leave the word out)")),
+    ("keywords=um:0", ("keywords: 'um:0' has boost 0; the recognizer here can favour a word but not suppress "
+                       "it (use a positive boost, or leave the word out)")),
+    ("keyterm=" + "x" * 51, f"keyterm: '{'x' * 20}'... is 51 characters; a term holds at most 50"),
+    ("keyterm=a<b", "keyterm: 'a<b' holds '<'; a term holds letters, digits, spaces and '’-.&+/#@_:"),
     ("redact=pci", "redact: not supported; no redaction runs here"),
     ("callback=https://example.com", "callback: not supported; results go back over this socket only"),
     ("version=2024-01-09", "version: '2024-01-09' is not served; the one version here is latest"),
@@ -68,6 +72,22 @@ def test_listen_parameters_that_cannot_be_honoured_are_refused(text, message):
     with pytest.raises(BadRequest) as info:
         parse_listen_params(query(text))
     assert info.value.message == message
+
+
+def test_keyterms_and_keywords_become_the_streams_terms():
+    from starlette.datastructures import QueryParams
+
+    params = parse_listen_params(QueryParams("model=nova-3&keyterm=ComfyUI&keyterm=Siobhan%20Kelly"
+                                             "&keywords=Llanelli:2&keywords=Zyxel&keyterm=ComfyUI"))
+    assert params.dictation.prompt == "ComfyUI, Siobhan Kelly, Llanelli, Zyxel."
+
+
+def test_more_keyterms_than_the_limit_are_refused():
+    from starlette.datastructures import QueryParams
+
+    with pytest.raises(BadRequest) as info:
+        parse_listen_params(QueryParams("&".join(f"keyterm=term{n}" for n in range(51))))
+    assert info.value.message == "keyterm: more than 50 terms"
 
 
 def test_an_unknown_listen_parameter_is_refused_with_the_known_ones():

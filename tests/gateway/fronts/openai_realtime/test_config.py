@@ -67,8 +67,14 @@ def test_silence_duration_is_clamped_to_the_recognizers_range(silence, expected)
      "session.audio.input.transcription.language must be an ISO-639-1 code such as 'en'"),
     ({"transcription": {"model": 5}}, "session.audio.input.transcription.model",
      "session.audio.input.transcription.model must be a string"),
-    ({"transcription": {"prompt": "x" * 4097}}, "session.audio.input.transcription.prompt",
-     "session.audio.input.transcription.prompt must be a string of at most 4096 characters"),
+    ({"transcription": {"prompt": "x" * 801}}, "session.audio.input.transcription.prompt",
+     "session.audio.input.transcription.prompt: 801 characters; a prompt holds at most 800"),
+    ({"transcription": {"prompt": 7}}, "session.audio.input.transcription.prompt",
+     "session.audio.input.transcription.prompt: must be a string"),
+    ({"transcription": {"keywords": "ComfyUI"}}, "session.audio.input.transcription.keywords",
+     "session.audio.input.transcription.keywords must be a list of strings"),
+    ({"transcription": {"keywords": ["ComfyUI", ""]}}, "session.audio.input.transcription.keywords",
+     "session.audio.input.transcription.keywords: a term is empty"),
     ({"turn_detection": {"type": "semantic_vad"}}, "session.audio.input.turn_detection.type",
      "turn detection 'semantic_vad' is not supported; use \"server_vad\" or null"),
     ({"turn_detection": {"type": "server_vad", "threshold": 1.5}}, "session.audio.input.turn_detection.threshold",
@@ -81,9 +87,6 @@ def test_silence_duration_is_clamped_to_the_recognizers_range(silence, expected)
     ({"turn_detection": []}, "session.audio.input.turn_detection",
      "session.audio.input.turn_detection must be an object or null"),
     # fields this server cannot honour
-    ({"transcription": {"prompt": "names: Voxgate"}}, "session.audio.input.transcription.prompt",
-     ('session.audio.input.transcription.prompt is not supported: the recognizer here takes no prompt; send "" or '
-     "leave it out")),
     ({"transcription": {"model": "nova-3"}}, "session.audio.input.transcription.model",
      ("model 'nova-3' is not served here; use one of: whisper-1, gpt-transcribe, gpt-4o-transcribe, "
      "gpt-4o-mini-transcribe, gpt-4o-mini-transcribe-2025-12-15, gpt-realtime-whisper, gpt-live-transcribe "
@@ -98,6 +101,15 @@ def test_a_bad_field_is_named_with_why(audio_input, param, message):
     with pytest.raises(UpdateError) as info:
         update(audio_input)
     assert (info.value.param, str(info.value), info.value.code) == (param, message, "invalid_value")
+
+
+def test_the_prompt_and_keywords_become_the_recognizers_context():
+    config = update({"transcription": {"prompt": "Names:  Siobhan.", "keywords": ["ComfyUI", "Llanelli"]}})
+    assert (config.prompt, config.keywords) == ("Names: Siobhan.", ("ComfyUI", "Llanelli"))
+    assert config.dictation_params().prompt == "Names: Siobhan. ComfyUI, Llanelli."
+    assert config.session_object("s")["audio"]["input"]["transcription"] == {
+        "model": "gpt-4o-transcribe", "language": None, "prompt": "Names: Siobhan.",
+        "keywords": ["ComfyUI", "Llanelli"]}
 
 
 def test_a_language_the_recognizer_lacks_is_refused_with_the_ones_it_has():
@@ -122,7 +134,7 @@ def test_a_language_the_recognizer_lacks_is_refused_with_the_ones_it_has():
     ({"tools": []}, "session.tools", "session.tools is not a field here; session takes: type, audio, include"),
     ({"audio": {"input": {"transcription": {"delay": "low"}}}}, "session.audio.input.transcription.delay",
      ("session.audio.input.transcription.delay is not a field here; session.audio.input.transcription takes: "
-     "model, language, prompt")),
+     "model, language, prompt, keywords")),
     ({"audio": {"input": {"turn_detection": {"idle_timeout_ms": 5000}}}},
      "session.audio.input.turn_detection.idle_timeout_ms",
      ("session.audio.input.turn_detection.idle_timeout_ms is not a field here; session.audio.input.turn_detection "

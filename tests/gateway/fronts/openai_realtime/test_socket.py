@@ -294,3 +294,18 @@ def test_a_query_parameter_that_cannot_be_honoured_closes_4400(tmp_path, query, 
     with dictation_client(tmp_path) as client, client.websocket_connect(f"/v1/realtime?{query}") as ws:
         assert receive(ws)["error"]["message"] == reason
         assert close_code(ws) == (4400, reason)
+
+
+def test_the_prompt_and_keywords_open_the_recognizer_and_a_later_change_reaches_it(tmp_path):
+    fake = FakeSidecar()
+    with dictation_client(tmp_path, fake) as client, client.websocket_connect(URL) as ws:
+        opened(ws)
+        configure(ws, {"transcription": {"prompt": "Names from the screencast.", "keywords": ["ComfyUI"]}})
+        append(ws, b"\0\0" * 2400)
+        sync(ws)
+        configure(ws, {"transcription": {"keywords": ["Siobhan", "Llanelli"]}})
+        configure(ws, {"turn_detection": {"type": "server_vad", "silence_duration_ms": 500}})  # the same prompt
+        sync(ws)
+    assert [(h["op"], h["prompt"]) for h, _ in fake.frames if h["op"] in ("open", "configure")] == [
+        ("open", "Names from the screencast. ComfyUI."),
+        ("configure", "Names from the screencast. Siobhan, Llanelli.")]
