@@ -55,7 +55,9 @@ scales and by one espeak-ng voice: 80 clips, clean), ``short-noisy`` the same
 at 10 dB SNR; ``quick`` is the quick-paced set of dictation_clips.py (20 sentences said
 phrase by phrase with 0.12-0.36 s pauses inside, Piper at rates 1.0 and 1.25,
 clean), ``quick-noisy`` the same with white noise at 10 dB SNR, ``bench`` the dictation benchmark's 64 clips (Piper and espeak-ng,
-clean and at 10 dB SNR). Each rendition of a set is new audio (Piper's
+clean and at 10 dB SNR), ``real`` the real human recordings of
+dictation_clips.py (JFK, LibriSpeech, LJSpeech passages; see bench/REAL_SPEECH.md;
+the same audio in every rendition). Each rendition of a set is new audio (Piper's
 synthesis is random, noise gets other seeds, espeak-ng another rate), so a
 variant is judged on several draws. The same clips go through the
 file-transcription path (30 s window) once, as the offline reference.
@@ -196,11 +198,13 @@ def clip_set(name: str, n: int) -> list[clips_module.Clip]:
         return clips_module.make_quick_clips(rendition=n, snr=10.0 if name == "quick-noisy" else None)
     if name in ("short", "short-noisy"):
         return clips_module.make_short_clips(rendition=n, snr=10.0 if name == "short-noisy" else None)
+    if name == "real":
+        return clips_module.make_real_clips()  # recordings: the same audio in every rendition
     return rendition(n)
 
 
 def voice(set_name: str, clip: clips_module.Clip) -> str:
-    if set_name.startswith("quick"):
+    if set_name in ("quick", "quick-noisy", "real"):
         return set_name
     if set_name.startswith("short"):
         return f"{set_name} {'piper' if clip.name.startswith('short piper') else 'espeak-ng'}"
@@ -212,7 +216,7 @@ def main() -> int:
     parser.add_argument("--variants", default=",".join(NAMED),
                         help="named variants or settings joined by +, comma-separated (see the module docstring)")
     parser.add_argument("--sets", default="short,short-noisy,quick,bench",
-                        help="clip sets: short, short-noisy, quick, quick-noisy, bench (comma-separated)")
+                        help="clip sets: short, short-noisy, quick, quick-noisy, bench, real (comma-separated)")
     parser.add_argument("--renditions", type=int, default=2, help="fresh syntheses of each clip set")
     parser.add_argument("--clips", type=int, default=None, help="only the first N clips of each set and rendition")
     parser.add_argument("--diffs", action="store_true", help="print the clips where streaming loses words")
