@@ -136,6 +136,8 @@ class ResumableTransport:
 
     async def send_event(self, event: ServerEvent, timeout_s: float) -> None:
         async with self._lock:
+            if self.lost:
+                return  # the session is ending: what it sends now could not be kept either
             if isinstance(event, Ready):
                 self._ready = event.to_dict()
                 text = _dumps({**self._ready, "resume_token": self._issue_token(self)})
@@ -143,6 +145,7 @@ class ResumableTransport:
                 self.seq += 1
                 text = _dumps({**event.to_dict(), "seq": self.seq})
                 if not self.log.add(self.seq, text, self._unsent_from):
+                    self.seq -= 1  # the numbers stay those of the kept events
                     self.lost = True
                     self._back.set()  # a receive waiting for the client ends the session now
                     return
