@@ -114,8 +114,8 @@ def test_a_token_is_single_use_and_the_used_one_says_so(tmp_path):
     ("resume=" + "A" * 43 + "&last_seq=0",
      ("resume_unknown", 4404, "no session of this server has that resume token; open a new session")),
     ("resume=not%20a%20token&last_seq=0",
-     ("bad_request", 4400, "resume: not a resume token (1..128 URL-safe characters); send the resume_token of the "
-                           "latest ready")),
+     ("bad_request", 4400, ("resume: not a resume token (1..128 URL-safe characters); send the resume_token of the "
+                           "latest ready"))),
     ("resume=abc", ("bad_request", 4400, "last_seq: missing; send the seq of the last event you received (0: none)")),
     ("resume=abc&last_seq=-1", ("bad_request", 4400, "last_seq: -1 must be 0 or more")),
     ("resume=abc&last_seq=0&sample_rate=8000",
@@ -202,8 +202,8 @@ def test_a_held_session_keeps_its_place_against_the_caps(tmp_path):
         first.close()
         wait_until(lambda: held(client), "the session is held after the drop")
         with client.websocket_connect("/v1/dictation") as ws:
-            assert close_code(ws) == (1013, "too many dictation streams from one client (limit 1 per client); "
-                                            "end one of yours or try again later")
+            assert close_code(ws) == (1013, ("too many dictation streams from one client (limit 1 per client); "
+                                            "end one of yours or try again later"))
         second = sockets.enter_context(client.websocket_connect(resume_url(token, 0)))
         assert receive(second)["resumed"] is True  # a resume takes no new place
         second.send_json({"type": "end"})
@@ -212,8 +212,8 @@ def test_a_held_session_keeps_its_place_against_the_caps(tmp_path):
 
 def test_a_server_without_a_grace_refuses_resumable(tmp_path):
     with dictation_client(tmp_path, resume_grace_s=0) as client, client.websocket_connect(OPEN) as ws:
-        assert close_code(ws) == (4400, "resumable: this server holds no session after a drop "
-                                        "(VOXGATE_RESUME_GRACE_S=0); leave it out")
+        assert close_code(ws) == (4400, ("resumable: this server holds no session after a drop "
+                                        "(VOXGATE_RESUME_GRACE_S=0); leave it out"))
 
 
 def test_a_resume_takes_over_a_socket_that_still_looks_open(tmp_path):
