@@ -100,6 +100,8 @@ class ResumableTransport:
                 if self.lost:
                     return None
                 if not await self._wait_back():
+                    if self.lost:
+                        return None
                     self.expired = True
                     return End()  # finalize what was read; the finals are kept for the token
                 continue
