@@ -301,3 +301,28 @@ def test_events_past_the_held_cap_end_the_session_and_the_resume_says_so(tmp_pat
                        "its events are above; open a new session")
             assert receive(ws) == {"type": "error", "code": "resume_lost", "message": message, "retryable": False}
             assert close_code(ws) == (4410, message[:123])
+
+
+def test_a_session_the_drain_ends_while_its_client_is_away_is_collected_with_its_close(tmp_path):
+    from tests.gateway.helpers import drain_marks, start_drain
+
+    fake = FakeSidecar()
+    with dictation_client(tmp_path, fake) as client, ExitStack() as sockets:
+        first = sockets.enter_context(client.websocket_connect(OPEN))
+        token = receive(first)["resume_token"]
+        first.send_bytes(b"\1\0" * 1600)
+        wait_until(lambda: len(fake.audio_sent(fake.the_stream().id)) == 1600, "the audio")
+        first.close()
+        wait_until(lambda: held(client), "the session is held after the drop")
+        drained = start_drain(client)
+        wait_until(lambda: drain_marks(fake), "the drain's finalize")
+        (mark,) = drain_marks(fake)
+        fake.play_from_thread(client, SPEECH, {"ev": "final", "utterance": 0, "text": "late words", "start": 0.5,
+                                               "end": 1.0, "language": "en", "end_sample": 1600},
+                              {"ev": "finalized", "id": mark, "utterance": 0})
+        wait_until(lambda: store_of(client).counts()["kept"] == 1, "the drain ended the held session")
+        assert drained.result(timeout=10) is True
+        with client.websocket_connect(resume_url(token, 0)) as ws:
+            assert receive(ws)["ended"] is True
+            assert [receive(ws)["type"] for _ in range(2)] == ["speech_started", "final"]
+            assert close_code(ws) == (1001, "server stopping; every final is sent; retry on a new connection")
