@@ -97,9 +97,7 @@ class ResumableTransport:
         while True:
             link = self._link
             if link is None:
-                if self.lost:
-                    return None
-                if not await self._wait_back():
+                if not await self._wait_back():  # a lost session sets ``_back``: no wait then
                     if self.lost:
                         return None
                     self.expired = True
