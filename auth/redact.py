@@ -15,6 +15,8 @@ import re
 from urllib.parse import unquote_plus
 
 SECRET_PARAMS = frozenset({"api_key", "ticket", "pin", "token", "authorization", "xi_api_key"})
+# a dictation resume token is a bearer secret too, but only the dictation route takes it
+LOGGED_SECRET_PARAMS = SECRET_PARAMS | {"resume"}
 SECRET_HEADERS = ("authorization", "x-api-key", "xi-api-key", "x-voxgate-pin", "cookie", "sec-websocket-protocol")
 MASK = "***"
 # Every name=value pair of a query string. Names are compared after percent- and
@@ -26,7 +28,7 @@ _HEADER = re.compile(r"(?i)\b((?:" + "|".join(SECRET_HEADERS) + r")['\"]?\s*[:=,
 
 def _mask_pair(match: re.Match[str]) -> str:
     name = unquote_plus(match.group(2)).strip().lower()
-    if name in SECRET_PARAMS:
+    if name in LOGGED_SECRET_PARAMS:
         return f"{match.group(1)}{match.group(2)}={MASK}"
     return match.group(0)
 

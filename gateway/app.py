@@ -30,6 +30,7 @@ from gateway.admission import AdmissionMiddleware, PendingSockets
 from gateway.child_env import child_environment
 from gateway.codecs.decode_pool import DecodeLimits, DecoderPool
 from gateway.config import Settings
+from gateway.dictation.resume import KEPT_PER_STREAM, ResumeStore
 from gateway.dictation.routes import dictation_routes
 from gateway.drain import Drainer
 from gateway.engine_notice import ASR_ENGINE, EngineLog
@@ -171,6 +172,7 @@ def create_app(
             "asr": asr_service,
             "startup": startup,
             "drain": Drainer(sessions, settings.drain_s),
+            "resume": ResumeStore(settings.resume_grace_s, KEPT_PER_STREAM * settings.max_dictation_streams),
             "decoders": build_decoders(settings),
         }
         if hasattr(listener, "bind_state"):

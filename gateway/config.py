@@ -122,6 +122,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("max_transcriptions", _int_range(1, 64), "2", "Concurrent file transcriptions; more get 503 + Retry-After (live dictation streams are counted apart)."),
     Option("decode_memory_mb", _int_range(64, 65536), "512", "Memory (address space, MB) a decoder process may take for one uploaded file past its loaded size; a file that needs more gets 400 bad_audio."),
     Option("decode_cpu_s", _float_range(1, 3600), "60", "CPU seconds a decoder process may spend on one uploaded file; a file that needs more gets 400 bad_audio."),
+    Option("resume_grace_s", _float_range(0, 3600), "30", "How long a resumable dictation session (resumable=true) is held after its socket drops, waiting for the client to resume it; its results stay retrievable once for as long after it ends (0: sessions are not held)."),
     Option("dictation_max_ahead_s", _float_range(1, 3600), "30", "Audio a dictation stream may send ahead of real time; past it the gateway reads that socket only as fast as real time."),
     Option("max_tts_sessions_per_client", _int_range(0, 10000), "0", "TTS sessions (sockets, HTTP streams, ElevenLabs contexts, Wyoming syntheses) one client address may hold at once; past it new ones close 1013 (HTTP: 503). 0: a quarter of VOXGATE_MAX_TTS_SESSIONS, at least 1."),
     Option("max_dictation_streams_per_client", _int_range(0, 10000), "0", "Dictation streams (/v1/dictation, Deepgram, OpenAI Realtime, Wyoming) one client address may hold at once; past it new ones close 1013. 0: a quarter of VOXGATE_MAX_DICTATION_STREAMS, at least 1."),
@@ -190,6 +191,7 @@ class Settings:
     decode_memory_mb: int = 512
     decode_cpu_s: float = 60.0
     dictation_max_ahead_s: float = 30.0
+    resume_grace_s: float = 30.0
     max_tts_sessions_per_client: int = 0
     max_dictation_streams_per_client: int = 0
     drain_s: float = 30.0

@@ -12,6 +12,8 @@ happened, so every close code and its meaning is written here and nowhere else.
 
 The auth middleware's refusals have codes too (auth/codes.py); they are rows of
 the same table so clients switch on one vocabulary.
+
+Longer than 300 lines: the table is one row per machine code, and splitting it would split the vocabulary.
 """
 
 from __future__ import annotations
@@ -37,6 +39,9 @@ CLOSE_SERVER_ERROR = 1011
 CLOSE_TRY_AGAIN = 1013
 CLOSE_BAD_REQUEST = 4400
 CLOSE_IDLE = 4408
+CLOSE_RESUME_UNKNOWN = 4404
+CLOSE_RESUME_USED = 4409
+CLOSE_RESUME_GONE = 4410
 
 MAX_CLOSE_REASON_BYTES = 123  # RFC 6455: 125 bytes of close payload, 2 of them the code
 CLOSE_TIMEOUT_S = 5.0
@@ -92,6 +97,20 @@ _ROWS = (
              "the server is stopping: this session's work up to the drain is done; reconnect and retry"),
     WireCode("engine_error", 500, None, False, "the TTS engine failed on this utterance"),
     WireCode("engine_timeout", 503, None, True, "the TTS engine produced no frame in time"),
+    # resuming a dropped /v1/dictation session (gateway/dictation/resume.py)
+    WireCode("resume_unknown", 404, CLOSE_RESUME_UNKNOWN, False,
+             "no session of this server has that resume token (mistyped, from another server, or forgotten "
+             "long after its session ended); open a new session"),
+    WireCode("resume_used", 409, CLOSE_RESUME_USED, False,
+             "that resume token was already used by a reconnect; resume with the token of the latest `ready`"),
+    WireCode("resume_expired", 410, CLOSE_RESUME_GONE, False,
+             "the session outlived its grace after the drop (`VOXGATE_RESUME_GRACE_S`) and ended; the events "
+             "it sent are given once before this error; open a new session"),
+    WireCode("resume_lost", 410, CLOSE_RESUME_GONE, False,
+             "the events after `last_seq` are no longer kept (the session's held events passed their memory cap); "
+             "what is kept is given once before this error; open a new session"),
+    WireCode("resume_forbidden", 403, CLOSE_POLICY, False,
+             "the resume token belongs to a session another principal opened"),
     # the socket itself
     WireCode("idle_timeout", 408, CLOSE_IDLE, False, "no message, or no reading by the client, for `idle_timeout_s`"),
     WireCode("internal_error", 500, CLOSE_SERVER_ERROR, False, "a bug or an unexpected failure on the server"),

@@ -5,6 +5,11 @@ socket takes it with ``--fast``. Finals go to stdout, one line per utterance;
 partials are shown on stderr when it is a terminal (``--json`` prints every
 event as one JSON line instead). The API key comes from VOXGATE_API_KEY /
 VOXGATE_API_KEY_FILE, like the server's.
+
+The session is resumable: a connection cut for less than the server's grace
+(``VOXGATE_RESUME_GRACE_S``) is resumed without a lost or repeated word
+(gateway/client/dictation.py). A server that holds no sessions
+(grace 0) is used without; ``--no-resume`` asks for none.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="a word the recognizer should expect (a name, product, jargon); repeat for more")
     p.add_argument("--chunk-ms", type=int, default=100, help="audio per message (default 100 ms)")
     p.add_argument("--json", action="store_true", help="print every event as a JSON line")
+    p.add_argument("--no-resume", action="store_true", help="end on a dropped connection instead of resuming")
     p.set_defaults(func=_run)
 
 
@@ -59,13 +65,24 @@ async def transcribe(url: str, samples: np.ndarray, rate: int, args: argparse.Na
                      api_key: str | None = None) -> int:
     from gateway.client.base import Credentials
     from gateway.client.dictation import DictationClient, DictationRefused
+    from gateway.client.resume import ResumeFailed
 
     show_partials = not args.json and not args.no_interim and sys.stderr.isatty()
-    try:
-        client = await DictationClient.connect(
+
+    async def connect(resume: bool) -> DictationClient:
+        return await DictationClient.connect(
             url, sample_rate=rate, encoding=Encoding.S16LE, language=args.language,
             interim=not args.no_interim, word_timestamps=args.word_timestamps or None,
-            silence_ms=args.silence_ms, terms=args.term, credentials=Credentials(api_key=api_key))
+            silence_ms=args.silence_ms, terms=args.term, credentials=Credentials(api_key=api_key),
+            resume=resume)
+
+    try:
+        try:
+            client = await connect(resume=not args.no_resume)
+        except DictationRefused as exc:
+            if exc.code != 4400 or not exc.reason.startswith("resumable:"):
+                raise
+            client = await connect(resume=False)  # this server holds no session after a drop
     except DictationRefused as exc:
         print(f"voxgate transcribe: {exc}", file=sys.stderr)
         return 1
@@ -93,6 +110,9 @@ async def transcribe(url: str, samples: np.ndarray, rate: int, args: argparse.Na
                     print(f"[{event['start']:7.2f} - {event['end']:7.2f}] {event['text']}", flush=True)
                 elif event["type"] == "error":
                     print(f"voxgate transcribe: {event['code']}: {event['message']}", file=sys.stderr)
+        except ResumeFailed as exc:
+            print(f"voxgate transcribe: the connection dropped and {exc}", file=sys.stderr)
+            return 1
         finally:
             if not sender.done():
                 sender.cancel()

@@ -10,6 +10,7 @@ from websockets.asyncio.client import ClientConnection, connect
 
 DEFAULT_OPEN_TIMEOUT_S = 10.0
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+DEFAULT_PING_S = 20.0  # the websockets library's own default interval and timeout
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,12 @@ def _query_value(value: object) -> str:
 
 async def open_socket(base_url: str, path: str, params: Mapping[str, object] | None,
                       credentials: Credentials | None,
-                      open_timeout_s: float = DEFAULT_OPEN_TIMEOUT_S) -> ClientConnection:
+                      open_timeout_s: float = DEFAULT_OPEN_TIMEOUT_S, *,
+                      ping_s: float | None = None) -> ClientConnection:
+    """``ping_s``: ping that often and count the connection lost when a ping goes
+    unanswered that long (None: the websockets defaults, 20 s each)."""
     creds = credentials or Credentials()
+    ping = DEFAULT_PING_S if ping_s is None else ping_s
     return await connect(ws_url(base_url, path, params, creds.ticket), additional_headers=creds.headers(),
-                         open_timeout=open_timeout_s, max_size=MAX_MESSAGE_BYTES)
+                         open_timeout=open_timeout_s, max_size=MAX_MESSAGE_BYTES, ping_interval=ping,
+                         ping_timeout=ping)

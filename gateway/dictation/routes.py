@@ -29,11 +29,13 @@ from gateway.audio import AudioFormatError, AudioTooLong
 from gateway.codecs.decode_pool import DecoderPool
 from gateway.config import Settings
 from gateway.dictation.asr_gate import asr_refusal, language_refusal
+from gateway.dictation.resumable import ResumableTransport
+from gateway.dictation.resume import ResumeStore, principal_owner, resume_socket
 from gateway.dictation.session import DictationSession
-from gateway.dictation.transport import NativeDictationTransport
+from gateway.dictation.transport import DictationTransport, NativeDictationTransport
 from gateway.engine_view import public_model_name
 from gateway.errors import BadRequest, GatewayError, TooLarge, refuse_socket
-from gateway.protocol.dictation import parse_dictation_params
+from gateway.protocol.dictation import DictationParams, parse_dictation_params
 from gateway.protocol.multipart import multipart_form, read_file_field
 from gateway.protocol.transcription import TranscriptionRequest, subtitles
 from gateway.registry import client_label
@@ -49,14 +51,34 @@ async def dictation_socket(websocket: WebSocket) -> None:
     state = websocket.state
     settings: Settings = state.settings
     await websocket.accept()
+    store: ResumeStore = state.resume
+    if "resume" in websocket.query_params:
+        await resume_socket(websocket, store)
+        return
     try:
         params = parse_dictation_params(websocket.query_params)
-        session = DictationSession(NativeDictationTransport(websocket), params, settings, state.asr)
+        transport = _transport(websocket, params, settings, store)
+        session = DictationSession(transport, params, settings, state.asr)
     except GatewayError as exc:  # a bad query, or a decoder whose codec is missing
         await refuse_socket(websocket, exc)
         return
-    await state.sessions.run_connection("dictation", websocket, session.describe, session.drain,
-                                        functools.partial(refuse_socket, websocket), session.run)
+    try:  # a held session keeps its place: it counts against the stream limits until it ends
+        await state.sessions.run_connection("dictation", websocket, session.describe, session.drain,
+                                            functools.partial(refuse_socket, websocket), session.run)
+    finally:
+        if isinstance(transport, ResumableTransport):
+            store.session_over(transport)
+
+
+def _transport(websocket: WebSocket, params: DictationParams, settings: Settings,
+               store: ResumeStore) -> DictationTransport:
+    if not params.resumable:
+        return NativeDictationTransport(websocket)
+    if settings.resume_grace_s <= 0:
+        raise BadRequest("resumable: this server holds no session after a drop (VOXGATE_RESUME_GRACE_S=0); "
+                         "leave it out")
+    return ResumableTransport(websocket, owner=principal_owner(websocket.scope), grace_s=settings.resume_grace_s,
+                              encoding=params.encoding, sample_rate=params.sample_rate, issue_token=store.issue)
 
 
 async def transcriptions(request: Request) -> Response:

@@ -44,15 +44,10 @@ from gateway.dictation.audio_in import AudioPath
 from gateway.dictation.faults import unavailable_error
 from gateway.dictation.pacing import Pacer
 from gateway.dictation.relay import Drain, Outbox, relay_events
+from gateway.dictation.resumable import ResumableTransport
 from gateway.dictation.transport import DictationTransport
 from gateway.engine_view import public_model_name
-from gateway.errors import (
-    BadAudio,
-    BadMessage,
-    GatewayError,
-    TooLarge,
-    close_code_for,
-)
+from gateway.errors import BadAudio, BadMessage, GatewayError, TooLarge, close_code_for
 from gateway.protocol.common import End, ErrorEvent
 from gateway.protocol.dictation import ClientMessage, Config, DictationParams, Finalize, Ready
 
@@ -196,10 +191,13 @@ class DictationSession:
         """Read the client until ``end`` or the drain (True: wait for the last
         events), or until the session is over (False)."""
         idle_s = self.idle_timeout_s
+        receive: asyncio.Future[bytes | ClientMessage | None] | None = None
         while self.phase is Phase.STREAMING:
-            receive = asyncio.ensure_future(self.transport.receive())
-            done, _ = await asyncio.wait({receive, sender, stop}, timeout=idle_s,
-                                         return_when=asyncio.FIRST_COMPLETED)
+            receive = receive or asyncio.ensure_future(self.transport.receive())
+            waits: set[asyncio.Future[Any]] = {receive, sender, stop}
+            done, _ = await asyncio.wait(waits, timeout=idle_s, return_when=asyncio.FIRST_COMPLETED)
+            if not done and self._held():
+                continue  # the client dropped and may resume: the transport's grace bounds the wait
             if receive not in done:
                 receive.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -215,10 +213,12 @@ class DictationSession:
                 return False
             try:
                 message = receive.result()
+                receive = None
             except TooLarge as exc:
                 await self._out.close(exc.close_code, exc.message)
                 return False
             except GatewayError as exc:
+                receive = None
                 await self._out.send(ErrorEvent.of(exc))
                 continue
             if message is None:
@@ -229,6 +229,10 @@ class DictationSession:
             else:
                 await self._on_message(stream, message)
         return True
+
+    def _held(self) -> bool:
+        """True while a resumable session's client is away (gateway/dictation/resumable.py)."""
+        return isinstance(self.transport, ResumableTransport) and self.transport.away
 
     async def _on_audio(self, stream: AsrStreamHandle, data: bytes) -> bool:
         """Decode ``data`` off the loop a step at a time, each step handed to the

@@ -61,9 +61,11 @@ class DictationParams:
     silence_ms: int = 500
     eager: bool = False
     prompt: str = ""  # the decoder's context: the client's terms (gateway/protocol/vocabulary.py)
+    resumable: bool = False  # ready carries a resume token; the session is held after a drop
 
 
-QUERY_PARAMS = ("sample_rate", "encoding", "language", "interim", "word_timestamps", "silence_ms", "eager", "terms")
+QUERY_PARAMS = ("sample_rate", "encoding", "language", "interim", "word_timestamps", "silence_ms", "eager", "terms",
+                "resumable")
 
 
 def parse_dictation_params(query: Mapping[str, str]) -> DictationParams:
@@ -95,7 +97,42 @@ def parse_dictation_params(query: Mapping[str, str]) -> DictationParams:
                            interim=query_bool(query, "interim", True),
                            word_timestamps=query_bool(query, "word_timestamps", False),
                            silence_ms=silence_ms, eager=query_bool(query, "eager", False),
-                           prompt=terms_prompt(terms))
+                           prompt=terms_prompt(terms), resumable=query_bool(query, "resumable", False))
+
+
+# ---- resuming a dropped session (gateway/dictation/resume.py)
+
+RESUME_PARAMS = ("resume", "last_seq")
+MAX_TOKEN_CHARS = 128
+_TOKEN = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+@dataclass(frozen=True)
+class ResumeRequest:
+    """``?resume=<token>&last_seq=N``: continue a held session after the event numbered N."""
+
+    token: str = field(repr=False)
+    last_seq: int
+
+
+def parse_resume_request(query: Mapping[str, str]) -> ResumeRequest:
+    """Parse a resume's query; the session keeps the parameters it was opened
+    with, so no other parameter is taken. Raises ``BadRequest`` naming the parameter."""
+    refuse_unknown_params(query, RESUME_PARAMS)
+    token = query.get("resume", "")
+    if not 0 < len(token) <= MAX_TOKEN_CHARS or not _TOKEN.match(token):
+        raise BadRequest(f"resume: not a resume token (1..{MAX_TOKEN_CHARS} URL-safe characters); "
+                         "send the resume_token of the latest ready")
+    raw = query.get("last_seq")
+    if raw is None or raw == "":
+        raise BadRequest("last_seq: missing; send the seq of the last event you received (0: none)")
+    try:
+        last_seq = int(raw)
+    except ValueError:
+        raise BadRequest(f"last_seq: {raw[:20]!r} is not an integer") from None
+    if last_seq < 0:
+        raise BadRequest(f"last_seq: {last_seq} must be 0 or more")
+    return ResumeRequest(token, last_seq)
 
 
 # ---- client -> server

@@ -175,6 +175,7 @@ def test_loopback_origins(origin: str, loopback: bool) -> None:
     'GET /v1/engines?API%5FKEY=SECRET-1&ticket%3D=x HTTP/1.1',
     'GET /v1/tts?tick%65t=SECRET-1',
     'GET /v1/tts?x=%26api_key%3D&Api_Key=SECRET-1',
+    '127.0.0.1:5000 - "WebSocket /v1/dictation?resume=SECRET-1&last_seq=4" [accepted]',  # a resume token
 ])
 def test_percent_encoded_secret_names_are_redacted(line: str) -> None:
     assert "SECRET-1" not in redact_secrets(line)

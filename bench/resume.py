@@ -1,0 +1,142 @@
+"""Dictation resume benchmark: how soon a resumed session talks again, and
+whether its transcript is the one an uncut session gives.
+
+    flock /work/wt/bench.lock python bench/resume.py                    # 1 and 8 streams, cuts of 0.5 and 2 s
+    flock /work/wt/bench.lock python bench/resume.py --streams 1 --cuts 0.5   # ~1 minute
+
+It starts its own gateway (the ASR sidecar, tiny.en) and puts a TCP relay
+(tests/support/cut_relay.py) in front of it for every stream. Each stream is
+two Piper sentences (noise off, so the words are the same every run) streamed
+in real time by the project's client with ``resume=True``. Each level runs
+once uncut, then once per cut: every relay closes its connections 1.5 s into
+the audio (mid-sentence) and refuses new ones for the cut's length (``stall``
+instead stops forwarding without a close; the client notices by its ping).
+It prints, per level and cut:
+
+- first event after the reconnect: from the resumed ``ready`` to the first
+  event after it (the events missed while away come first), p50 and max;
+- reconnect: from the cut's end (the relay carries again) to the resumed ``ready``;
+- identical: streams whose finals are word for word those of the uncut run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from gateway.client.dictation import DictationClient  # noqa: E402
+from tests.e2e.gateway_process import running_gateway  # noqa: E402
+from tests.support.cut_relay import CutRelay  # noqa: E402
+from tests.support.speech import SENTENCES, piper_say, resample, silence, words  # noqa: E402
+
+BREAK_AT_S = 1.5
+PING_S = 1.0
+
+
+@dataclass
+class Run:
+    finals: list[list[str]]
+    resumes: int
+    first_event_s: float | None  # resumed ready -> first event after it
+    reconnect_s: float | None  # relay back -> resumed ready
+
+
+def clip(index: int) -> np.ndarray:
+    parts = [silence(0.5)]
+    for text in (SENTENCES[(2 * index) % len(SENTENCES)], SENTENCES[(2 * index + 1) % len(SENTENCES)]):
+        samples, rate = piper_say(text, steady=True)
+        parts += [resample(samples, rate), silence(1.2)]
+    return np.concatenate(parts)
+
+
+async def one_stream(port: int, audio: np.ndarray, cut: str | None) -> Run:
+    relay = CutRelay("127.0.0.1", port)
+    await relay.start()
+    back_at: list[float] = []
+    breaking: list[asyncio.Task[None]] = []
+
+    async def breaker() -> None:
+        if cut == "stall":
+            relay.stall()
+            back_at.append(time.monotonic())
+        else:
+            await relay.cut(float(cut or 0))
+            back_at.append(time.monotonic())
+
+    def on_chunk_sent(sent_s: float) -> None:
+        if cut is not None and sent_s >= BREAK_AT_S and not breaking:
+            breaking.append(asyncio.create_task(breaker()))
+
+    try:
+        client = await DictationClient.connect(relay.url, resume=True, ping_s=PING_S)
+        events: list[tuple[float, dict]] = []
+        async with client:
+            async def send() -> None:
+                await client.stream_samples(audio, realtime=True, on_chunk_sent=on_chunk_sent)
+                await client.end()
+
+            sender = asyncio.create_task(send())
+            async for event in client.events():
+                events.append((time.monotonic(), event))
+            await sender
+        await asyncio.gather(*breaking)
+    finally:
+        await relay.aclose()
+    resumed = client.resumed_at
+    after = [at for at, _ in events if resumed is not None and at >= resumed]
+    return Run([words(e["text"]) for _, e in events if e["type"] == "final"], client.resumes,
+               after[0] - resumed if after and resumed is not None else None,
+               resumed - back_at[0] if resumed is not None and back_at and cut != "stall" else None)
+
+
+def summary(values: list[float]) -> str:
+    if not values:
+        return "-"
+    return f"p50 {statistics.median(values) * 1000:6.0f} ms  max {max(values) * 1000:6.0f} ms"
+
+
+async def level(port: int, streams: int, cuts: list[str]) -> None:
+    clips = [clip(i) for i in range(streams)]
+    uncut = await asyncio.gather(*(one_stream(port, c, None) for c in clips))
+    for cut in cuts:
+        runs = await asyncio.gather(*(one_stream(port, c, cut) for c in clips))
+        same = sum(r.finals == u.finals for r, u in zip(runs, uncut, strict=True))
+        label = "stall" if cut == "stall" else f"cut {cut} s"
+        print(f"{streams} stream(s), {label:9}: resumed {sum(r.resumes for r in runs)}/{streams}; "
+              f"first event after reconnect {summary([r.first_event_s for r in runs if r.first_event_s is not None])}; "
+              f"reconnect {summary([r.reconnect_s for r in runs if r.reconnect_s is not None])}; "
+              f"identical finals {same}/{streams}", flush=True)
+        for r, u in zip(runs, uncut, strict=True):
+            if r.finals != u.finals:
+                print(f"    uncut: {u.finals}\n    cut:   {r.finals}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--streams", default="1,8", help="concurrent streams per level (default 1,8)")
+    parser.add_argument("--cuts", default="0.5,2,stall", help="cut lengths in seconds, or stall (default 0.5,2,stall)")
+    args = parser.parse_args()
+    levels = [int(n) for n in args.streams.split(",") if n]
+    cuts = [c for c in args.cuts.split(",") if c]
+    env = {"VOXGATE_MAX_DICTATION_STREAMS": str(max(levels)), "VOXGATE_MAX_DICTATION_STREAMS_PER_CLIENT": str(max(levels)),
+           "VOXGATE_RESUME_GRACE_S": "30"}
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as data, running_gateway(Path(data), "asr", env=env) as gw:
+        port = int(gw.url.rsplit(":", 1)[1])
+        for streams in levels:
+            asyncio.run(level(port, streams, cuts))
+
+
+if __name__ == "__main__":
+    main()
