@@ -2,7 +2,8 @@
 ``listen.v2``, its async and its sync socket, pointed at voxgate through its
 environment override): a real `voxgate serve` with the real ASR sidecar and
 tiny.en hearing steady Piper speech. Exact words, the turn grammar, measured
-confidences, ForceEndTurn, and Flux-shaped refusals with their close codes."""
+confidences, ForceEndTurn, key terms (query and Configure), and Flux-shaped
+refusals with their close codes."""
 
 from __future__ import annotations
 
@@ -31,12 +32,15 @@ deepgram = pytest.importorskip("deepgram", reason="deepgram-sdk is not installed
 
 from deepgram.listen.v2.types import (  # noqa: E402  (after the importorskip above)
     ListenV2ConfigureFailure,
+    ListenV2ConfigureSuccess,
     ListenV2Connected,
     ListenV2FatalError,
     ListenV2TurnInfo,
 )
 
 CHUNK = 2560  # 80 ms of 16-bit mono at 16 kHz: Deepgram's advice for Flux
+# tiny.en writes "Shubon" for this name (Piper's noise off); with the name as a key term, the name
+NAME = "Please send the invoice to Siobhan before Friday."
 
 
 def environment(url: str):
@@ -47,7 +51,7 @@ def environment(url: str):
 
 
 async def stream(url: str, pcm: bytes, *, force_end: bool = False, configure: dict | None = None,
-                 **query: str) -> tuple[list, int | None]:
+                 **query: str | list[str]) -> tuple[list, int | None]:
     """Send ``pcm`` in real time, then ``ForceEndTurn`` (``force_end``) and CloseStream;
     every message the SDK parsed, in order, and the close code."""
     from deepgram import AsyncDeepgramClient
@@ -137,12 +141,27 @@ async def test_force_end_turn_ends_a_manual_turn_with_its_words(server):
     assert (words_of(end.transcript), end.trigger) == (words_of(FIRST), "manual")
 
 
+async def test_a_keyterm_gives_the_rare_name_the_recognizer_misses_without_it(server):
+    """The same audio three times: without key terms, with ``keyterm`` in the query (as the
+    SDK repeats it), and with ``Configure{keyterms}`` sent before the audio."""
+    pcm = speech(NAME)
+    texts, answers = [], []
+    for query, configure in (({}, None), ({"keyterm": ["Siobhan", "ComfyUI"]}, None),
+                             ({}, {"type": "Configure", "keyterms": ["Siobhan"]})):
+        messages, code = await stream(server, pcm, configure=configure, **query)
+        assert code == 1000
+        texts.append(" ".join(t.transcript for t in turns_of(messages) if t.event == "EndOfTurn"))
+        answers += [m.keyterms for m in messages if isinstance(m, ListenV2ConfigureSuccess)]
+    assert ["Siobhan" in text for text in texts] == [False, True, True], texts
+    assert answers == [["Siobhan"]]
+
+
 async def test_a_configure_it_cannot_honour_is_a_configure_failure(server):
     messages, code = await stream(server, speech(FIRST, tail_s=0.5), configure={
-        "type": "Configure", "keyterms": ["voxgate"]})
+        "type": "Configure", "numerals": True})
     failure = next(m for m in messages if isinstance(m, ListenV2ConfigureFailure))
-    assert (failure.code, failure.description) == ("UNSUPPORTED_CONFIGURE",
-                                                   "keyterms: not supported; the recognizer here takes no key terms")
+    assert (failure.code, failure.description) == (
+        "UNSUPPORTED_CONFIGURE", "numerals=true: not supported; numbers are written the way the recognizer writes them")
     assert code == 1000 and [words_of(t.transcript) for t in turns_of(messages) if t.event == "EndOfTurn"] == [
         words_of(FIRST)]
 

@@ -66,7 +66,7 @@ async def test_each_turn_is_start_eager_end_and_end_with_the_exact_words(server)
 
 
 async def test_a_settings_update_it_cannot_honour_is_refused_and_the_turns_go_on(server):
-    """Pipecat sends a key term as a Configure: the ConfigureFailure reaches the pipeline as an error."""
+    """Pipecat sends numerals as a Configure: the ConfigureFailure reaches the pipeline as an error."""
     stt, _ = flux_service(server)
     async with Run(stt) as run:
         errors: list[ErrorFrame] = []
@@ -76,9 +76,9 @@ async def test_a_settings_update_it_cannot_honour_is_refused_and_the_turns_go_on
             errors.append(frame)  # a service's error goes upstream, to the worker, not to the collector
 
         await run.worker.queue_frame(STTUpdateSettingsFrame(delta=DeepgramFluxSTTService.Settings(
-            keyterm=["voxgate"])))
+            numerals=True)))
         await run.send_audio(speech(FIRST))
         await run.wait_for(lambda heard: len(heard.finals()) >= 1)
     (error,) = errors
-    assert "keyterms: not supported; the recognizer here takes no key terms" in error.error
+    assert "numerals=true: not supported; numbers are written the way the recognizer writes them" in error.error
     assert [words_of(f.text) for f in run.heard.finals()] == [words_of(FIRST)]

@@ -15,7 +15,7 @@ from gateway.fronts.deepgram.params import parse_listen_params, parse_speak_para
 from gateway.fronts.elevenlabs.messages import credential_of
 from gateway.fronts.elevenlabs.messages import parse_client_message as parse_elevenlabs_message
 from gateway.fronts.elevenlabs.params import parse_output_format, parse_socket_params
-from gateway.fronts.flux.configure import ConfigureRefused, apply_configure
+from gateway.fronts.flux.configure import ConfigureRefused, StreamConfig, apply_configure
 from gateway.fronts.flux.messages import parse_client_control
 from gateway.fronts.flux.params import Thresholds, parse_flux_params
 from gateway.fronts.openai_realtime.config import TranscriptionConfig, UpdateError, apply_update
@@ -58,7 +58,7 @@ def test_flux_messages(raw: str) -> None:
 
 
 @given(queries(["model", "encoding", "sample_rate", "eot_threshold", "eager_eot_threshold", "eot_timeout_ms",
-                "numerals", "mip_opt_out", "tag"]))
+                "numerals", "mip_opt_out", "tag", "keyterm"]))
 @example({"model": "flux-general-en", "sample_rate": "16000", "eot_threshold": "nan"})
 @example({"model": "flux-general-en", "sample_rate": "16000", "eot_timeout_ms": "1e400"})
 def test_flux_query(query: dict[str, str]) -> None:
@@ -71,7 +71,8 @@ def flux_configures() -> st.SearchStrategy[Any]:
     names = ("eot_threshold", "eager_eot_threshold", "eot_timeout_ms", "x")
     thresholds = st.fixed_dictionaries({}, optional=dict.fromkeys(names, number))
     return st.fixed_dictionaries({"type": st.just("Configure")}, optional={
-        "thresholds": thresholds | JSON_VALUES, "keyterms": JSON_VALUES, "language_hints": JSON_VALUES,
+        "thresholds": thresholds | JSON_VALUES, "keyterms": st.lists(st.text(max_size=60)) | JSON_VALUES,
+        "language_hints": JSON_VALUES,
         "numerals": JSON_VALUES, "profanity_filter": JSON_VALUES, "x": JSON_VALUES})
 
 
@@ -79,14 +80,17 @@ def flux_configures() -> st.SearchStrategy[Any]:
 @example({"type": "Configure", "thresholds": {"eot_threshold": float("nan")}}, Thresholds())
 @given(flux_configures(), st.sampled_from([Thresholds(), Thresholds(eager_eot_threshold=0.5),
                                            Thresholds(eot_threshold=1.0, eot_timeout_ms=800)]))
-def test_flux_configure(body: dict[str, Any], current: Thresholds) -> None:
+def test_flux_configure(body: dict[str, Any], thresholds: Thresholds) -> None:
+    current = StreamConfig(thresholds, ("ComfyUI",))
     result = outcome(lambda: apply_configure(body, current))
     if isinstance(result, ConfigureRefused):
         assert result.code in ("INVALID_CONFIGURE", "UNSUPPORTED_CONFIGURE") and result.description, result
         return
-    assert isinstance(result, Thresholds), repr(result)
-    assert (result.silence_ms, result.manual) == (current.silence_ms, current.manual)
-    json.dumps(result.to_dict(), allow_nan=False)  # what ConfigureSuccess echoes must serialize
+    assert isinstance(result, StreamConfig), repr(result)
+    assert (result.thresholds.silence_ms, result.thresholds.manual) == (thresholds.silence_ms, thresholds.manual)
+    assert all(isinstance(term, str) and term for term in result.keyterms), result
+    # what ConfigureSuccess echoes must serialize
+    json.dumps([result.thresholds.to_dict(), result.keyterms], allow_nan=False)
 
 
 @given(messages(["session.update", "input_audio_buffer.append", "input_audio_buffer.commit",

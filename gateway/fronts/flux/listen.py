@@ -5,7 +5,8 @@ The transport translates both ways and nothing else: binary audio becomes the
 session's audio (the transport counts it: the audio clock the turns' measured
 confidences read), ``ForceEndTurn`` its ``finalize`` (with an id),
 ``CloseStream`` its ``end``; ``Configure`` is answered here
-(gateway/fronts/flux/configure.py) and is the session's ``keepalive``. The
+(gateway/fronts/flux/configure.py) and is the session's ``config`` when it
+changes the key terms (its ``keepalive`` otherwise). The
 session's ``ready`` becomes ``Connected``, its utterance events ``TurnInfo``
 (gateway/fronts/flux/turns.py), an ``error`` after ``Connected`` that the
 stream goes on after a ``Warning``, and any other ``error`` Flux's ``Error``,
@@ -32,7 +33,7 @@ from gateway.dictation.session import DictationSession
 from gateway.errors import GatewayError, TooLarge, close_code_for, close_socket
 from gateway.fronts.deepgram.refusal import new_request_id, refuse, request_headers
 from gateway.fronts.flux import messages as flux
-from gateway.fronts.flux.configure import ConfigureRefused, apply_configure
+from gateway.fronts.flux.configure import ConfigureRefused, StreamConfig, apply_configure
 from gateway.fronts.flux.params import FluxParams, parse_flux_params
 from gateway.fronts.flux.turns import TurnMapper
 from gateway.protocol.common import Closed, End, ErrorEvent, Keepalive
@@ -40,10 +41,12 @@ from gateway.protocol.dictation import (
     MAX_AUDIO_MESSAGE_BYTES,
     MAX_TEXT_MESSAGE_BYTES,
     ClientMessage,
+    Config,
     Finalize,
     Ready,
     ServerEvent,
 )
+from gateway.protocol.vocabulary import terms_prompt
 
 SEND_TIMEOUT_S = 10.0  # a Configure's answer: the client must read it as it reads TurnInfo
 
@@ -54,7 +57,7 @@ class FluxTransport:
     def __init__(self, websocket: WebSocket, params: FluxParams, request_id: str) -> None:
         self.websocket = websocket
         self.params = params
-        self.thresholds = params.thresholds
+        self.config = StreamConfig(params.thresholds, params.keyterms)
         self.request_id = request_id
         self.turns = TurnMapper(manual_turns=params.thresholds.manual, languages=params.language == "auto")
         self._sequence = itertools.count(0)
@@ -91,23 +94,27 @@ class FluxTransport:
             return Finalize(id=mark)
         if control.kind == "Configure":
             try:
-                await self._configure(control.body)
+                new_terms = await self._configure(control.body)
             except asyncio.TimeoutError:  # the client does not read: as the relay, close it as idle
                 await self.close(close_code_for("idle_timeout"), f"the client did not read for {SEND_TIMEOUT_S:.0f} s")
                 return None
-            return Keepalive()
+            return Keepalive() if new_terms is None else Config(terms_prompt(new_terms))
         self.turns.close_stream()
         return End()
 
-    async def _configure(self, body: dict[str, Any]) -> None:
+    async def _configure(self, body: dict[str, Any]) -> tuple[str, ...] | None:
+        """Answer a ``Configure``; the stream's new key terms when it changed them, else None."""
         try:
-            self.thresholds = apply_configure(body, self.thresholds)
+            new = apply_configure(body, self.config)
         except ConfigureRefused as exc:
             await self._send(functools.partial(flux.configure_failure, self.request_id, code=exc.code,
                                                description=exc.description), SEND_TIMEOUT_S)
-            return
+            return None
+        old, self.config = self.config, new
         await self._send(functools.partial(flux.configure_success, self.request_id,
-                                           thresholds=self.thresholds.to_dict()), SEND_TIMEOUT_S)
+                                           thresholds=new.thresholds.to_dict(), keyterms=list(new.keyterms)),
+                         SEND_TIMEOUT_S)
+        return new.keyterms if new.keyterms != old.keyterms else None
 
     # ---- session -> client
 

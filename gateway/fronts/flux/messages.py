@@ -59,9 +59,11 @@ def connected(request_id: str, sequence_id: int) -> dict[str, Any]:
     return {"type": "Connected", "request_id": request_id, "sequence_id": sequence_id}
 
 
-def configure_success(request_id: str, sequence_id: int, thresholds: dict[str, float | int]) -> dict[str, Any]:
-    """The stream's configuration after a ``Configure``: never key terms, hints or numerals here."""
-    return {"type": "ConfigureSuccess", "request_id": request_id, "thresholds": thresholds, "keyterms": [],
+def configure_success(request_id: str, sequence_id: int, thresholds: dict[str, float | int],
+                      keyterms: list[str]) -> dict[str, Any]:
+    """The stream's configuration after a ``Configure``: the thresholds and key terms in
+    force (never language hints or numerals here)."""
+    return {"type": "ConfigureSuccess", "request_id": request_id, "thresholds": thresholds, "keyterms": keyterms,
             "numerals": False, "sequence_id": sequence_id}
 
 

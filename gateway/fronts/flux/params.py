@@ -9,7 +9,9 @@ default: 350 ms), and ``eot_threshold=1.0`` turns that rule off, so a turn ends
 by ``ForceEndTurn`` or after ``eot_timeout_ms`` of silence, as at Flux.
 ``eager_eot_threshold`` switches eager ends of turn on; the eager point is the
 recognizer's own (its speculative final, after 160 ms of silence or half the
-turn's silence if that is shorter), whatever the value.
+turn's silence if that is shorter), whatever the value. ``keyterm`` (repeatable)
+is the stream's custom vocabulary (gateway/protocol/vocabulary.py: the same
+limits and messages as every front's terms).
 
 Every parameter the SDK sends is honoured, refused naming it and why, or
 (``mip_opt_out``, ``tag``) accepted with its meaning here documented. A name
@@ -26,7 +28,8 @@ from gateway.audio import parse_rate
 from gateway.errors import BadRequest
 from gateway.fronts.deepgram.params import INPUT_ENCODINGS
 from gateway.protocol.dictation import MAX_SILENCE_MS, MIN_SILENCE_MS, DictationParams
-from gateway.protocol.query import query_bool, refuse_unknown_params
+from gateway.protocol.query import query_bool, query_list, refuse_unknown_params
+from gateway.protocol.vocabulary import VocabularyError, parse_terms, terms_prompt
 
 REFERENCE_SILENCE_MS = 500  # the silence that end_of_turn_confidence 1.0 stands for
 DEFAULT_EOT_THRESHOLD = 0.7  # Flux's defaults
@@ -37,10 +40,12 @@ EOT_TIMEOUT_MS_RANGE = (500, MAX_SILENCE_MS)  # Flux goes to 60000; the recogniz
 MODELS = {"flux-general-en": "en", "flux-general-multi": "auto"}
 FLUX_PARAMS = ("model", "encoding", "sample_rate", "eager_eot_threshold", "eot_threshold", "eot_timeout_ms",
                "keyterm", "language_hint", "profanity_filter", "numerals", "redact", "mip_opt_out", "tag")
+# the recognizer sidecar is given one language or detects one among all it knows; it takes no short list
+LANGUAGE_HINTS_REFUSED = ("the recognizer is told one language (flux-general-en: English) or detects it among "
+                          "all it knows (flux-general-multi), and cannot be held to a list of hints")
 # Flux parameters refused whenever they are given: why
 REFUSED = {
-    "keyterm": "the recognizer here takes no key terms",
-    "language_hint": "the recognizer here takes no language hints (flux-general-multi detects the language)",
+    "language_hint": LANGUAGE_HINTS_REFUSED,
     "redact": "no redaction runs here",
 }
 # Flux booleans whose one value is what the recognizer always does: (that value, why the other is refused)
@@ -92,6 +97,7 @@ class FluxParams:
     sample_rate: int
     model: str
     thresholds: Thresholds
+    keyterms: tuple[str, ...] = ()  # the stream's custom vocabulary
 
     @property
     def language(self) -> str:
@@ -103,7 +109,8 @@ class FluxParams:
         t = self.thresholds
         return DictationParams(sample_rate=self.sample_rate, encoding=INPUT_ENCODINGS[self.encoding],
                                language=self.language, interim=True, word_timestamps=False,
-                               silence_ms=t.silence_ms, eager=t.eager_eot_threshold is not None)
+                               silence_ms=t.silence_ms, eager=t.eager_eot_threshold is not None,
+                               prompt=terms_prompt(self.keyterms))
 
 
 def number(name: str, raw: object, low: float, high: float) -> float:
@@ -164,4 +171,9 @@ def parse_flux_params(query: Mapping[str, str]) -> FluxParams:
     if query.get("eager_eot_threshold"):
         thresholds = replace(thresholds, eager_eot_threshold=number(
             "eager_eot_threshold", query["eager_eot_threshold"], *EAGER_EOT_THRESHOLD_RANGE))
-    return FluxParams(encoding=encoding, sample_rate=rate, model=model, thresholds=thresholds.checked())
+    try:
+        keyterms = parse_terms(query_list(query, "keyterm"), "keyterm")
+    except VocabularyError as exc:
+        raise BadRequest(str(exc)) from None
+    return FluxParams(encoding=encoding, sample_rate=rate, model=model, thresholds=thresholds.checked(),
+                      keyterms=keyterms)

@@ -204,10 +204,15 @@ def test_a_recognizer_that_is_not_there_is_an_error_then_close_1011(tmp_path):
      "(use 500 to 5000)")),
     ("model=flux-general-en&sample_rate=16000&eot_timeout_ms=100", ("eot_timeout_ms: 100 is out of range; use 500 "
                                                                    "to 60000")),
-    ("model=flux-general-en&sample_rate=16000&keyterm=voxgate",
-     "keyterm: not supported; the recognizer here takes no key terms"),
+    ("model=flux-general-en&sample_rate=16000&keyterm=ComfyUI&keyterm=Comfy%3CUI",
+     "keyterm: 'Comfy<UI' holds '<'; a term holds letters, digits, spaces and '’-.&+/#@_:"),
+    ("model=flux-general-en&sample_rate=16000&keyterm=" + "x" * 51,
+     "keyterm: 'xxxxxxxxxxxxxxxxxxxx'... is 51 characters; a term holds at most 50"),
+    ("model=flux-general-en&sample_rate=16000" + "".join(f"&keyterm=term{i}" for i in range(51)),
+     "keyterm: more than 50 terms"),
     ("model=flux-general-en&sample_rate=16000&language_hint=en", ("language_hint: not supported; the recognizer "
-     "here takes no language hints (flux-general-multi detects the language)")),
+     "is told one language (flux-general-en: English) or detects it among all it knows (flux-general-multi), and "
+     "cannot be held to a list of hints")),
     ("model=flux-general-en&sample_rate=16000&redact=numbers", "redact: not supported; no redaction runs here"),
     ("model=flux-general-en&sample_rate=16000&numerals=true",
      "numerals=true: not supported; numbers are written the way the recognizer writes them"),
@@ -223,10 +228,20 @@ def test_a_bad_query_is_an_error_then_close_4400(tmp_path, query, description):
 
 
 @pytest.mark.parametrize(("configure", "code", "description"), [
-    ({"keyterms": ["voxgate"]}, "UNSUPPORTED_CONFIGURE", ("keyterms: not supported; the recognizer here takes no "
-                                                         "key terms")),
-    ({"language_hints": ["de"]}, "UNSUPPORTED_CONFIGURE", ("language_hints: not supported; the recognizer here "
-                                                          "takes no language hints")),
+    ({"keyterms": ["ComfyUI", "Comfy<UI"]}, "INVALID_CONFIGURE",
+     "keyterms: 'Comfy<UI' holds '<'; a term holds letters, digits, spaces and '’-.&+/#@_:"),
+    ({"keyterms": ["x" * 51]}, "INVALID_CONFIGURE",
+     "keyterms: 'xxxxxxxxxxxxxxxxxxxx'... is 51 characters; a term holds at most 50"),
+    ({"keyterms": [f"term{i}" for i in range(51)]}, "INVALID_CONFIGURE", "keyterms: more than 50 terms"),
+    ({"keyterms": ["ComfyUI", 7]}, "INVALID_CONFIGURE", "keyterms: every term must be a string"),
+    ({"keyterms": {"ComfyUI": 1}}, "INVALID_CONFIGURE", "keyterms: must be a list of strings"),
+    # refused as a whole: the valid key terms beside a threshold it cannot change are not applied either
+    ({"keyterms": ["ComfyUI"], "thresholds": {"eot_threshold": 0.9}}, "UNSUPPORTED_CONFIGURE",
+     ("eot_threshold/eot_timeout_ms: this change needs a turn silence of 450 ms and the stream's is fixed at 350 ms "
+     "when it opens here; open a new stream with them in the query")),
+    ({"language_hints": ["de"]}, "UNSUPPORTED_CONFIGURE", ("language_hints: not supported; the recognizer is told "
+     "one language (flux-general-en: English) or detects it among all it knows (flux-general-multi), and cannot be "
+     "held to a list of hints")),
     ({"numerals": True}, "UNSUPPORTED_CONFIGURE", ("numerals=true: not supported; numbers are written the way the "
                                                   "recognizer writes them")),
     ({"thresholds": {"eot_threshold": 0.9}}, "UNSUPPORTED_CONFIGURE",
@@ -254,6 +269,7 @@ def test_a_configure_that_cannot_be_honoured_is_refused_and_the_stream_goes_on(t
         configured(ws, 2)  # unchanged
         fake.play_from_thread(client, {"ev": "speech_started", "utterance": 0, "at": 0.2, "start_sample": 0})
         assert receive(ws)["sequence_id"] == 3
+    assert [h["op"] for h, _ in fake.frames if h["op"] == "configure"] == []  # the recognizer's terms unchanged
 
 
 def test_a_configure_that_keeps_the_turn_silence_is_applied(tmp_path):
@@ -265,6 +281,31 @@ def test_a_configure_that_keeps_the_turn_silence_is_applied(tmp_path):
         assert receive(ws) == {"type": "ConfigureSuccess", "request_id": rid, "sequence_id": 1, "thresholds": {
             "eager_eot_threshold": 0.6, "eot_threshold": 0.7, "eot_timeout_ms": 4000}, "keyterms": [],
             "numerals": False}
+
+
+def test_keyterms_of_the_query_open_the_stream_and_a_configure_replaces_or_clears_them(tmp_path):
+    fake = FakeSidecar()
+    # repeatable, as the SDK, Pipecat and LiveKit send them; trimmed and de-duplicated
+    query = "&keyterm=Siobhan&keyterm=Comfy%20%20UI&keyterm=Siobhan&keyterm="
+    with dictation_client(tmp_path, fake) as client, client.websocket_connect(URL + query) as ws:
+        rid = connect(ws)
+
+        def configure(sequence_id: int, in_force: list[str], **fields: object) -> None:
+            ws.send_json({"type": "Configure", **fields})
+            assert receive(ws) == {"type": "ConfigureSuccess", "request_id": rid, "sequence_id": sequence_id,
+                                   "thresholds": THRESHOLDS, "keyterms": in_force, "numerals": False}
+
+        configure(1, ["Siobhan", "Comfy UI"])  # no keyterms field: the terms in force are kept and reported
+        configure(2, ["Llanelli", "Zyxel"], keyterms=["Llanelli", " Zyxel "])
+        configure(3, ["Llanelli", "Zyxel"], keyterms=["Llanelli", "Zyxel"])  # the same terms: nothing to change
+        configure(4, ["Zyxel"], keyterms="Zyxel")  # the SDK's type allows one string
+        configure(5, [], keyterms=[])  # clears them
+        configure(6, [], thresholds={"eot_timeout_ms": 5000})
+        ws.send_json({"type": "CloseStream"})
+        assert close_code(ws) == (1000, "")
+    assert [(h["op"], h["prompt"]) for h, _ in fake.frames if h["op"] in ("open", "configure")] == [
+        ("open", "Siobhan, Comfy UI."), ("configure", "Llanelli, Zyxel."), ("configure", "Zyxel."),
+        ("configure", "")]
 
 
 def test_a_message_flux_does_not_define_is_a_warning_and_the_stream_goes_on(tmp_path):
