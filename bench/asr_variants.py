@@ -28,9 +28,10 @@ same audio. Named variants:
   silence), as streams without eager do (``window=full+early=0``).
 - ``dictation``: a dictation stream (no eager, 30 s-window finals:
   ``window=full+eager=0``); every other variant is an agent's stream (eager).
-- ``context``: every decode conditioned on the last 40 words of the stream's
-  earlier finals, as offline decoding conditions a window on the text before
-  it (``ctx=40``; ``ctx=N`` sets another count, 0 none).
+- ``context``: every decode of an agent's stream too conditioned on the last
+  40 words of the stream's earlier finals, as dictation streams' decodes are by
+  default and offline decoding conditions a window on the text before it
+  (``ctx=40``: both kinds of stream; ``ctx=N`` sets another count, 0 none).
 - ``crop-at-dispatch``: a final decodes whatever audio had arrived when it was
   dispatched (and a final taken after the close the utterance plus 400 ms),
   instead of the utterance up to 32 ms after its silence began (``tail=-1``;
@@ -177,8 +178,8 @@ def parse_variant(variant: str) -> Variant:
                 full_window = value == "full"
             elif key == "early" and value in ("0", "1"):
                 tuning = replace(tuning, eager_full_window_speculates_early=value == "1")
-            elif key == "ctx":
-                tuning = replace(tuning, context_words=int(value))
+            elif key == "ctx":  # both kinds of stream
+                tuning = replace(tuning, context_words=int(value), agent_context_words=int(value))
             elif key == "eager" and value in ("0", "1"):
                 eager = value == "1"
             elif key == "tail":  # a fixed tail longer than 32 ms also holds the speculation until it has arrived

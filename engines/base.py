@@ -246,8 +246,9 @@ class AsrStreamHandle(Protocol):
         by a ``finalized`` event once every final of the audio before it is out."""
         ...
 
-    async def configure(self, prompt: str) -> None:
-        """Condition every decode from now on on ``prompt`` (the stream's vocabulary; "" for none)."""
+    async def configure(self, prompt: str | None, reset_context: bool = False) -> None:
+        """Condition every decode from now on on ``prompt`` (the stream's vocabulary; "" for none,
+        None to keep it); ``reset_context``: also forget the stream's earlier finals as context."""
         ...
 
     async def end(self) -> None:

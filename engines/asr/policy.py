@@ -63,7 +63,8 @@ class StreamPolicy:
         self._carry_stable = options.stable
         self._prev_end = options.offset
         self.utterance: OpenUtterance | None = None
-        self.finals = PendingFinals(stream, options.word_timestamps, options.prompt, self.tuning.context_words)
+        context_words = self.tuning.agent_context_words if options.eager else self.tuning.context_words
+        self.finals = PendingFinals(stream, options.word_timestamps, options.prompt, context_words)
         self.speculation = Speculation(stream, options, self.tuning)
         self.partials = Partials(stream, options, self.tuning)
         self.ending = False

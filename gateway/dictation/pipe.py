@@ -54,8 +54,11 @@ def finalize_op(stream: str, mark: str | None) -> dict[str, Any]:
     return header
 
 
-def configure_op(stream: str, prompt: str) -> dict[str, Any]:
-    return {"op": "configure", "stream": stream, "prompt": prompt}
+def configure_op(stream: str, prompt: str, reset_context: bool = False) -> dict[str, Any]:
+    op: dict[str, Any] = {"op": "configure", "stream": stream, "prompt": prompt}
+    if reset_context:
+        op["reset_context"] = True
+    return op
 
 
 def end_op(stream: str) -> dict[str, Any]:

@@ -278,7 +278,7 @@ class DictationSession:
         if isinstance(message, Finalize):
             await stream.finalize(message.id)
         elif isinstance(message, Config):
-            await stream.configure(message.prompt)
+            await stream.configure(message.prompt, message.reset_context)
         elif isinstance(message, End):
             audio, error = await self._audio.end()
             if error is not None:  # a stream cut inside a packet: the rest still ends normally

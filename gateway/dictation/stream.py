@@ -84,11 +84,13 @@ class AsrStream:
         if self.live:
             await self.owner.write(finalize_op(self.id, mark))
 
-    async def configure(self, prompt: str) -> None:
-        """Decode with ``prompt`` from now on; a restarted sidecar is given the latest one."""
+    async def configure(self, prompt: str | None, reset_context: bool = False) -> None:
+        """Decode with ``prompt`` (None: the one it has) from now on; a restarted sidecar is
+        given the latest one."""
+        prompt = str(self.options.get("prompt", "")) if prompt is None else prompt
         self.options = {**self.options, "prompt": prompt}
         if self.live:
-            await self.owner.write(configure_op(self.id, prompt))
+            await self.owner.write(configure_op(self.id, prompt, reset_context))
 
     async def end(self) -> None:
         self.ending = True

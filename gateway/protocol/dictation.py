@@ -147,10 +147,13 @@ class Finalize:
 @dataclass(frozen=True)
 class Config:
     """The stream's new vocabulary, from the next decode on: ``prompt`` is the
-    decoder's context (the client's terms as a list; "" clears them). A front
-    whose vendor changes its prompt or terms mid-stream sends one too."""
+    decoder's context (the client's terms as a list; "" clears them; None keeps
+    them). ``reset_context``: the next decodes forget the stream's earlier
+    finals (a new topic, another speaker). A front whose vendor changes its
+    prompt or terms mid-stream sends one too."""
 
-    prompt: str = ""
+    prompt: str | None = ""
+    reset_context: bool = False
     type: Literal["config"] = "config"
 
 
@@ -178,13 +181,18 @@ def parse_client_message(raw: str) -> ClientMessage:
 
 
 def _config(data: dict[str, Any]) -> Config:
+    reset = data.get("reset_context", False)
+    if not isinstance(reset, bool):
+        raise BadMessage("config.reset_context must be true or false")
     if "terms" not in data:
-        raise BadMessage("config: give terms (a list of strings; [] clears them)")
+        if reset:
+            return Config(None, reset_context=True)
+        raise BadMessage("config: give terms (a list of strings; [] clears them) or reset_context: true")
     terms = data["terms"]
     if not isinstance(terms, list):
         raise BadMessage("config.terms must be a list of strings")
     try:
-        return Config(terms_prompt(parse_terms(terms, "config.terms")))
+        return Config(terms_prompt(parse_terms(terms, "config.terms")), reset_context=reset)
     except VocabularyError as exc:
         raise BadMessage(str(exc)) from None
 

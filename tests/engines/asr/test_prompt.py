@@ -37,7 +37,17 @@ def test_every_job_carries_the_vocabulary_and_configure_replaces_it():
     assert final_of(policy, "I installed ComfyUI.", now) == "ComfyUI, Siobhan."
     policy.finals.context.configure("Llanelli.")
     feed_seconds(policy, 3.3, now)
-    assert final_of(policy, "We drove through Llanelli.", now) == "Llanelli."  # no context by default
+    # a dictation stream's decodes follow its earlier finals by default
+    assert final_of(policy, "We drove through Llanelli.", now) == "Llanelli. I installed ComfyUI."
+
+
+def test_an_agent_streams_decodes_carry_no_earlier_finals_by_default():
+    policy = make([(1.0, 3.0), (4.0, 6.0)], prompt="Kennedy.", interim=False, eager=True)
+    now = [0.0]
+    feed_seconds(policy, 3.3, now)
+    assert final_of(policy, "And so, my fellow Americans,", now) == "Kennedy."
+    feed_seconds(policy, 3.0, now)
+    assert final_of(policy, "ask not", now) == "Kennedy."
 
 
 def test_with_context_words_each_final_is_decoded_after_the_last_words_of_the_earlier_ones():

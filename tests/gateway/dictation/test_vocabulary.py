@@ -52,8 +52,22 @@ def test_a_restarted_recognizer_is_given_the_latest_terms(tmp_path):
         receive(ws)
 
 
+def test_a_config_reset_context_reaches_the_recognizer_and_keeps_the_terms_unless_it_gives_new_ones(tmp_path):
+    fake = FakeSidecar()
+    with dictation_client(tmp_path, fake) as client, client.websocket_connect("/v1/dictation?terms=ComfyUI") as ws:
+        receive(ws)
+        ws.send_json({"type": "config", "reset_context": True})
+        ws.send_json({"type": "config", "terms": ["Zyxel"], "reset_context": True})
+        ws.send_json({"type": "config", "terms": ["Llanelli"]})
+        ws.send_json({"type": "end"})
+        assert receive(ws)["type"] == "closed"
+    ops = [(h["prompt"], h.get("reset_context", False)) for h, _ in fake.frames if h["op"] == "configure"]
+    assert ops == [("ComfyUI.", True), ("Zyxel.", True), ("Llanelli.", False)]
+
+
 @pytest.mark.parametrize(("message", "error"), [
-    ({"type": "config"}, "config: give terms (a list of strings; [] clears them)"),
+    ({"type": "config"}, "config: give terms (a list of strings; [] clears them) or reset_context: true"),
+    ({"type": "config", "reset_context": "yes"}, "config.reset_context must be true or false"),
     ({"type": "config", "terms": "ComfyUI"}, "config.terms must be a list of strings"),
     ({"type": "config", "terms": ["ComfyUI", 3]}, "config.terms: every term must be a string"),
     ({"type": "config", "terms": [" "]}, "config.terms: a term is empty"),
