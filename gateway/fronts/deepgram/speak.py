@@ -12,21 +12,15 @@ session's errors that do not end it become ``Warning`` messages.
 ``sequence_id`` counts the client's ``Flush`` and ``Clear`` messages of the
 socket, from 0, in the order they were sent.
 
-Idle: Deepgram keeps a quiet ``/v1/speak`` socket for about an hour, and the
-agent frameworks (Pipecat, LiveKit) hold one open between answers without
-sending anything, so the transport keeps the session's idle rule satisfied for
-the client (a ``keepalive`` whenever the client has been quiet for a third of
-``VOXGATE_IDLE_TIMEOUT_S``) until the client has been quiet for
-``HOLD_IDLE_S``. A client that stops reading audio is still closed after
+Idle: a quiet socket is held open for the client as at Deepgram
+(held_text.py). A client that stops reading audio is still closed after
 ``VOXGATE_IDLE_TIMEOUT_S``: that rule does not look at messages.
 """
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import itertools
-import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -34,8 +28,9 @@ from typing import Any
 from starlette.websockets import WebSocket
 
 from auth.credentials import answer_subprotocol
-from gateway.errors import BadMessage, GatewayError, TooLarge, close_socket
+from gateway.errors import GatewayError, close_socket
 from gateway.fronts.deepgram import messages as dg
+from gateway.fronts.deepgram.held_text import HeldTextInbox
 from gateway.fronts.deepgram.params import (
     OUTPUT_FORMATS,
     SPEAK_MODEL_FAMILIES,
@@ -44,14 +39,13 @@ from gateway.fronts.deepgram.params import (
     parse_speak_params,
 )
 from gateway.fronts.deepgram.refusal import new_request_id, refuse, request_headers
-from gateway.protocol.common import End, Keepalive
+from gateway.protocol.common import End
 from gateway.protocol.tts import Cancel, ClientMessage, Flush, TextFragment, TextLimits, text_too_long
 from gateway.tts.selection import check_ready, pick_engine, voice_ids
 from gateway.tts.session import TtsSession
 from gateway.tts.states import SessionConfig
 
 TEXT_LIMITS = TextLimits()  # Deepgram's own limit is 2000 characters a Speak message too
-HOLD_IDLE_S = 3600.0  # how long a quiet socket stays open, as at Deepgram (which then closes it, NET-0003)
 
 
 class SpeakTransport:
@@ -62,27 +56,13 @@ class SpeakTransport:
         self.params = params
         self._sequence = itertools.count(0)
         self._clears: deque[int] = deque()  # sequence ids of Clears not answered yet
-        self._keepalive_after_s = idle_timeout_s / 3
-        self._heard_at = time.monotonic()  # the client's last message
-        self._ending = False
+        self._inbox = HeldTextInbox(websocket, idle_timeout_s, TEXT_LIMITS)
 
     async def receive(self) -> ClientMessage | None:
-        if self._ending or time.monotonic() - self._heard_at >= HOLD_IDLE_S:
-            message = await self.websocket.receive()
-        else:
-            try:  # cancelling a pending ASGI receive loses no message
-                message = await asyncio.wait_for(self.websocket.receive(), self._keepalive_after_s)
-            except asyncio.TimeoutError:
-                return Keepalive()
-        self._heard_at = time.monotonic()
-        if message["type"] == "websocket.disconnect":
-            return None
-        text = message.get("text")
-        if text is None:
-            raise BadMessage("binary messages are not accepted on /v1/speak; send Speak, Flush, Clear or Close")
-        size = len(text.encode("utf-8", "surrogatepass"))
-        if size > TEXT_LIMITS.max_message_bytes:
-            raise TooLarge(f"message of {size} bytes; the limit is {TEXT_LIMITS.max_message_bytes}")
+        text = await self._inbox.next_text("binary messages are not accepted on /v1/speak; send Speak, Flush, "
+                                           "Clear or Close")
+        if not isinstance(text, str):
+            return text
         parsed = dg.parse_speak_message(text)
         if parsed.kind == "Speak":
             if len(parsed.text) > TEXT_LIMITS.max_chars:
@@ -93,7 +73,7 @@ class SpeakTransport:
         if parsed.kind == "Clear":
             self._clears.append(next(self._sequence))
             return Cancel()
-        self._ending = True
+        self._inbox.ending = True
         return End()
 
     async def send_audio(self, data: bytes) -> None:

@@ -11,8 +11,8 @@ once, ``Close`` flushes the open turn, then the session's ``end``
 (``SessionMetadata``, close 1000). ``SpeechStarted`` goes before a turn's first
 audio. Turn bookkeeping: speak_v2_turns.py; message shapes: speak_v2_messages.py.
 
-Idle: as ``/v1/speak`` (speak.py), a quiet socket is kept open for
-``HOLD_IDLE_S``; a client that stops reading audio is closed after
+Idle: as ``/v1/speak``, a quiet socket is held open for the client
+(held_text.py); a client that stops reading audio is closed after
 ``VOXGATE_IDLE_TIMEOUT_S``.
 """
 
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -28,11 +27,12 @@ from typing import Any
 from starlette.websockets import WebSocket
 
 from auth.credentials import answer_subprotocol
-from gateway.errors import BadMessage, BadRequest, GatewayError, TooLarge, close_socket
+from gateway.errors import BadMessage, BadRequest, GatewayError, close_socket
 from gateway.fronts.deepgram import speak_v2_messages as flux
+from gateway.fronts.deepgram.held_text import HeldTextInbox
 from gateway.fronts.deepgram.params import OUTPUT_FORMATS
 from gateway.fronts.deepgram.refusal import new_request_id, refuse, request_headers
-from gateway.fronts.deepgram.speak import HOLD_IDLE_S, TEXT_LIMITS
+from gateway.fronts.deepgram.speak import TEXT_LIMITS
 from gateway.fronts.deepgram.speak_v2_turns import Turns
 from gateway.protocol.common import End, Keepalive
 from gateway.protocol.tts import Cancel, ClientMessage, Flush, TextFragment, text_too_long
@@ -59,32 +59,17 @@ class SpeakV2Transport:
         self._audio_sent = False
         self._send_lock = asyncio.Lock()  # the reader answers Configure and warnings while the sender runs
         self._send_timeout_s = idle_timeout_s
-        self._keepalive_after_s = idle_timeout_s / 3
-        self._heard_at = time.monotonic()
-        self._ending = False
+        self._inbox = HeldTextInbox(websocket, idle_timeout_s, TEXT_LIMITS)
 
     # ---- client -> session
 
     async def receive(self) -> ClientMessage | None:
         if self._then:
             return self._then.popleft()
-        if self._ending or time.monotonic() - self._heard_at >= HOLD_IDLE_S:
-            message = await self.websocket.receive()
-        else:
-            try:  # cancelling a pending ASGI receive loses no message
-                message = await asyncio.wait_for(self.websocket.receive(), self._keepalive_after_s)
-            except asyncio.TimeoutError:
-                return Keepalive()
-        self._heard_at = time.monotonic()
-        if message["type"] == "websocket.disconnect":
-            return None
-        text = message.get("text")
-        if text is None:
-            raise BadMessage("binary messages are not accepted on /v2/speak; send Speak, Flush, Interrupt, "
-                             "Configure or Close")
-        size = len(text.encode("utf-8", "surrogatepass"))
-        if size > TEXT_LIMITS.max_message_bytes:
-            raise TooLarge(f"message of {size} bytes; the limit is {TEXT_LIMITS.max_message_bytes}")
+        text = await self._inbox.next_text("binary messages are not accepted on /v2/speak; send Speak, Flush, "
+                                           "Interrupt, Configure or Close")
+        if not isinstance(text, str):
+            return text
         return await self._translate(flux.parse_client_message(text))
 
     async def _translate(self, msg: flux.ClientMessage) -> ClientMessage:
@@ -108,7 +93,7 @@ class SpeakV2Transport:
         if msg.kind == "Configure":
             await self._send(self._configure(msg.speed))
             return Keepalive()
-        self._ending = True  # Close
+        self._inbox.ending = True  # Close
         turn = self.turns.flush()
         if turn is None:
             return End()

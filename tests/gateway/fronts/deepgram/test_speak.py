@@ -142,9 +142,9 @@ def test_a_quiet_socket_outlives_the_idle_timeout_as_at_deepgram(tmp_path):
 
 
 def test_a_socket_quiet_for_the_hold_time_is_closed_4408(tmp_path, monkeypatch):
-    from gateway.fronts.deepgram import speak
+    from gateway.fronts.deepgram import held_text
 
-    monkeypatch.setattr(speak, "HOLD_IDLE_S", 0.5)
+    monkeypatch.setattr(held_text, "HOLD_IDLE_S", 0.5)
     with tts_client(tmp_path, idle_timeout_s=1) as client, client.websocket_connect("/v1/speak") as ws:
         receive(ws)
         assert close_code(ws) == (4408, "idle: no message for 1 s (send keepalive to stay open)")
