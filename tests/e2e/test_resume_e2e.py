@@ -116,7 +116,7 @@ async def test_voxgate_transcribe_survives_a_cut(server, audio, uncut, capsys):
     relay = CutRelay("127.0.0.1", port)
     await relay.start()
     args = argparse.Namespace(json=False, no_interim=True, word_timestamps=False, language=None, silence_ms=None,
-                              chunk_ms=100, fast=False, no_resume=False)
+                              chunk_ms=100, fast=False, no_resume=False, term=None)
     try:
         run = asyncio.create_task(transcribe(relay.url, audio, 16000, args))
         await eventually(lambda: relay.upstream_bytes >= BREAK_AT_S * 32000, "a second and a half of audio sent")
