@@ -43,6 +43,25 @@ class DictationTransport(Protocol):
     async def close(self, code: int, reason: str) -> None: ...
 
 
+async def receive_bounded(websocket: WebSocket) -> bytes | str | None:
+    """The client's next message of a dictation socket, native or a front's: audio
+    (bytes) or text, each within its limit (``TooLarge`` past it); None once it left."""
+    while True:
+        message = await websocket.receive()
+        if message["type"] == "websocket.disconnect":
+            return None
+        data, text = message.get("bytes"), message.get("text")
+        if data is not None:
+            if len(data) > MAX_AUDIO_MESSAGE_BYTES:
+                raise TooLarge(f"audio message of {len(data)} bytes; the limit is {MAX_AUDIO_MESSAGE_BYTES}, "
+                               "send smaller chunks")
+            return bytes(data)
+        if text is not None:
+            if len(text.encode("utf-8", "surrogatepass")) > MAX_TEXT_MESSAGE_BYTES:
+                raise TooLarge(f"text message longer than {MAX_TEXT_MESSAGE_BYTES} bytes")
+            return str(text)
+
+
 class NativeDictationTransport:
     """The ``/v1/dictation`` wire protocol over a Starlette WebSocket."""
 
@@ -50,20 +69,8 @@ class NativeDictationTransport:
         self.websocket = websocket
 
     async def receive(self) -> bytes | ClientMessage | None:
-        while True:
-            message = await self.websocket.receive()
-            if message["type"] == "websocket.disconnect":
-                return None
-            data, text = message.get("bytes"), message.get("text")
-            if data is not None:
-                if len(data) > MAX_AUDIO_MESSAGE_BYTES:
-                    raise TooLarge(f"audio message of {len(data)} bytes; the limit is {MAX_AUDIO_MESSAGE_BYTES}, "
-                                   "send smaller chunks")
-                return bytes(data)
-            if text is not None:
-                if len(text.encode("utf-8", "surrogatepass")) > MAX_TEXT_MESSAGE_BYTES:
-                    raise TooLarge(f"text message longer than {MAX_TEXT_MESSAGE_BYTES} bytes")
-                return parse_client_message(text)
+        message = await receive_bounded(self.websocket)
+        return parse_client_message(message) if isinstance(message, str) else message
 
     async def send_event(self, event: ServerEvent, timeout_s: float) -> None:
         await asyncio.wait_for(self.websocket.send_json(event.to_dict()), timeout_s)

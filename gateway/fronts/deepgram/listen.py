@@ -30,10 +30,10 @@ from starlette.websockets import WebSocket
 from auth.credentials import answer_subprotocol
 from gateway.config import Settings
 from gateway.dictation.session import DictationSession
+from gateway.dictation.transport import receive_bounded
 from gateway.engine_view import public_model_name
 from gateway.errors import (
     GatewayError,
-    TooLarge,
     close_code_for,
     close_socket,
 )
@@ -42,8 +42,6 @@ from gateway.fronts.deepgram.params import LISTEN_MODEL_FAMILIES, ListenParams, 
 from gateway.fronts.deepgram.refusal import new_request_id, refuse, request_headers
 from gateway.protocol.common import Closed, End, ErrorEvent, Keepalive
 from gateway.protocol.dictation import (
-    MAX_AUDIO_MESSAGE_BYTES,
-    MAX_TEXT_MESSAGE_BYTES,
     ClientMessage,
     Final,
     Finalize,
@@ -83,22 +81,16 @@ class ListenTransport:
     # ---- client -> session
 
     async def receive(self) -> bytes | ClientMessage | None:
-        message = await self.websocket.receive()
-        if message["type"] == "websocket.disconnect":
+        text = await receive_bounded(self.websocket)
+        if text is None:
             return None
-        data, text = message.get("bytes"), message.get("text")
-        if data is not None:
-            if not data:  # Deepgram's older clients end a stream with an empty binary frame
+        if isinstance(text, bytes):
+            if not text:  # Deepgram's older clients end a stream with an empty binary frame
                 self._closing = True
                 return End()
-            if len(data) > MAX_AUDIO_MESSAGE_BYTES:
-                raise TooLarge(f"audio message of {len(data)} bytes; the limit is {MAX_AUDIO_MESSAGE_BYTES}")
-            self._audio_bytes += len(data)
-            self._sha.update(data)
-            return bytes(data)  # the session decodes it (codec layer): linear16, mulaw or alaw
-        text = text or ""
-        if len(text.encode("utf-8", "surrogatepass")) > MAX_TEXT_MESSAGE_BYTES:
-            raise TooLarge(f"text message longer than {MAX_TEXT_MESSAGE_BYTES} bytes")
+            self._audio_bytes += len(text)
+            self._sha.update(text)
+            return text  # the session decodes it (codec layer): linear16, mulaw or alaw
         kind = dg.parse_listen_control(text).kind
         if kind == "KeepAlive":
             return Keepalive()

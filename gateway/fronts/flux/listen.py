@@ -30,7 +30,8 @@ from starlette.websockets import WebSocket
 from auth.credentials import answer_subprotocol
 from gateway.config import Settings
 from gateway.dictation.session import DictationSession
-from gateway.errors import GatewayError, TooLarge, close_code_for, close_socket
+from gateway.dictation.transport import receive_bounded
+from gateway.errors import GatewayError, close_code_for, close_socket
 from gateway.fronts.deepgram.refusal import new_request_id, refuse, request_headers
 from gateway.fronts.flux import messages as flux
 from gateway.fronts.flux.configure import ConfigureRefused, StreamConfig, apply_configure
@@ -38,8 +39,6 @@ from gateway.fronts.flux.params import FluxParams, parse_flux_params
 from gateway.fronts.flux.turns import TurnMapper
 from gateway.protocol.common import Closed, End, ErrorEvent, Keepalive
 from gateway.protocol.dictation import (
-    MAX_AUDIO_MESSAGE_BYTES,
-    MAX_TEXT_MESSAGE_BYTES,
     ClientMessage,
     Config,
     Finalize,
@@ -75,18 +74,10 @@ class FluxTransport:
     # ---- client -> session
 
     async def receive(self) -> bytes | ClientMessage | None:
-        message = await self.websocket.receive()
-        if message["type"] == "websocket.disconnect":
-            return None
-        data, text = message.get("bytes"), message.get("text")
-        if data is not None:
-            if len(data) > MAX_AUDIO_MESSAGE_BYTES:
-                raise TooLarge(f"audio message of {len(data)} bytes; the limit is {MAX_AUDIO_MESSAGE_BYTES}")
-            self._audio_bytes += len(data)
-            return bytes(data)
-        text = text or ""
-        if len(text.encode("utf-8", "surrogatepass")) > MAX_TEXT_MESSAGE_BYTES:
-            raise TooLarge(f"text message longer than {MAX_TEXT_MESSAGE_BYTES} bytes")
+        text = await receive_bounded(self.websocket)
+        if text is None or isinstance(text, bytes):
+            self._audio_bytes += len(text or b"")
+            return text
         control = flux.parse_client_control(text)
         if control.kind == "ForceEndTurn":
             mark = f"force-{next(self._marks)}"
