@@ -36,12 +36,13 @@ from gateway.codecs.formats import InputEncoding, parse_input_encoding
 from gateway.errors import BadMessage, BadRequest
 from gateway.protocol.common import Closed, End, ErrorEvent, Keepalive
 from gateway.protocol.json import message_type, parse_message, unknown_type
-from gateway.protocol.query import query_bool, query_list, query_rate, refuse_unknown_params
+from gateway.protocol.query import query_bool, query_int, query_list, query_rate, refuse_unknown_params
 from gateway.protocol.vocabulary import VocabularyError, parse_terms, terms_prompt
 from gateway.protocol.wire import OMIT_NONE, WireMessage, internal
 
 MIN_SILENCE_MS = 200
 MAX_SILENCE_MS = 5000
+DEFAULT_SILENCE_MS = 500
 MAX_TEXT_MESSAGE_BYTES = 64 * 1024
 MAX_ID_CHARS = 128
 MAX_AUDIO_MESSAGE_BYTES = 1024 * 1024  # ~5 s at 48 kHz f32, ~32 s at 16 kHz s16
@@ -58,7 +59,7 @@ class DictationParams:
     language: str = "auto"
     interim: bool = True
     word_timestamps: bool = False
-    silence_ms: int = 500
+    silence_ms: int = DEFAULT_SILENCE_MS
     eager: bool = False
     prompt: str = ""  # the decoder's context: the client's terms (gateway/protocol/vocabulary.py)
     resumable: bool = False  # ready carries a resume token; the session is held after a drop
@@ -80,15 +81,7 @@ def parse_dictation_params(query: Mapping[str, str]) -> DictationParams:
     if language != "auto" and not _LANGUAGE.match(language):
         raise BadRequest(f"language: {language[:20]!r} is not a language code "
                          "(two or three letters, such as 'en') or 'auto'")
-    silence_ms = 500
-    if query.get("silence_ms"):
-        raw = query["silence_ms"]
-        try:
-            silence_ms = int(raw)
-        except ValueError:
-            raise BadRequest(f"silence_ms: {raw[:20]!r} is not an integer") from None
-        if not MIN_SILENCE_MS <= silence_ms <= MAX_SILENCE_MS:
-            raise BadRequest(f"silence_ms: {silence_ms} must be between {MIN_SILENCE_MS} and {MAX_SILENCE_MS}")
+    silence_ms = query_int(query, "silence_ms", MIN_SILENCE_MS, MAX_SILENCE_MS)
     try:  # comma-separated, and the parameter may be repeated
         terms = parse_terms([t for v in query_list(query, "terms") for t in v.split(",")], "terms")
     except VocabularyError as exc:
@@ -96,7 +89,8 @@ def parse_dictation_params(query: Mapping[str, str]) -> DictationParams:
     return DictationParams(sample_rate=rate, encoding=encoding, language=language,
                            interim=query_bool(query, "interim", True),
                            word_timestamps=query_bool(query, "word_timestamps", False),
-                           silence_ms=silence_ms, eager=query_bool(query, "eager", False),
+                           silence_ms=DEFAULT_SILENCE_MS if silence_ms is None else silence_ms,
+                           eager=query_bool(query, "eager", False),
                            prompt=terms_prompt(terms), resumable=query_bool(query, "resumable", False))
 
 
@@ -123,15 +117,9 @@ def parse_resume_request(query: Mapping[str, str]) -> ResumeRequest:
     if not 0 < len(token) <= MAX_TOKEN_CHARS or not _TOKEN.match(token):
         raise BadRequest(f"resume: not a resume token (1..{MAX_TOKEN_CHARS} URL-safe characters); "
                          "send the resume_token of the latest ready")
-    raw = query.get("last_seq")
-    if raw is None or raw == "":
+    last_seq = query_int(query, "last_seq")
+    if last_seq is None:
         raise BadRequest("last_seq: missing; send the seq of the last event you received (0: none)")
-    try:
-        last_seq = int(raw)
-    except ValueError:
-        raise BadRequest(f"last_seq: {raw[:20]!r} is not an integer") from None
-    if last_seq < 0:
-        raise BadRequest(f"last_seq: {last_seq} must be 0 or more")
     return ResumeRequest(token, last_seq)
 
 

@@ -1,5 +1,5 @@
 """The readers of the query parameters the native sockets share: a boolean
-(every front reads its booleans here too) and the sample rate.
+(every front reads its booleans here too), an integer and the sample rate.
 
 Boolean spellings (any case): ``true``/``1``/``yes``/``on`` and ``false``/``0``/``no``/``off``,
 the union of what the vendors' clients send and what the native sockets
@@ -36,6 +36,22 @@ def query_bool(query: Mapping[str, str], name: str, default: bool) -> bool:
     if low in FALSE_SPELLINGS:
         return False
     raise BadRequest(f"{name}: {raw[:20]!r} is not a boolean (use true or false)")
+
+
+def query_int(query: Mapping[str, str], name: str, lo: int = 0, hi: int | None = None) -> int | None:
+    """An integer from ``lo`` (to ``hi``, when given); None when absent or empty."""
+    raw = query.get(name)
+    if raw is None or raw == "":
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise BadRequest(f"{name}: {raw[:20]!r} is not an integer") from None
+    if hi is not None and not lo <= value <= hi:
+        raise BadRequest(f"{name}: {value} must be between {lo} and {hi}")
+    if value < lo:
+        raise BadRequest(f"{name}: {value} must be {lo} or more")
+    return value
 
 
 def query_list(query: Mapping[str, str], name: str) -> list[str]:

@@ -18,7 +18,7 @@ from gateway.audio import parse_rate
 from gateway.codecs.formats import InputEncoding, OutputFormat
 from gateway.errors import BadRequest
 from gateway.protocol.dictation import MAX_SILENCE_MS, MIN_SILENCE_MS, DictationParams
-from gateway.protocol.query import query_bool, query_list, refuse_unknown_params
+from gateway.protocol.query import query_bool, query_int, query_list, refuse_unknown_params
 from gateway.protocol.vocabulary import VocabularyError, parse_terms, terms_prompt
 
 ENCODINGS = ("linear16", "mulaw", "alaw")
@@ -97,17 +97,6 @@ class SpeakParams:
     model: str
 
 
-def _int(query: Mapping[str, str], name: str) -> int | None:
-    raw = query.get(name)
-    if raw is None or raw == "":
-        return None
-    try:
-        value = int(raw)
-    except ValueError:
-        raise BadRequest(f"{name}: {raw[:20]!r} is not an integer") from None
-    if value < 0:
-        raise BadRequest(f"{name}: {value} must not be negative")
-    return value
 
 
 def _encoding(query: Mapping[str, str]) -> str:
@@ -144,17 +133,17 @@ def parse_listen_params(query: Mapping[str, str]) -> ListenParams:
     _check_listen_extras(query)
     encoding = _encoding(query)
     rate = _rate(query, G711_RATE if encoding != "linear16" else 16000)
-    channels = _int(query, "channels")
+    channels = query_int(query, "channels")
     if channels not in (None, 1):
         raise BadRequest(f"channels: {channels} is not supported; send mono audio (channels=1)")
     raw_endpointing = (query.get("endpointing") or "").lower()
     endpointing = raw_endpointing != "false"
     silence_ms = DEFAULT_SILENCE_MS
     if raw_endpointing not in ("", "true", "false"):
-        value = _int(query, "endpointing")
+        value = query_int(query, "endpointing")
         assert value is not None
         silence_ms = min(max(value, MIN_SILENCE_MS), MAX_SILENCE_MS)
-    utterance_end_ms = _int(query, "utterance_end_ms")
+    utterance_end_ms = query_int(query, "utterance_end_ms")
     if utterance_end_ms is not None and not endpointing:
         # without endpointing, the utterance-end gap is the only silence rule the client asked for
         silence_ms = min(max(utterance_end_ms, MIN_SILENCE_MS), MAX_SILENCE_MS)
