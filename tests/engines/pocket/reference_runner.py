@@ -3,7 +3,8 @@
 ``import pocket_tts`` pins torch to one thread for the whole process, so the tests
 never import it themselves. Usage::
 
-    python reference_runner.py build  MODEL_DIR GEOMETRY SEED   (tiny, english, 2m, 7m)
+    python reference_runner.py build  MODEL_DIR GEOMETRY SEED   (tiny, 2m, 7m, or a released
+                                                                  English config name)
     python reference_runner.py run    MODEL_DIR JOBS.json OUT.safetensors
     python reference_runner.py shapes OUT.json CONFIG...
 
@@ -70,10 +71,23 @@ def train_tokenizer(path: Path, vocab: int, seed: int) -> int:
     return sentencepiece.SentencePieceProcessor(model_file=str(path)).vocab_size()
 
 
+# Short names the parity tests use; any other name is a released config's own name.
+ALIASES = {"tiny": "english", "2m": "english_2m_2026-10", "7m": "english_7m_2026-10"}
+RELEASED_ENGLISH = ("english", "english_2026-04_24l", "english_drifting_26-09", "english_18m_2026-10",
+                    "english_7m_2026-10", "english_2m_2026-10")
+
+
+def released_config(geometry: str) -> str:
+    released = ALIASES.get(geometry, geometry)
+    if released not in RELEASED_ENGLISH:
+        raise SystemExit(f"unknown geometry {geometry!r}: tiny, 2m, 7m or one of {RELEASED_ENGLISH}")
+    return released
+
+
 def make_config(geometry: str, vocab: int, tokenizer: Path) -> dict:
     from pocket_tts.utils.config import CONFIGS_DIR
 
-    released = {"2m": "english_2m_2026-10", "7m": "english_7m_2026-10"}.get(geometry, "english")
+    released = released_config(geometry)
     cfg = yaml.safe_load((CONFIGS_DIR / f"{released}.yaml").read_text())
     cfg["weights_path"] = None
     cfg["weights_path_without_voice_cloning"] = None
@@ -127,7 +141,10 @@ def build(model_dir: Path, geometry: str, seed: int) -> None:
     from pocket_tts.models.model_state import export_model_state
 
     model_dir.mkdir(parents=True, exist_ok=True)
-    vocab = train_tokenizer(model_dir / "tokenizer.model", 600 if geometry == "english" else 300, seed)
+    # the small models' 300 pieces keep their tokenizer quick to train; the vocabulary size
+    # changes one table lookup, not a frame's cost
+    wide = released_config(geometry) in ("english", "english_2026-04_24l", "english_drifting_26-09")
+    vocab = train_tokenizer(model_dir / "tokenizer.model", 600 if wide and geometry != "tiny" else 300, seed)
     (model_dir / "reference.yaml").write_text(
         yaml.safe_dump(make_config(geometry, vocab, model_dir / "tokenizer.model")))
     torch.manual_seed(seed)
