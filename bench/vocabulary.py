@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
+import json
 import re
 import subprocess
 import sys
@@ -99,6 +100,7 @@ class Tally:
     latency_s: list[float] = field(default_factory=list)
     missed_finals: int = 0
     misses: list[str] = field(default_factory=list)  # "term: what the final says"
+    heard: list[str] = field(default_factory=list)  # per sentence, its finals' text
 
     def add(self, other: Tally) -> None:
         self.terms += other.terms
@@ -108,6 +110,7 @@ class Tally:
         self.latency_s += other.latency_s
         self.missed_finals += other.missed_finals
         self.misses += other.misses
+        self.heard += other.heard
 
 
 def say(text: str, voice: str) -> np.ndarray:
@@ -200,6 +203,7 @@ async def stream(url: str, clip: Clip, terms: list[str] | None, lists: list[list
         mine = [f for f, o in zip(finals, owner, strict=True) if o == n]
         near = [f for f in mine if abs(f[0] - end_s) < 0.6]
         heard = " ".join(f[1] for f in mine)
+        tally.heard.append(heard)
         tally.terms += len(terms_said)
         tally.recalled += sum(recalled(term, heard) for term in terms_said)
         tally.misses += [f"{term}: {heard}" for term in terms_said if not recalled(term, heard)]
@@ -234,7 +238,8 @@ def short_lists(sentences: list[tuple[str, tuple[str, ...]]], size: int) -> list
     return lists
 
 
-async def run(url: str, voices: list[str], conditions: list[str], count: int, list_size: int) -> None:
+async def run(url: str, voices: list[str], conditions: list[str], count: int, list_size: int,
+              dump: Path | None = None) -> None:
     sentences = list(SENTENCES[:count])
     terms = [term for _, ts in sentences for term in ts]
     lists = short_lists(sentences, list_size) if list_size else None
@@ -248,6 +253,7 @@ async def run(url: str, voices: list[str], conditions: list[str], count: int, li
     print(f"{'voice/condition':16} {'recall':>6} {'WER*':>7} {'p50ms':>6} {'p95ms':>6}   "
           f"{'recall':>6} {'WER*':>7} {'p50ms':>6} {'p95ms':>6}   terms words")
     total_without, total_with = Tally(), Tally()
+    dumped: list[dict[str, object]] = []
     for seed, (voice, condition) in enumerate((v, c) for v in voices for c in conditions):
         clip = make_clip(voice, condition, sentences, seed)
         without, with_terms = await asyncio.gather(stream(url, clip, None),
@@ -255,7 +261,11 @@ async def run(url: str, voices: list[str], conditions: list[str], count: int, li
         total_without.add(without)
         total_with.add(with_terms)
         print(row(clip.name, without, with_terms), flush=True)
+        dumped += [{"clip": clip.name, "sentence": text, "terms": list(ts), "without": a, "with": b}
+                   for (text, ts), a, b in zip(sentences, without.heard, with_terms.heard, strict=True)]
     print(row("all", total_without, total_with))
+    if dump is not None:
+        dump.write_text(json.dumps(dumped, indent=1))
     print("terms missed with the list:", *total_with.misses, sep="\n  ")
     print("WER*: word errors of the words that are not terms. p50/p95: end of speech -> final, ms. "
           f"finals not matched to a sentence: {total_without.missed_finals} without, {total_with.missed_finals} with")
@@ -270,6 +280,7 @@ def main() -> int:
     parser.add_argument("--list-size", type=int, default=0,
                         help="instead of the whole list on connect, a config message before each sentence with a list "
                              "of this many terms: its own and others")
+    parser.add_argument("--dump", type=Path, help="write every sentence's finals (without and with terms) here as JSON")
     args = parser.parse_args()
     proc = None
     url = args.url
@@ -279,7 +290,8 @@ def main() -> int:
         env = gateway_env({"VOXGATE_DATA_DIR": tempfile.mkdtemp(prefix="voxgate-bench-")})
         proc, url = start_gateway(["--engines", "asr", "--log-level", "warning"], env, quiet_stdout=True)
     try:
-        asyncio.run(run(url, args.voices.split(","), args.conditions.split(","), args.sentences, args.list_size))
+        asyncio.run(run(url, args.voices.split(","), args.conditions.split(","), args.sentences, args.list_size,
+                        args.dump))
     finally:
         if proc is not None:
             proc.terminate()

@@ -246,9 +246,11 @@ class AsrStreamHandle(Protocol):
         by a ``finalized`` event once every final of the audio before it is out."""
         ...
 
-    async def configure(self, prompt: str | None, reset_context: bool = False) -> None:
+    async def configure(self, prompt: str | None, reset_context: bool = False,
+                        terms: tuple[str, ...] = ()) -> None:
         """Condition every decode from now on on ``prompt`` (the stream's vocabulary; "" for none,
-        None to keep it); ``reset_context``: also forget the stream's earlier finals as context."""
+        None to keep it and its terms); ``reset_context``: also forget the stream's earlier finals
+        as context; ``terms``: with a new prompt, the spellings its finals are written with."""
         ...
 
     async def end(self) -> None:
@@ -290,7 +292,7 @@ class AsrService(Protocol):
         ...
 
     async def transcribe(self, samples: np.ndarray, *, language: str | None, word_timestamps: bool,
-                         timeout_s: float, prompt: str = "") -> dict[str, Any]:
+                         timeout_s: float, prompt: str = "", terms: tuple[str, ...] = ()) -> dict[str, Any]:
         """A whole file (16 kHz float32): ``text``, ``language``, ``duration``, ``segments``, ``words``;
-        every window decoded with ``prompt`` as context."""
+        every window decoded with ``prompt`` as context, and written with ``terms``' spellings."""
         ...

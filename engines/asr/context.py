@@ -8,7 +8,9 @@ prompt, as the gateway wrote them; ``configure`` replaces it) and, with
 offline decoding conditions each window on the text before it). The recent text
 is forgotten when a final's language differs from the one before it, and on
 the gateway's request. A decode job takes the ``prompt`` as it stands when the
-job is handed out.
+job is handed out. The stream's ``terms`` (the client's own spelling of its
+terms) travel with the vocabulary: finals and eager finals are written with them
+(term_spelling.py), so a near miss is spelled as the client spells it.
 
 Plain data on the sidecar's main thread, like the policy that owns it.
 """
@@ -20,8 +22,9 @@ from typing import Any
 
 
 class StreamContext:
-    def __init__(self, vocabulary: str, context_words: int) -> None:
+    def __init__(self, vocabulary: str, context_words: int, terms: tuple[str, ...] = ()) -> None:
         self.vocabulary = vocabulary
+        self.terms = terms  # how the client spells its terms: results are written so (term_spelling.py)
         self.context_words = context_words
         self.recent: list[str] = []  # the last words of the finals sent (at most ``context_words``)
         self._language: str | None = None
@@ -31,8 +34,9 @@ class StreamContext:
         """The text a decode handed out now is conditioned on: the vocabulary, then the recent text."""
         return " ".join(p for p in (self.vocabulary, " ".join(self.recent)) if p)
 
-    def configure(self, vocabulary: str, reset: bool = False) -> None:
+    def configure(self, vocabulary: str, reset: bool = False, terms: tuple[str, ...] = ()) -> None:
         self.vocabulary = vocabulary
+        self.terms = terms
         if reset:
             self.recent = []
 

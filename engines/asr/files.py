@@ -19,6 +19,7 @@ import numpy as np
 
 from .decoder import WhisperDecoder, Word
 from .framing import SAMPLE_RATE as RATE
+from .term_spelling import respell_transcript
 from .tuning import PolicyTuning
 
 MAX_GROUP_S = 28.0
@@ -49,6 +50,7 @@ class FileJob:
     word_timestamps: bool
     since: float  # when this job last became ready for the decoder
     prompt: str = ""  # the request's vocabulary or prompt, the context of every window
+    terms: tuple[str, ...] = ()  # the client's spelling of its terms (term_spelling.py)
     groups: list[tuple[int, int]] | None = None
     done: int = 0
     detected: str | None = None
@@ -71,10 +73,11 @@ class FileJob:
         self.detected = self.detected or result.language
         self.done += 1
         if result.text:
-            self.texts.append(result.text)
+            text, words = respell_transcript(result.text, result.words, self.terms)
+            self.texts.append(text)
             self.segments.append({"id": len(self.segments), "start": round(start / RATE, 3),
-                                  "end": round(end / RATE, 3), "text": result.text})
-            self.words.extend(result.words)
+                                  "end": round(end / RATE, 3), "text": text})
+            self.words.extend(words)
 
     def result_event(self) -> dict[str, Any]:
         return {"ev": "transcription", "req": self.req, "text": " ".join(self.texts),

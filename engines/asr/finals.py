@@ -23,14 +23,16 @@ from .agreement import keep_stable_words
 from .context import StreamContext
 from .decoder import Transcript
 from .framing import SAMPLE_RATE
+from .term_spelling import respell_transcript
 from .utterance import ClosedUtterance, DecodeJob
 
 
 class PendingFinals:
-    def __init__(self, stream: str, word_timestamps: bool, vocabulary: str = "", context_words: int = 0) -> None:
+    def __init__(self, stream: str, word_timestamps: bool, vocabulary: str = "", context_words: int = 0,
+                 terms: tuple[str, ...] = ()) -> None:
         self.stream = stream
         self.word_timestamps = word_timestamps
-        self.context = StreamContext(vocabulary, context_words)
+        self.context = StreamContext(vocabulary, context_words, terms)
         self._closed: deque[ClosedUtterance] = deque()
         # (mark, the utterance it closed or None, the last utterance opened before it)
         self._marks: deque[tuple[str, int | None, int]] = deque()
@@ -81,7 +83,7 @@ class PendingFinals:
         assert r is not None
         if not r.text and not c.stable and not c.forced:
             return {"ev": "discarded", "stream": self.stream, "utterance": c.index, "end_sample": c.cut}
-        text, words = keep_stable_words(c.stable, r.text, r.words)
+        text, words = respell_transcript(*keep_stable_words(c.stable, r.text, r.words), self.context.terms)
         event: dict[str, Any] = {
             "ev": "final", "stream": self.stream, "utterance": c.index, "text": text,
             "start": round(c.speech_start / SAMPLE_RATE, 3), "end": round(c.end / SAMPLE_RATE, 3),

@@ -64,8 +64,8 @@ class StreamPolicy:
         self._prev_end = options.offset
         self.utterance: OpenUtterance | None = None
         context_words = self.tuning.agent_context_words if options.eager else self.tuning.context_words
-        self.finals = PendingFinals(stream, options.word_timestamps, options.prompt, context_words)
-        self.speculation = Speculation(stream, options, self.tuning)
+        self.finals = PendingFinals(stream, options.word_timestamps, options.prompt, context_words, options.terms)
+        self.speculation = Speculation(stream, options, self.tuning, self.finals.context)
         self.partials = Partials(stream, options, self.tuning)
         self.ending = False
         self.lag_s = 0.0

@@ -192,7 +192,8 @@ class SidecarServer:
             elif op == "configure":
                 policy = self.streams.get(sid)
                 if policy is not None:
-                    policy.finals.context.configure(_prompt(header), reset=bool(header.get("reset_context")))
+                    policy.finals.context.configure(_prompt(header), reset=bool(header.get("reset_context")),
+                                                    terms=_terms(header))
             elif op == "ping":
                 self.emit({"ev": "pong"})
             elif op == "close":
@@ -202,7 +203,8 @@ class SidecarServer:
                 language = header.get("language")
                 self._check_language(language)
                 self.files.append(FileJob(str(header.get("req")), pcm_from_bytes(payload), language,
-                                          bool(header.get("word_timestamps")), now, prompt=_prompt(header)))
+                                          bool(header.get("word_timestamps")), now, prompt=_prompt(header),
+                                          terms=_terms(header)))
             else:
                 raise ValueError(f"unknown op {op!r}")
         except (ValueError, FrameError) as exc:
@@ -231,7 +233,8 @@ class SidecarServer:
             word_timestamps=bool(header.get("word_timestamps", False)),
             silence_ms=int(header.get("silence_ms", 500)), offset=int(header.get("offset", 0)),
             first_utterance=int(header.get("first_utterance", 0)), stable=str(header.get("stable", "")),
-            eager=eager, full_window_finals=full_window_finals(self.final_window, eager), prompt=_prompt(header))
+            eager=eager, full_window_finals=full_window_finals(self.final_window, eager), prompt=_prompt(header),
+            terms=_terms(header))
         self.streams[sid] = StreamPolicy(sid, options, tuning=self.tuning)
 
     def _after_change(self, sid: str, policy: StreamPolicy) -> None:
@@ -297,3 +300,11 @@ def _prompt(header: dict) -> str:
     if not isinstance(prompt, str):
         raise ValueError("prompt must be a string")
     return prompt
+
+
+def _terms(header: dict) -> tuple[str, ...]:
+    """The ``terms`` of an ``open``, ``configure`` or ``transcribe`` frame (the gateway validated them)."""
+    terms = header.get("terms") or []
+    if not isinstance(terms, list) or not all(isinstance(t, str) for t in terms):
+        raise ValueError("terms must be a list of strings")
+    return tuple(terms)

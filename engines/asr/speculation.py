@@ -29,16 +29,19 @@ from __future__ import annotations
 from typing import Any
 
 from .agreement import keep_stable_words
+from .context import StreamContext
 from .decoder import Transcript
 from .framing import SAMPLE_RATE
+from .term_spelling import respell_transcript
 from .tuning import PolicyTuning
 from .utterance import ClosedUtterance, DecodeJob, OpenUtterance, StreamOptions
 
 
 class Speculation:
-    def __init__(self, stream: str, options: StreamOptions, tuning: PolicyTuning) -> None:
+    def __init__(self, stream: str, options: StreamOptions, tuning: PolicyTuning, context: StreamContext) -> None:
         self.stream = stream
         self.options = options
+        self.context = context  # the terms an eager final is written with, as the final is
         ends_turn = min(round(tuning.speculate_after_s * SAMPLE_RATE), options.silence_ms * SAMPLE_RATE // 2000)
         self.ends_turn_after = ends_turn  # samples of silence that end the turn
         if options.full_window_finals and not (options.eager and tuning.eager_full_window_speculates_early):
@@ -108,7 +111,8 @@ class Speculation:
         return []
 
     def _eager_final(self, u: OpenUtterance, r: Transcript) -> list[dict[str, Any]]:
-        text, words = keep_stable_words(u.agreement.stable, r.text, r.words)
+        text, words = respell_transcript(*keep_stable_words(u.agreement.stable, r.text, r.words),
+                                         self.context.terms)
         if not text:
             return []
         self.eager_sent = True

@@ -43,6 +43,7 @@ class StreamOptions:
     eager: bool = False  # send the speculative final as ``eager_final``
     full_window_finals: bool = False  # finals on Whisper's 30 s encoder window (partials stay short)
     prompt: str = ""  # the stream's vocabulary as decoder context (the gateway's ``configure`` replaces it)
+    terms: tuple[str, ...] = ()  # the client's spelling of its terms (term_spelling.py)
 
 
 @dataclass

@@ -12,7 +12,7 @@ that is not a known event raises ``PipeError`` naming what is wrong.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,8 +54,9 @@ def finalize_op(stream: str, mark: str | None) -> dict[str, Any]:
     return header
 
 
-def configure_op(stream: str, prompt: str, reset_context: bool = False) -> dict[str, Any]:
-    op: dict[str, Any] = {"op": "configure", "stream": stream, "prompt": prompt}
+def configure_op(stream: str, prompt: str, reset_context: bool = False,
+                 terms: Sequence[str] = ()) -> dict[str, Any]:
+    op: dict[str, Any] = {"op": "configure", "stream": stream, "prompt": prompt, "terms": list(terms)}
     if reset_context:
         op["reset_context"] = True
     return op
@@ -72,9 +73,10 @@ def close_op(stream: str) -> dict[str, Any]:
 PING_OP: dict[str, Any] = {"op": "ping"}
 
 
-def transcribe_op(req: str, language: str | None, word_timestamps: bool, prompt: str = "") -> dict[str, Any]:
+def transcribe_op(req: str, language: str | None, word_timestamps: bool, prompt: str = "",
+                  terms: Sequence[str] = ()) -> dict[str, Any]:
     return {"op": "transcribe", "req": req, "language": language, "word_timestamps": word_timestamps,
-            "prompt": prompt}
+            "prompt": prompt, "terms": list(terms)}
 
 
 # ---- events the sidecar sends

@@ -118,7 +118,8 @@ async def _transcribe(request: Request) -> Response:
     audio = decoded.samples
     duration_s = len(audio) / ASR_RATE
     result = await asr.transcribe(audio, language=language, word_timestamps=req.words,
-                                  timeout_s=60.0 + 2.0 * duration_s, prompt=req.prompt)
+                                  timeout_s=60.0 + 2.0 * duration_s, prompt=req.prompt,
+                                  terms=req.terms)
     if response_format == "text":
         return PlainTextResponse(result["text"] + "\n")
     if response_format in ("srt", "vtt"):

@@ -136,7 +136,8 @@ class DictationSession:
             return
         options = {"language": None if self.params.language == "auto" else self.params.language,
                    "interim": self.params.interim, "word_timestamps": self.params.word_timestamps,
-                   "silence_ms": self.params.silence_ms, "eager": self.params.eager, "prompt": self.params.prompt}
+                   "silence_ms": self.params.silence_ms, "eager": self.params.eager, "prompt": self.params.prompt,
+                   "terms": list(self.params.terms)}
         self.stream = stream = await asr.open_stream(options)
         sender = asyncio.create_task(relay_events(stream, self._out, self._drain, release_slot),
                                      name=f"dictation-send-{session_id}")
@@ -278,7 +279,7 @@ class DictationSession:
         if isinstance(message, Finalize):
             await stream.finalize(message.id)
         elif isinstance(message, Config):
-            await stream.configure(message.prompt, message.reset_context)
+            await stream.configure(message.prompt, message.reset_context, message.terms)
         elif isinstance(message, End):
             audio, error = await self._audio.end()
             if error is not None:  # a stream cut inside a packet: the rest still ends normally

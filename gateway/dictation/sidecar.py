@@ -165,7 +165,7 @@ class AsrSupervisor:
         self._table.forget(stream)
 
     async def transcribe(self, samples: np.ndarray, *, language: str | None, word_timestamps: bool,
-                         timeout_s: float, prompt: str = "") -> dict[str, Any]:
+                         timeout_s: float, prompt: str = "", terms: tuple[str, ...] = ()) -> dict[str, Any]:
         """Transcribe a whole file (float32 at ASR_RATE). Raises Unavailable / GatewayError."""
         if len(samples) * 4 > MAX_PAYLOAD_BYTES:  # one frame carries it; a larger one the sidecar would refuse
             raise TooLarge(f"{len(samples) / ASR_RATE / 60:.1f} min of audio is more than one transcription takes "
@@ -174,7 +174,7 @@ class AsrSupervisor:
             raise unavailable_error(self._state)
         req, future = self._table.new_request()
         try:
-            await self.write(transcribe_op(req, language, word_timestamps, prompt), pcm_to_bytes(samples))
+            await self.write(transcribe_op(req, language, word_timestamps, prompt, terms), pcm_to_bytes(samples))
             return await asyncio.wait_for(future, timeout_s)
         except asyncio.TimeoutError:
             raise Unavailable(f"transcription did not finish within {timeout_s:.0f} s", code="asr_timeout",

@@ -84,13 +84,15 @@ class AsrStream:
         if self.live:
             await self.owner.write(finalize_op(self.id, mark))
 
-    async def configure(self, prompt: str | None, reset_context: bool = False) -> None:
-        """Decode with ``prompt`` (None: the one it has) from now on; a restarted sidecar is
-        given the latest one."""
-        prompt = str(self.options.get("prompt", "")) if prompt is None else prompt
-        self.options = {**self.options, "prompt": prompt}
+    async def configure(self, prompt: str | None, reset_context: bool = False,
+                        terms: tuple[str, ...] = ()) -> None:
+        """Decode with ``prompt`` and write finals with ``terms`` (None: the prompt and terms it
+        has) from now on; a restarted sidecar is given the latest ones."""
+        if prompt is None:
+            prompt, terms = str(self.options.get("prompt", "")), tuple(self.options.get("terms", ()))
+        self.options = {**self.options, "prompt": prompt, "terms": list(terms)}
         if self.live:
-            await self.owner.write(configure_op(self.id, prompt, reset_context))
+            await self.owner.write(configure_op(self.id, prompt, reset_context, terms))
 
     async def end(self) -> None:
         self.ending = True

@@ -62,6 +62,7 @@ class DictationParams:
     silence_ms: int = DEFAULT_SILENCE_MS
     eager: bool = False
     prompt: str = ""  # the decoder's context: the client's terms (gateway/protocol/vocabulary.py)
+    terms: tuple[str, ...] = ()  # the client's spelling of its terms: a final's near misses are written so
     resumable: bool = False  # ready carries a resume token; the session is held after a drop
 
 
@@ -91,7 +92,7 @@ def parse_dictation_params(query: Mapping[str, str]) -> DictationParams:
                            word_timestamps=query_bool(query, "word_timestamps", False),
                            silence_ms=DEFAULT_SILENCE_MS if silence_ms is None else silence_ms,
                            eager=query_bool(query, "eager", False),
-                           prompt=terms_prompt(terms), resumable=query_bool(query, "resumable", False))
+                           prompt=terms_prompt(terms), terms=terms, resumable=query_bool(query, "resumable", False))
 
 
 # ---- resuming a dropped session (gateway/dictation/resume.py)
@@ -137,11 +138,13 @@ class Config:
     """The stream's new vocabulary, from the next decode on: ``prompt`` is the
     decoder's context (the client's terms as a list; "" clears them; None keeps
     them). ``reset_context``: the next decodes forget the stream's earlier
-    finals (a new topic, another speaker). A front whose vendor changes its
-    prompt or terms mid-stream sends one too."""
+    finals (a new topic, another speaker). ``terms``: the client's spelling of
+    its terms, with a new ``prompt`` (engines/asr/term_spelling.py). A front
+    whose vendor changes its prompt or terms mid-stream sends one too."""
 
     prompt: str | None = ""
     reset_context: bool = False
+    terms: tuple[str, ...] = ()
     type: Literal["config"] = "config"
 
 
@@ -180,7 +183,8 @@ def _config(data: dict[str, Any]) -> Config:
     if not isinstance(terms, list):
         raise BadMessage("config.terms must be a list of strings")
     try:
-        return Config(terms_prompt(parse_terms(terms, "config.terms")), reset_context=reset)
+        parsed = parse_terms(terms, "config.terms")
+        return Config(terms_prompt(parsed), reset_context=reset, terms=parsed)
     except VocabularyError as exc:
         raise BadMessage(str(exc)) from None
 

@@ -49,6 +49,7 @@ class TranscriptionRequest:
     response_format: str = "json"
     granularities: tuple[str, ...] = ()
     prompt: str = ""  # the decoder's context: ``prompt``, then the ``keywords[]`` as a term list
+    terms: tuple[str, ...] = ()  # the ``keywords[]``: the transcript writes their near misses so
 
     @property
     def words(self) -> bool:
@@ -73,8 +74,9 @@ class TranscriptionRequest:
         granularities = _granularities(form.getlist("timestamp_granularities[]") +
                                        form.getlist("timestamp_granularities"), response_format)
         language = (_text(form, "language") or "").strip().lower() or None
+        prompt, terms = _vocabulary(form)
         return cls(language=None if language == "auto" else language, response_format=response_format,
-                   granularities=granularities, prompt=_prompt(form))
+                   granularities=granularities, prompt=prompt, terms=terms)
 
 
 def _text(form: FormData, name: str) -> str | None:
@@ -86,14 +88,14 @@ def _text(form: FormData, name: str) -> str | None:
     return value
 
 
-def _prompt(form: FormData) -> str:
-    """``prompt`` and ``keywords[]`` as the decoder's one context text."""
+def _vocabulary(form: FormData) -> tuple[str, tuple[str, ...]]:
+    """``prompt`` and ``keywords[]`` as the decoder's one context text, and the keywords."""
     try:
         prompt = parse_prompt(_text(form, "prompt") or "", "prompt")
         keywords = parse_terms(form.getlist("keywords[]"), "keywords[]")
     except VocabularyError as exc:
         raise BadRequest(str(exc)) from None
-    return " ".join(p for p in (prompt, terms_prompt(keywords)) if p)
+    return " ".join(p for p in (prompt, terms_prompt(keywords)) if p), keywords
 
 
 def _refuse_fields(form: FormData) -> None:

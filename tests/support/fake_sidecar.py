@@ -50,10 +50,12 @@ class FakeSidecar(AsrSupervisor):
                 stream.deliver(Ended(0, 0.0))
 
     async def transcribe(self, samples: np.ndarray, *, language: str | None, word_timestamps: bool,
-                         timeout_s: float, prompt: str = "") -> dict[str, Any]:
+                         timeout_s: float, prompt: str = "", terms: tuple[str, ...] = ()) -> dict[str, Any]:
         call: dict[str, Any] = {"samples": len(samples), "language": language, "word_timestamps": word_timestamps}
         if prompt:  # only a request that carries one shows it
             call["prompt"] = prompt
+        if terms:
+            call["terms"] = terms
         self.transcribe_calls.append(call)
         return dict(self.transcription or {})
 

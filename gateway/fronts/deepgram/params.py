@@ -153,7 +153,7 @@ def parse_listen_params(query: Mapping[str, str]) -> ListenParams:
         language = "multi"
     dictation = DictationParams(sample_rate=rate, encoding=INPUT_ENCODINGS[encoding], language=_language(language),
                                 interim=interim, word_timestamps=False, silence_ms=silence_ms,
-                                prompt=terms_prompt(_terms(query)))
+                                prompt=terms_prompt(terms := _terms(query)), terms=terms)
     return ListenParams(encoding=encoding, sample_rate=rate, model=(query.get("model") or "")[:64],
                         language=language[:20], interim_results=interim, endpointing=endpointing,
                         utterance_end_ms=utterance_end_ms, vad_events=query_bool(query, "vad_events", False),

@@ -89,7 +89,7 @@ class FluxTransport:
             except asyncio.TimeoutError:  # the client does not read: as the relay, close it as idle
                 await self.close(close_code_for("idle_timeout"), f"the client did not read for {SEND_TIMEOUT_S:.0f} s")
                 return None
-            return Keepalive() if new_terms is None else Config(terms_prompt(new_terms))
+            return Keepalive() if new_terms is None else Config(terms_prompt(new_terms), terms=new_terms)
         self.turns.close_stream()
         return End()
 

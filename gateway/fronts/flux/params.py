@@ -110,7 +110,7 @@ class FluxParams:
         return DictationParams(sample_rate=self.sample_rate, encoding=INPUT_ENCODINGS[self.encoding],
                                language=self.language, interim=True, word_timestamps=False,
                                silence_ms=t.silence_ms, eager=t.eager_eot_threshold is not None,
-                               prompt=terms_prompt(self.keyterms))
+                               prompt=terms_prompt(self.keyterms), terms=self.keyterms)
 
 
 def number(name: str, raw: object, low: float, high: float) -> float:

@@ -109,7 +109,7 @@ class TranscriptionConfig:
         return DictationParams(sample_rate=self.sample_rate, encoding=self.encoding,
                                language=self.language or "auto", interim=True, word_timestamps=False,
                                silence_ms=min(max(silence_ms, MIN_SILENCE_MS), MAX_SILENCE_MS),
-                               prompt=self.decoder_prompt)
+                               prompt=self.decoder_prompt, terms=self.keywords)
 
     def session_object(self, session_id: str) -> dict[str, Any]:
         """The ``session`` of ``session.created`` / ``session.updated``."""

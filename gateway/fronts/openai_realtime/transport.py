@@ -177,7 +177,7 @@ class RealtimeTransport:
         self.config = config
         self.items.set_server_vad(config.turn_detection is not None)
         await self._send(self.events.session_updated(config.session_object(self.session_id)))
-        return Config(config.decoder_prompt) if changed and self.audio_started else None
+        return Config(config.decoder_prompt, terms=config.keywords) if changed and self.audio_started else None
 
     def _check_fixed(self, new: TranscriptionConfig) -> None:
         """After the first audio the recognizer runs with the format, language and

@@ -61,7 +61,7 @@ class Transcription:
         params = DictationParams(sample_rate=fmt.rate, encoding=InputEncoding.PCM_F32LE,
                                  language=session_language(request.language), interim=True,
                                  silence_ms=request.endpoint_silence_ms or DEFAULT_SILENCE_MS,
-                                 prompt=request.prompt)
+                                 prompt=request.prompt, terms=request.terms)
         self.session = DictationSession(self.transport, params, settings, asr)
         self._pcm = PcmIn(fmt.rate)
         self._entry: SessionEntry | None = None

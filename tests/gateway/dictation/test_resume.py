@@ -241,9 +241,15 @@ def test_a_flood_of_drops_never_resumed_stays_within_the_caps(tmp_path):
     import tracemalloc
 
     fake = FakeSidecar()
+    # a long grace, so every dropped session is surely held when the caps are checked, however
+    # slow the machine; the test then ends each grace itself
     with dictation_client(tmp_path, fake, max_dictation_streams=STREAMS, max_dictation_streams_per_client=STREAMS,
-                          resume_grace_s=0.2) as client:
+                          resume_grace_s=60) as client:
         store = store_of(client)
+
+        def end_grace(transport) -> None:
+            transport.grace_s = 0.0
+            transport._back.set()  # wakes its wait for the client, which finds no socket: expired
 
         def one_round() -> None:
             with ExitStack() as sockets:
@@ -257,6 +263,8 @@ def test_a_flood_of_drops_never_resumed_stays_within_the_caps(tmp_path):
                 events = [SPEECH, *[partial(f"word {i} " * 8) for i in range(PARTIALS_PER_SESSION)]]
                 for stream in list(fake.streams.values()):
                     client.portal.call(play_to, fake, stream.id, events)
+                for transport in list(store._live.values()):
+                    client.portal.call(end_grace, transport)
                 wait_until(lambda: not store._live, "the grace ended every held session")
 
         for _ in range(3):

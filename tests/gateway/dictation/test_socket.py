@@ -26,13 +26,13 @@ def test_ready_echoes_the_parameters_and_names_the_model(tmp_path):
 
 def test_the_sidecar_is_opened_with_the_stream_options(tmp_path):
     fake = FakeSidecar()
-    url = "/v1/dictation?interim=false&word_timestamps=true&silence_ms=800&language=en&eager=true"
+    url = "/v1/dictation?interim=false&word_timestamps=true&silence_ms=800&language=en&eager=true&terms=pgvector"
     with dictation_client(tmp_path, fake) as client, client.websocket_connect(url) as ws:
         receive(ws)
         header = fake.frames[0][0]
         assert header == {"op": "open", "stream": header["stream"], "language": "en", "interim": False,
                           "word_timestamps": True, "silence_ms": 800, "eager": True, "offset": 0,
-                          "prompt": "", "first_utterance": 0, "stable": ""}
+                          "prompt": "pgvector.", "terms": ["pgvector"], "first_utterance": 0, "stable": ""}
 
 
 @pytest.mark.parametrize(("query", "reason"), [

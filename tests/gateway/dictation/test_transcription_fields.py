@@ -75,14 +75,15 @@ def test_fields_that_cannot_be_honoured_are_refused_by_name(tmp_path, data, extr
     assert fake.transcribe_calls == []
 
 
-def test_the_prompt_and_keywords_reach_the_recognizer_as_its_context(tmp_path):
+def test_the_prompt_and_keywords_reach_the_recognizer_as_its_context_and_the_keywords_as_its_spellings(tmp_path):
     fake = FakeSidecar(transcription=RESULT)
     with dictation_client(tmp_path, fake) as client:
         r = post(client, {"model": "whisper-1", "prompt": "General  Kenobi speaking."},
                  (("keywords[]", "Kenobi"), ("keywords[]", "Obi-Wan")))
     assert r.status_code == 200
     assert fake.transcribe_calls == [{"samples": 16000, "language": None, "word_timestamps": False,
-                                      "prompt": "General Kenobi speaking. Kenobi, Obi-Wan."}]
+                                      "prompt": "General Kenobi speaking. Kenobi, Obi-Wan.",
+                                      "terms": ("Kenobi", "Obi-Wan")}]
 
 
 def test_segment_granularity_gives_segments_without_words(tmp_path):
