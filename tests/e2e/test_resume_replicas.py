@@ -4,17 +4,20 @@ of docs/deployment.md (tests/support/haproxy.py), and a relay between the
 client and the balancer that cuts the path mid-utterance
 (tests/support/cut_relay.py), all on 127.0.0.1.
 
-While the path is cut, the token's replica is given one more of the balancer's
-connections than the other one, so a balancer that ignored the token
-(``leastconn``) would send the resume to the other replica: the resume lands
-home only because the balancer routes it by the token's prefix."""
+While the path is cut, a second session of the same replica is dropped and
+resumed through the balancer, and kept open: the replica then holds the one
+connection of the balancer's ``resumes`` backend, so a balancer that ignored the
+token (``leastconn``) would send the client's resume to the other replica. The
+resume lands home only because the balancer routes it by the token's prefix."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -39,7 +42,7 @@ FIRST = "It's easy to tell the depth of a well."
 SECOND = "Glue the sheet to the dark blue background."
 BREAK_AT_S = 1.5  # into the first sentence, which starts at 0.5 s
 PING_S = 1.0  # how soon the client notices a path that went silent
-MAX_BALLAST = 4  # sessions opened through the balancer until one lands on the token's replica
+MAX_TRIES = 4  # new sessions opened through the balancer until one lands on a given replica
 
 
 def port_of(url: str) -> int:
@@ -50,18 +53,28 @@ def ws_url(url: str) -> str:
     return url.replace("http://", "ws://", 1)
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory) -> Iterator[tuple[dict[str, GatewayProcess], Haproxy]]:
-    work = tmp_path_factory.mktemp("sticky")
+def start_replicas(stack: ExitStack, work: Path) -> dict[str, GatewayProcess]:
+    """Both replicas, started at once (their sidecars load in parallel); ``stack`` stops them."""
     # as deployed: server mode, an API key, the balancer a trusted proxy
     env = {"VOXGATE_SERVER_MODE": "1", "VOXGATE_API_KEY": KEY, "VOXGATE_FORWARDED_ALLOW_IPS": "127.0.0.1/32",
            "VOXGATE_ASR_THREADS": "1", "VOXGATE_RESUME_GRACE_S": "30",
            # one client holds several sockets here: the routing, not the per-client share, is under test
            "VOXGATE_MAX_DICTATION_STREAMS_PER_CLIENT": "8"}
+    managers = {name: running_gateway(work / name, "asr", env={**env, "VOXGATE_REPLICA_ID": name})
+                for name in REPLICAS}
+    with ThreadPoolExecutor(len(managers)) as pool:
+        starts = {name: pool.submit(manager.__enter__) for name, manager in managers.items()}
+    for name, start in starts.items():
+        if start.exception() is None:
+            stack.push(managers[name].__exit__)
+    return {name: start.result() for name, start in starts.items()}  # the first failure, once all are stopped
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory) -> Iterator[tuple[dict[str, GatewayProcess], Haproxy]]:
+    work = tmp_path_factory.mktemp("sticky")
     with ExitStack() as stack:
-        gateways = {name: stack.enter_context(running_gateway(work / name, "asr",
-                                                              env={**env, "VOXGATE_REPLICA_ID": name}))
-                    for name in REPLICAS}
+        gateways = start_replicas(stack, work)
         lb = stack.enter_context(running_haproxy(work / "lb", {name: port_of(gw.url) for name, gw in gateways.items()}))
         yield gateways, lb
 
@@ -73,41 +86,43 @@ def audio() -> np.ndarray:
     return np.concatenate([silence(0.5), resample(first, rate), silence(1.2), resample(second, rate), silence(1.0)])
 
 
-async def open_resumable(lb: Haproxy) -> tuple[ClientConnection, str]:
-    """A resumable session through the balancer, and the replica its token names."""
-    socket = await connect(ws_url(lb.url) + "/v1/dictation?resumable=true", additional_headers=KEY_HEADERS,
-                           open_timeout=10)
+async def open_socket(lb: Haproxy, query: str) -> tuple[ClientConnection, dict]:
+    """A dictation socket through the balancer, and its ``ready``."""
+    socket = await connect(ws_url(lb.url) + f"/v1/dictation?{query}", additional_headers=KEY_HEADERS, open_timeout=10)
     ready = json.loads(await asyncio.wait_for(socket.recv(), 30))
-    replica = token_replica(ready["resume_token"])
-    assert replica in REPLICAS, ready
-    return socket, replica
-
-
-async def outweigh(lb: Haproxy, home: str, ballast: list[ClientConnection]) -> list[str]:
-    """Leave ``home`` one session through the balancer and the other replica none:
-    open sessions until one lands home, then end those that landed elsewhere.
-    Where each landed."""
-    landed: list[str] = []
-    while home not in landed:
-        assert len(landed) < MAX_BALLAST, f"the balancer never sent a session to {home}: {landed}"
-        socket, replica = await open_resumable(lb)
-        ballast.append(socket)
-        landed.append(replica)
-    for socket, replica in zip(list(ballast), landed, strict=True):
-        if replica != home:
-            await end(socket)
-            ballast.remove(socket)
-    return landed
+    assert ready["type"] == "ready", ready
+    return socket, ready
 
 
 async def end(socket: ClientConnection) -> None:
-    """End a ballast session cleanly (a dropped one would be held, and hold up the stop)."""
+    """End a session cleanly (a dropped one would be held, and hold up the stop)."""
     await socket.send(json.dumps({"type": "end"}))
     try:
         while True:
             await asyncio.wait_for(socket.recv(), 30)
     except ConnectionClosed:
         pass
+
+
+async def resumed_at_home(lb: Haproxy, home: str, held: list[ClientConnection]) -> None:
+    """Another session on ``home``, dropped and resumed through the balancer, its
+    socket kept open in ``held``: ``home`` then holds one connection of the
+    balancer's ``resumes`` backend and the other replica none, so a resume that
+    the balancer did not route by its token would go to the other one (leastconn)."""
+    elsewhere: list[ClientConnection] = []
+    for _ in range(MAX_TRIES):
+        socket, ready = await open_socket(lb, "resumable=true")
+        if token_replica(ready["resume_token"]) == home:
+            break
+        elsewhere.append(socket)  # kept open meanwhile: the next new session goes to the other replica
+    else:
+        raise AssertionError(f"the balancer sent no new session to {home} in {MAX_TRIES}")
+    for other in elsewhere:
+        await end(other)
+    await socket.close()  # closed without ``end``: a drop; the session is held
+    resumed, ready = await open_socket(lb, f"resume={ready['resume_token']}&last_seq=0")
+    held.append(resumed)
+    assert ready["resumed"] is True and token_replica(ready["resume_token"]) == home
 
 
 async def direct_refusal(gateway: GatewayProcess, token: str) -> tuple[dict, tuple[int, str]]:
@@ -124,8 +139,8 @@ async def test_a_resume_through_the_balancer_goes_on_at_its_replica_and_nowhere_
     gateways, lb = cluster
     relay = CutRelay("127.0.0.1", port_of(lb.url))
     await relay.start()
-    ballast: list[ClientConnection] = []
-    cuts: list[asyncio.Task[list[str]]] = []
+    held: list[ClientConnection] = []
+    cuts: list[asyncio.Task[None]] = []
     try:
         client = await DictationClient.connect(relay.url, resume=True, ping_s=PING_S, credentials=Credentials(KEY))
         home = token_replica(client.ready["resume_token"])
@@ -133,7 +148,7 @@ async def test_a_resume_through_the_balancer_goes_on_at_its_replica_and_nowhere_
 
         def on_chunk_sent(sent_s: float) -> None:
             if sent_s >= BREAK_AT_S and not cuts:
-                cuts.append(asyncio.create_task(relay.cut_during(lambda: outweigh(lb, home, ballast))))
+                cuts.append(asyncio.create_task(relay.cut_during(lambda: resumed_at_home(lb, home, held))))
 
         async with client:
             async def send() -> None:
@@ -143,15 +158,14 @@ async def test_a_resume_through_the_balancer_goes_on_at_its_replica_and_nowhere_
             sender = asyncio.create_task(send())
             events = [event async for event in client.events()]
             await sender
-        landed = await cuts[0]
-        for socket in ballast:
+        await cuts[0]
+        for socket in held:
             await end(socket)
     finally:
-        for socket in ballast:
+        for socket in held:
             await socket.close()
         await relay.aclose()
 
-    assert landed[-1] == home and landed.count(home) == 1  # leastconn alone would send the resume elsewhere
     assert (client.resumes, client.close_code, relay.connections) == (1, 1000, 2)
     assert client.resume is not None and token_replica(client.resume.token) == home
     assert [e["seq"] for e in events if "seq" in e] == list(range(1, len(events) + 1))  # none missed, none twice

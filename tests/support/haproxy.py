@@ -2,7 +2,7 @@
 front of gateway replicas on 127.0.0.1, with a config generated per test: the
 one docs/deployment.md recommends, with short health-check intervals. A server's
 name is its replica's id (``VOXGATE_REPLICA_ID``), so a dictation resume goes to
-the server its token's prefix names."""
+the server its token's prefix names (the ``resumes`` backend)."""
 
 from __future__ import annotations
 
@@ -40,6 +40,7 @@ defaults
 
 frontend voxgate
     bind 127.0.0.1:{port}
+    use_backend resumes if {{ urlp(resume) -m found }}
     default_backend gateways
 
 backend gateways
@@ -47,8 +48,14 @@ backend gateways
     option httpchk GET /health/ready
     http-check expect status 200
     default-server inter {check_interval_ms}ms fall 2 rise 2
-    force-persist if {{ urlp(resume) -m found }}
-    use-server %[urlp(resume),field(1,.)] if {{ urlp(resume) -m found }}
+{servers}
+
+backend resumes
+    balance leastconn
+    option httpchk GET /health/live
+    http-check expect status 200
+    default-server inter {check_interval_ms}ms fall 2 rise 2
+    use-server %[urlp(resume),field(1,.)] if TRUE
 {servers}
 """
 

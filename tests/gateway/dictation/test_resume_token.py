@@ -95,10 +95,12 @@ def test_unset_the_id_is_this_hosts(monkeypatch):
     assert Settings.from_env({}).replica == "voxgate-1"
 
 
-def test_the_deployment_guide_shows_the_sticky_rules_the_replica_tests_run():
+def test_the_deployment_guide_shows_the_routing_the_replica_tests_run():
     guide = (ROOT / "docs" / "deployment.md").read_text()
     tested = haproxy_config(8000, {"voxgate-0": 8001, "voxgate-1": 8002})
-    for rule in ("force-persist if { urlp(resume) -m found }",
-                 "use-server %[urlp(resume),field(1,.)] if { urlp(resume) -m found }"):
-        assert f"    {rule}\n" in tested
+    resumes = tested.split("backend resumes\n", 1)[1]
+    for rule, where in (("use_backend resumes if { urlp(resume) -m found }", tested),
+                        ("option httpchk GET /health/live", resumes),
+                        ("use-server %[urlp(resume),field(1,.)] if TRUE", resumes)):
+        assert f"    {rule}\n" in where
         assert re.search(rf"^    {re.escape(rule)}\s", guide, re.MULTILINE), rule
