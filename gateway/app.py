@@ -172,7 +172,8 @@ def create_app(
             "asr": asr_service,
             "startup": startup,
             "drain": Drainer(sessions, settings.drain_s),
-            "resume": ResumeStore(settings.resume_grace_s, KEPT_PER_STREAM * settings.max_dictation_streams),
+            "resume": ResumeStore(settings.resume_grace_s, KEPT_PER_STREAM * settings.max_dictation_streams,
+                                  replica=settings.replica),
             "decoders": build_decoders(settings),
         }
         if hasattr(listener, "bind_state"):

@@ -36,6 +36,7 @@ from gateway.config_parsers import (
     _wyoming_uri,
     parse_tcp_uri,
 )
+from gateway.replica import default_replica_id, parse_replica_id
 from gateway.share_tls import supplied_pair_problem
 
 ENV_PREFIX = "VOXGATE_"
@@ -130,6 +131,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("drain_s", _float_range(0, 3600), "30", "On SIGTERM, how long open sessions may take to finish their work (ready answers 503 meanwhile) before they close 1001."),
     Option("redis_url", _opt_str, "", "Redis for auth state shared by replicas (sessions, tickets, lockout, PIN), e.g. redis://host:6379/0; unset: in memory.", secret=True),
     Option("redis_prefix", _str, "voxgate:", "Prefix of every Redis key, so deployments can share one Redis."),
+    Option("replica_id", parse_replica_id, "", "This replica's name: the prefix of its resume tokens, on which a load balancer routes a dictation resume to this replica (docs/deployment.md); 1..63 letters, digits, - or _. Unset: the host name's first label (a StatefulSet pod's name); replicas that share a host must each set one."),
     Option("asr_lanes", _int_range(0, 64), "0", "Decodes the ASR sidecar runs at once, each on VOXGATE_ASR_THREADS threads (0: the cores divided by VOXGATE_ASR_THREADS; both 0: one per core)."),  # dictation at load
     Option("asr_batch", _int_range(1, 64), "4", "Most finals of different streams the ASR sidecar decodes together in one beam search."),
     Option("asr_final_window", _choice("auto", "short", "full"), "auto", "Encoder window of dictation finals: full (Whisper's 30 s window, as file transcription decodes it: offline accuracy, each final costs about 2.5x the decoding), short (the utterance plus 7 s of silence: the fastest), or auto (full for streams without eager, whose final waits out the silence anyway; short for eager streams, where speed is the point; docs/dictation.md)."),
@@ -197,6 +199,7 @@ class Settings:
     drain_s: float = 30.0
     redis_url: str | None = field(default=None, repr=False)
     redis_prefix: str = "voxgate:"
+    replica_id: str | None = None
     asr_lanes: int = 0
     asr_batch: int = 4
     asr_final_window: str = "auto"
@@ -265,6 +268,11 @@ class Settings:
     def wyoming_address(self) -> tuple[str, int] | None:
         """(host, port) of the Wyoming listener, or None when it is off."""
         return parse_tcp_uri(self.wyoming_uri) if self.wyoming_uri else None
+
+    @property
+    def replica(self) -> str:
+        """This replica's id: ``replica_id``, or else derived from the host name (gateway/replica.py)."""
+        return self.replica_id or default_replica_id()
 
     @property
     def voices_dir(self) -> Path:

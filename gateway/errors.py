@@ -42,6 +42,7 @@ CLOSE_IDLE = 4408
 CLOSE_RESUME_UNKNOWN = 4404
 CLOSE_RESUME_USED = 4409
 CLOSE_RESUME_GONE = 4410
+CLOSE_RESUME_ELSEWHERE = 4421  # after HTTP 421 Misdirected Request
 
 MAX_CLOSE_REASON_BYTES = 123  # RFC 6455: 125 bytes of close payload, 2 of them the code
 CLOSE_TIMEOUT_S = 5.0
@@ -101,6 +102,9 @@ _ROWS = (
     WireCode("resume_unknown", 404, CLOSE_RESUME_UNKNOWN, False,
              "no session of this server has that resume token (mistyped, from another server, or forgotten "
              "long after its session ended); open a new session"),
+    WireCode("resume_elsewhere", 421, CLOSE_RESUME_ELSEWHERE, False,
+             "the resume token belongs to a session of another replica, which the message names; the load balancer "
+             "must route each resume by its token's prefix (docs/deployment.md)"),
     WireCode("resume_used", 409, CLOSE_RESUME_USED, False,
              "that resume token was already used by a reconnect; resume with the token of the latest `ready`"),
     WireCode("resume_expired", 410, CLOSE_RESUME_GONE, False,

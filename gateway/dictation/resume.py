@@ -1,8 +1,12 @@
 """Resume tokens of /v1/dictation: which held session a reconnect continues.
 
-A session opened with ``resumable=true`` gets a token in each ``ready``: 32
-random bytes, URL-safe. The store keeps only its SHA-256, never the token (and
-the access log masks ``?resume=``, auth/redact.py). A token is:
+A session opened with ``resumable=true`` gets a token in each ``ready``:
+``<replica>.<secret>``, this replica's id (gateway/replica.py), which is no
+secret and lets a load balancer route the resume here, then 32 random bytes,
+URL-safe. The store keeps only the token's SHA-256, never the token (and the
+access log masks ``?resume=``, auth/redact.py). A token that names another
+replica is refused with ``resume_elsewhere`` before anything is looked up; one
+that names none was never issued by a replica (``resume_unknown``). A token is:
 
 - bound to the principal that opened the session (``principal_owner``): any
   other gets ``resume_forbidden``, and the token stays good for its owner;
@@ -37,10 +41,12 @@ from gateway.dictation.resumable import ResumableTransport
 from gateway.errors import GatewayError, refuse_socket
 from gateway.protocol.dictation import parse_resume_request
 from gateway.registry import address_share
+from gateway.replica import FALLBACK, is_replica_id
 
 MAX_SPENT = 4096  # used and expired tokens remembered, so they answer with why
 SPENT_KEEP_GRACES = 10  # ... for this many graces
 KEPT_PER_STREAM = 4  # ended sessions kept for their tokens, per allowed dictation stream
+SECRET_BYTES = 32
 
 # Principals that share one identity: whoever holds the key (or a session or
 # ticket minted from it), whoever holds the PIN, this machine. The others are
@@ -62,9 +68,27 @@ def _digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
+def new_token(replica: str) -> str:
+    return f"{replica}.{secrets.token_urlsafe(SECRET_BYTES)}"
+
+
+def token_replica(token: str) -> str | None:
+    """The replica a token names (the part before its first ``.``), or None when it names none."""
+    replica, dot, secret = token.partition(".")
+    return replica if dot and secret and is_replica_id(replica) else None
+
+
+def elsewhere(replica: str, here: str) -> GatewayError:
+    return GatewayError(f"that resume token belongs to replica {replica!r}, this is {here!r}: the load balancer must "
+                        "send each resume to the replica named before the first '.' of its token (docs/deployment.md)",
+                        code="resume_elsewhere")
+
+
 class ResumeStore:
-    def __init__(self, grace_s: float, max_kept: int, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, grace_s: float, max_kept: int, clock: Callable[[], float] = time.monotonic, *,
+                 replica: str = FALLBACK) -> None:
         self.grace_s = grace_s
+        self.replica = replica  # the prefix of every token issued here (the app passes ``Settings.replica``)
         self.max_kept = max_kept
         self._clock = clock
         self._live: dict[str, ResumableTransport] = {}
@@ -76,7 +100,7 @@ class ResumeStore:
 
     def issue(self, transport: ResumableTransport) -> str:
         """A new token for ``transport``; its previous one is spent (``resume_used``)."""
-        token = secrets.token_urlsafe(32)
+        token = new_token(self.replica)
         if transport.token_hash is not None and self._live.get(transport.token_hash) is transport:
             del self._live[transport.token_hash]
             self._spend(transport.token_hash, "resume_used")
@@ -100,6 +124,9 @@ class ResumeStore:
     def claim(self, token: str, owner: str, last_seq: int) -> tuple[ResumableTransport, str | None]:
         """The session ``token`` resumes, and its next token (None: it has ended and
         the token is spent). Raises the refusal's ``GatewayError``."""
+        replica = token_replica(token)
+        if replica is not None and replica != self.replica:
+            raise elsewhere(replica, self.replica)
         self._purge()
         key = _digest(token)
         live = self._live.get(key)

@@ -99,7 +99,7 @@ def parse_dictation_params(query: Mapping[str, str]) -> DictationParams:
 
 RESUME_PARAMS = ("resume", "last_seq")
 MAX_TOKEN_CHARS = 128
-_TOKEN = re.compile(r"^[A-Za-z0-9_-]+$")
+_TOKEN = re.compile(r"^[A-Za-z0-9_.-]+$")  # URL-safe base64, and the replica prefix's "."
 
 
 @dataclass(frozen=True)

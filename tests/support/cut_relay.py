@@ -2,7 +2,8 @@
 path the ways networks do, for the resume tests.
 
 ``cut(seconds)`` closes every connection it carries (both ends see the stream
-end with no WebSocket close frame) and refuses new ones for ``seconds``;
+end with no WebSocket close frame) and refuses new ones for ``seconds``
+(``cut_during(work)``: while ``work`` runs);
 ``stall()`` stops forwarding on every connection it carries without closing
 anything (bytes read are dropped, like packets into a dead route), while new
 connections are carried normally. Every pipe is a task the relay owns and
@@ -13,10 +14,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 from tests.support.net import free_port
 
 CHUNK = 64 * 1024
+T = TypeVar("T")
 
 
 class Pipe:
@@ -81,6 +85,14 @@ class CutRelay:
         await self._stop()
         await asyncio.sleep(seconds)
         await self.start()
+
+    async def cut_during(self, work: Callable[[], Awaitable[T]]) -> T:
+        """Close every carried connection and refuse new ones while ``work`` runs, then carry again."""
+        await self._stop()
+        try:
+            return await work()
+        finally:
+            await self.start()
 
     def stall(self) -> None:
         """Stop forwarding on every carried connection, closing nothing."""
