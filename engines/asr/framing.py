@@ -149,3 +149,19 @@ def pcm_from_bytes(payload: bytes) -> np.ndarray:
 def samples(seconds: float) -> int:
     """``seconds`` of audio as a sample count at ``SAMPLE_RATE``."""
     return round(seconds * SAMPLE_RATE)
+
+
+def header_prompt(header: dict[str, Any]) -> str:
+    """The ``prompt`` of an ``open``, ``configure`` or ``transcribe`` frame (the gateway validated it)."""
+    prompt = header.get("prompt") or ""
+    if not isinstance(prompt, str):
+        raise ValueError("prompt must be a string")
+    return prompt
+
+
+def header_terms(header: dict[str, Any]) -> tuple[str, ...]:
+    """The ``terms`` of an ``open``, ``configure`` or ``transcribe`` frame (the gateway validated them)."""
+    terms = header.get("terms") or []
+    if not isinstance(terms, list) or not all(isinstance(t, str) for t in terms):
+        raise ValueError("terms must be a list of strings")
+    return tuple(terms)

@@ -38,7 +38,7 @@ from typing import Any, BinaryIO
 
 from .decoder import Transcript, WhisperDecoder
 from .files import FileJob
-from .framing import FrameError, FrameRejected, encode_frame, pcm_from_bytes, read_frame
+from .framing import FrameError, FrameRejected, encode_frame, header_prompt, header_terms, pcm_from_bytes, read_frame
 from .lanes import DecodeLanes
 from .policy import RATE, DecodeJob, StreamOptions, StreamPolicy
 from .scheduler import Scheduler
@@ -192,8 +192,8 @@ class SidecarServer:
             elif op == "configure":
                 policy = self.streams.get(sid)
                 if policy is not None:
-                    policy.finals.context.configure(_prompt(header), reset=bool(header.get("reset_context")),
-                                                    terms=_terms(header))
+                    policy.finals.context.configure(header_prompt(header), reset=bool(header.get("reset_context")),
+                                                    terms=header_terms(header))
             elif op == "ping":
                 self.emit({"ev": "pong"})
             elif op == "close":
@@ -203,8 +203,8 @@ class SidecarServer:
                 language = header.get("language")
                 self._check_language(language)
                 self.files.append(FileJob(str(header.get("req")), pcm_from_bytes(payload), language,
-                                          bool(header.get("word_timestamps")), now, prompt=_prompt(header),
-                                          terms=_terms(header)))
+                                          bool(header.get("word_timestamps")), now, prompt=header_prompt(header),
+                                          terms=header_terms(header)))
             else:
                 raise ValueError(f"unknown op {op!r}")
         except (ValueError, FrameError) as exc:
@@ -233,8 +233,8 @@ class SidecarServer:
             word_timestamps=bool(header.get("word_timestamps", False)),
             silence_ms=int(header.get("silence_ms", 500)), offset=int(header.get("offset", 0)),
             first_utterance=int(header.get("first_utterance", 0)), stable=str(header.get("stable", "")),
-            eager=eager, full_window_finals=full_window_finals(self.final_window, eager), prompt=_prompt(header),
-            terms=_terms(header))
+            eager=eager, full_window_finals=full_window_finals(self.final_window, eager), prompt=header_prompt(header),
+            terms=header_terms(header))
         self.streams[sid] = StreamPolicy(sid, options, tuning=self.tuning)
 
     def _after_change(self, sid: str, policy: StreamPolicy) -> None:
@@ -293,18 +293,3 @@ class SidecarServer:
             lags[sid] = round(max(policy.lag_s if since is not None else 0.0, waiting), 3)
         self.emit({"ev": "lag", "streams": lags, "busy_s": round(busy_s, 3)})
 
-
-def _prompt(header: dict) -> str:
-    """The ``prompt`` of an ``open``, ``configure`` or ``transcribe`` frame (the gateway validated it)."""
-    prompt = header.get("prompt") or ""
-    if not isinstance(prompt, str):
-        raise ValueError("prompt must be a string")
-    return prompt
-
-
-def _terms(header: dict) -> tuple[str, ...]:
-    """The ``terms`` of an ``open``, ``configure`` or ``transcribe`` frame (the gateway validated them)."""
-    terms = header.get("terms") or []
-    if not isinstance(terms, list) or not all(isinstance(t, str) for t in terms):
-        raise ValueError("terms must be a list of strings")
-    return tuple(terms)
