@@ -42,9 +42,10 @@ def speech(text: str, tail_s: float) -> bytes:
     return pcm16(np.concatenate([silence(0.3), resample(samples, rate), silence(tail_s)]))
 
 
-async def stream(url: str, pcm: bytes, *, finalize: bool, **query: str) -> list:
-    """Send ``pcm`` in real time (100 ms chunks), optionally Finalize, then CloseStream;
-    every message the SDK parsed, in order."""
+async def stream(url: str, pcm: bytes, *, finalize: bool, before_close: str | None = None, **query: str) -> list:
+    """Send ``pcm`` in real time (100 ms chunks), optionally Finalize, then CloseStream
+    (once a message of type ``before_close`` has come, if one is named: a loaded machine
+    may still be decoding when the audio ends); every message the SDK parsed, in order."""
     got: list = []
     async with client_for(url).listen.v1.connect(model="nova-3", encoding="linear16", sample_rate="16000",
                                                  **query) as conn:
@@ -58,9 +59,19 @@ async def stream(url: str, pcm: bytes, *, finalize: bool, **query: str) -> list:
             await asyncio.sleep(0.1)
         if finalize:
             await conn.send_finalize()
+        if before_close is not None:
+            await wait_for_message(got, before_close)
         await conn.send_close_stream()
         await asyncio.wait_for(reader, 60)
     return got
+
+
+async def wait_for_message(got: list, kind: str, timeout_s: float = 60.0) -> None:
+    async def arrived() -> None:
+        while kind not in kinds(got):
+            await asyncio.sleep(0.05)
+
+    await asyncio.wait_for(arrived(), timeout_s)
 
 
 def kinds(messages: list) -> list[str]:
@@ -71,7 +82,7 @@ async def test_sdk_live_transcription_finals_match_and_close_stream_ends_with_me
     from deepgram.listen.v1.types import ListenV1Metadata, ListenV1Results
 
     pcm = speech(SENTENCE, 1.5)
-    got = await stream(server, pcm, finalize=False, interim_results="true",
+    got = await stream(server, pcm, finalize=False, before_close="UtteranceEnd", interim_results="true",
                        vad_events="true", utterance_end_ms="1000", endpointing="300")
     results = [m for m in got if isinstance(m, ListenV1Results)]
     finals = [r for r in results if r.is_final]
