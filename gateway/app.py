@@ -42,6 +42,7 @@ from gateway.fronts.openai_realtime.routes import openai_realtime_routes
 from gateway.http_api import core_routes, static_routes
 from gateway.registry import SessionRegistry
 from gateway.startup import Startup
+from gateway.tts.resumable import KEPT_PER_SESSION
 from gateway.tts.routes import tts_routes
 from gateway.tts.sentences import SentenceBuffer
 
@@ -173,6 +174,7 @@ def create_app(
             "startup": startup,
             "drain": Drainer(sessions, settings.drain_s),
             "resume": ResumeStore(settings.resume_grace_s, KEPT_PER_STREAM * settings.max_dictation_streams),
+            "tts_resume": ResumeStore(settings.resume_grace_s, KEPT_PER_SESSION * settings.max_tts_sessions),
             "decoders": build_decoders(settings),
         }
         if hasattr(listener, "bind_state"):

@@ -51,7 +51,7 @@ async def dictation_socket(websocket: WebSocket) -> None:
     state = websocket.state
     settings: Settings = state.settings
     await websocket.accept()
-    store: ResumeStore = state.resume
+    store: ResumeStore[ResumableTransport] = state.resume
     if "resume" in websocket.query_params:
         await resume_socket(websocket, store)
         return
@@ -71,7 +71,7 @@ async def dictation_socket(websocket: WebSocket) -> None:
 
 
 def _transport(websocket: WebSocket, params: DictationParams, settings: Settings,
-               store: ResumeStore) -> DictationTransport:
+               store: ResumeStore[ResumableTransport]) -> DictationTransport:
     if not params.resumable:
         return NativeDictationTransport(websocket)
     if settings.resume_grace_s <= 0:
