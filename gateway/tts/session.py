@@ -335,14 +335,7 @@ class TtsSession:
         """Queue the messages of one frame; False once the utterance is cancelled."""
         for data, samples in messages:
             item = OutItem(owner=utt, data=data, samples=samples)
-            while True:
-                try:
-                    queued = await self.outbound.put_audio(item, wait_s, lambda: not utt.cancelled)
-                    break
-                except Stalled:
-                    if not self.away():  # away, the kept messages are full: paused until the client is back
-                        raise
-            if not queued:
+            if not await self.outbound.put_audio(item, wait_s, lambda: not utt.cancelled, patient=self.away):
                 return False
         return not utt.cancelled
 
