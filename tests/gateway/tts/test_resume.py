@@ -9,6 +9,7 @@ context would cancel the app's handler, which a real server never does."""
 
 from __future__ import annotations
 
+import time
 import tracemalloc
 from contextlib import ExitStack
 from ipaddress import ip_network
@@ -308,3 +309,35 @@ def test_a_flood_of_drops_that_never_resume_stays_within_the_kept_bound(tmp_path
     # each held session: its kept messages, ~2 s of queued audio (96 KB) and the bookkeeping
     assert grown < FLOOD * (MAX_BYTES + 512 * 1024), grown
     assert engine.frames_produced < FLOOD * (MAX_BYTES // FRAME_BYTES + 40)
+
+
+def test_a_session_that_ended_while_its_client_was_away_is_collected_with_its_close(tmp_path):
+    with tts_client(tmp_path) as client, ExitStack() as sockets:
+        first = sockets.enter_context(client.websocket_connect(OPEN))
+        token = receive(first)["resume_token"]
+        first.send_json({"type": "speak", "text": TEXT})
+        first.send_json({"type": "end"})
+        first.close()
+        wait_until(lambda: store_of(client).counts()["kept"] == 1, "the session finished its work and ended")
+        with client.websocket_connect(resume_url(token, 0)) as ws:
+            ready = receive(ws)
+            n = frames_for(TEXT)
+            assert (ready["ended"], ready["last_seq"], ready["messages_received"]) == (True, n + 3, 2)
+            frames, events = read_rest(ws, "closed")
+            assert b"".join(frames) == encode(expected_audio(TEXT), Encoding.S16LE)
+            assert [e["type"] for e in events] == ["start", "end", "closed"]
+            assert close_code(ws) == (1000, "")
+
+
+def test_the_idle_timeout_does_not_end_a_session_whose_client_is_away(tmp_path):
+    with tts_client(tmp_path, idle_timeout_s=0.2) as client, ExitStack() as sockets:
+        first = sockets.enter_context(client.websocket_connect(OPEN))
+        token = receive(first)["resume_token"]
+        first.close()
+        wait_until(lambda: live(client) and live(client)[0].away, "the session is held")
+        time.sleep(1.0)  # five idle timeouts: the watchdog ticks every 50 ms
+        second = sockets.enter_context(client.websocket_connect(resume_url(token, 0)))
+        ready = receive(second)
+        assert "ended" not in ready and "resume_token" in ready
+        second.send_json({"type": "speak", "text": TEXT})
+        assert receive(second) == {"type": "start", "id": "u1", "text": TEXT, "seq": 1}
