@@ -30,7 +30,7 @@ from gateway.admission import AdmissionMiddleware, PendingSockets
 from gateway.child_env import child_environment
 from gateway.codecs.decode_pool import DecodeLimits, DecoderPool
 from gateway.config import Settings
-from gateway.dictation.resume import KEPT_PER_STREAM, ResumeStore
+from gateway.dictation.resumable import KEPT_PER_STREAM
 from gateway.dictation.routes import dictation_routes
 from gateway.drain import Drainer
 from gateway.engine_notice import ASR_ENGINE, EngineLog
@@ -41,7 +41,9 @@ from gateway.fronts.flux.routes import flux_routes
 from gateway.fronts.openai_realtime.routes import openai_realtime_routes
 from gateway.http_api import core_routes, static_routes
 from gateway.registry import SessionRegistry
+from gateway.resume_tokens import ResumeStore
 from gateway.startup import Startup
+from gateway.tts.resumable import KEPT_PER_SESSION
 from gateway.tts.routes import tts_routes
 from gateway.tts.sentences import SentenceBuffer
 
@@ -174,6 +176,8 @@ def create_app(
             "drain": Drainer(sessions, settings.drain_s),
             "resume": ResumeStore(settings.resume_grace_s, KEPT_PER_STREAM * settings.max_dictation_streams,
                                   replica=settings.replica),
+            "tts_resume": ResumeStore(settings.resume_grace_s, KEPT_PER_SESSION * settings.max_tts_sessions,
+                                      replica=settings.replica),
             "decoders": build_decoders(settings),
         }
         if hasattr(listener, "bind_state"):

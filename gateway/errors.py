@@ -98,7 +98,7 @@ _ROWS = (
              "the server is stopping: this session's work up to the drain is done; reconnect and retry"),
     WireCode("engine_error", 500, None, False, "the TTS engine failed on this utterance"),
     WireCode("engine_timeout", 503, None, True, "the TTS engine produced no frame in time"),
-    # resuming a dropped /v1/dictation session (gateway/dictation/resume.py)
+    # resuming a dropped /v1/dictation session (gateway/resume_tokens.py)
     WireCode("resume_unknown", 404, CLOSE_RESUME_UNKNOWN, False,
              "no session of this server has that resume token (mistyped, from another server, or forgotten "
              "long after its session ended); open a new session"),

@@ -1,7 +1,7 @@
 """This process's name among the replicas behind one load balancer.
 
 A replica's id is the prefix of the resume tokens it issues
-(gateway/dictation/resume.py), so a balancer sends a resume to the replica that
+(gateway/resume_tokens.py), so a balancer sends a resume to the replica that
 holds its session by the token alone (docs/deployment.md, "Resuming dictation
 behind a balancer"). It is ``VOXGATE_REPLICA_ID``, or else the first label of
 the host name: a pod's name in a Kubernetes StatefulSet, the container id under

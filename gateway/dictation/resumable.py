@@ -7,7 +7,7 @@ closes without ``end``, a ping times out, a send fails or the client stops
 reading for ``idle_timeout_s``) the session is *away*: the recognizer goes on,
 its events are kept (none dropped: past the log's cap the session ends), and
 ``receive`` waits up to ``grace_s`` for the client to come back. A resume
-(gateway/dictation/resume.py) ``attach``\\ es the new socket: a new ``ready``
+(gateway/resume_tokens.py) ``attach``\\ es the new socket: a new ``ready``
 (``resumed``, a new token, where the client's audio should resume), the events
 after the client's ``last_seq``, then the session goes on there. A resume that
 arrives while the old socket still looks open (it stopped forwarding without a
@@ -43,6 +43,7 @@ SAMPLE_BYTES = {InputEncoding.PCM_S16LE: 2, InputEncoding.PCM_F32LE: 4, InputEnc
                 InputEncoding.ALAW: 1}
 ABANDON_TIMEOUT_S = 1.0  # closing a socket the session leaves: best effort, it may be half-open
 _REPLACED = object()
+KEPT_PER_STREAM = 4  # ended sessions kept for their tokens, per allowed dictation stream
 
 
 class Link:
@@ -62,7 +63,7 @@ class ResumableTransport:
     def __init__(self, websocket: WebSocket, *, owner: str, grace_s: float, encoding: InputEncoding,
                  sample_rate: int, issue_token: Callable[[ResumableTransport], str],
                  log: EventLog | None = None) -> None:
-        self.owner = owner  # who may resume it (gateway/dictation/resume.py, ``principal_owner``)
+        self.owner = owner  # who may resume it (gateway/resume_tokens.py, ``principal_owner``)
         self.grace_s = grace_s
         self.token_hash: str | None = None  # the store's key of the live token (never the token itself)
         self.log = log or EventLog()

@@ -30,7 +30,6 @@ from gateway.codecs.decode_pool import DecoderPool
 from gateway.config import Settings
 from gateway.dictation.asr_gate import asr_refusal, language_refusal
 from gateway.dictation.resumable import ResumableTransport
-from gateway.dictation.resume import ResumeStore, principal_owner, resume_socket
 from gateway.dictation.session import DictationSession
 from gateway.dictation.transport import DictationTransport, NativeDictationTransport
 from gateway.engine_view import public_model_name
@@ -39,6 +38,7 @@ from gateway.protocol.dictation import DictationParams, parse_dictation_params
 from gateway.protocol.multipart import multipart_form, read_file_field
 from gateway.protocol.transcription import TranscriptionRequest, subtitles
 from gateway.registry import client_label
+from gateway.resume_tokens import ResumeStore, principal_owner, resume_socket
 
 MAX_UPLOAD_BYTES = 25 * 1024 * 1024  # OpenAI's own limit
 # Decoded length cap: the audio goes to the sidecar as one float32 frame at 16 kHz,
@@ -51,7 +51,7 @@ async def dictation_socket(websocket: WebSocket) -> None:
     state = websocket.state
     settings: Settings = state.settings
     await websocket.accept()
-    store: ResumeStore = state.resume
+    store: ResumeStore[ResumableTransport] = state.resume
     if "resume" in websocket.query_params:
         await resume_socket(websocket, store)
         return
@@ -71,7 +71,7 @@ async def dictation_socket(websocket: WebSocket) -> None:
 
 
 def _transport(websocket: WebSocket, params: DictationParams, settings: Settings,
-               store: ResumeStore) -> DictationTransport:
+               store: ResumeStore[ResumableTransport]) -> DictationTransport:
     if not params.resumable:
         return NativeDictationTransport(websocket)
     if settings.resume_grace_s <= 0:

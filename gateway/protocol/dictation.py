@@ -95,7 +95,7 @@ def parse_dictation_params(query: Mapping[str, str]) -> DictationParams:
                            prompt=terms_prompt(terms), terms=terms, resumable=query_bool(query, "resumable", False))
 
 
-# ---- resuming a dropped session (gateway/dictation/resume.py)
+# ---- resuming a dropped session (gateway/resume_tokens.py)
 
 RESUME_PARAMS = ("resume", "last_seq")
 MAX_TOKEN_CHARS = 128

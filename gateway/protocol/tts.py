@@ -4,11 +4,14 @@ parameters, and the server events.
 Exchange grammar (one socket)::
 
     server: ready
-    client: (speak | text | flush | cancel | keepalive)* end?
+    client: (speak | text | flush | cancel | keepalive | ack)* end?
     server: per utterance: start, binary frame*, end   (or cancelled after a cancel)
             flushed after the last audio queued before a flush that has an id
             error* at any point (the session goes on)
             closed after the client's end, then close 1000
+    resumable=true: every message after ready is numbered (events carry ``seq``,
+    a binary frame is one more than the message before it); ``ack`` releases
+    the kept ones (gateway/tts/resumable.py)
 
 Parsing is strict about the fields it uses (type, range, length) and ignores
 unknown fields. Every failure is a ``GatewayError`` whose message names the
@@ -25,7 +28,7 @@ from gateway.codecs.formats import SOCKET_OUTPUTS, OutputFormat, parse_output_fo
 from gateway.errors import BadMessage, BadRequest, GatewayError
 from gateway.protocol.common import End, Keepalive
 from gateway.protocol.json import message_type, parse_message, unknown_type
-from gateway.protocol.query import query_rate, refuse_unknown_params
+from gateway.protocol.query import query_bool, query_rate, refuse_unknown_params
 from gateway.protocol.wire import OMIT_NONE, WireMessage, rounded
 
 MAX_ID_CHARS = 128
@@ -91,8 +94,15 @@ class Cancel:
     type: Literal["cancel"] = "cancel"
 
 
-ClientMessage = Speak | TextFragment | Flush | Cancel | End | Keepalive
-CLIENT_TYPES = ("speak", "text", "flush", "cancel", "end", "keepalive")
+@dataclass(frozen=True)
+class Ack:
+    seq: int  # every message up to this number arrived (a resumable session drops them)
+    type: Literal["ack"] = "ack"
+
+
+ClientMessage = Speak | TextFragment | Flush | Cancel | End | Keepalive | Ack
+CLIENT_TYPES = ("speak", "text", "flush", "cancel", "end", "keepalive", "ack")
+MAX_SEQ = 2**53  # a JSON number every client reads exactly
 
 
 def text_too_long(field: str, length: int, limits: TextLimits) -> BadMessage:
@@ -125,7 +135,17 @@ def parse_client_message(raw: str | bytes, limits: TextLimits) -> ClientMessage:
         return End()
     if kind == "keepalive":
         return Keepalive()
+    if kind == "ack":
+        return Ack(seq=_ack_seq(data))
     raise unknown_type(kind, CLIENT_TYPES)
+
+
+def _ack_seq(data: dict[str, Any]) -> int:
+    value = data.get("seq")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SEQ:
+        raise BadMessage(f"ack.seq must be a whole number from 0 to {MAX_SEQ} (the seq of the last message "
+                         f"received), got {str(value)[:40]!r}")
+    return value
 
 
 MAX_PLAYED_MS = 24 * 3600 * 1000
@@ -185,9 +205,10 @@ class TtsParams:
     voice: str | None
     sample_rate: int | None  # None: the encoding's default (G.711: 8 kHz; others: the engine's rate)
     encoding: OutputFormat
+    resumable: bool = False  # ready carries a resume token; the session is held after a drop
 
 
-QUERY_PARAMS = ("engine", "voice", "sample_rate", "encoding")
+QUERY_PARAMS = ("engine", "voice", "sample_rate", "encoding", "resumable")
 
 
 def parse_tts_params(query: Mapping[str, str], default_engine: str) -> TtsParams:
@@ -201,7 +222,8 @@ def parse_tts_params(query: Mapping[str, str], default_engine: str) -> TtsParams
         encoding = parse_output_format(query.get("encoding") or OutputFormat.PCM_S16LE.value, SOCKET_OUTPUTS)
     except ValueError as exc:
         raise BadRequest(f"encoding: {query['encoding'][:20]!r} {exc}") from None
-    return TtsParams(engine=engine, voice=voice, sample_rate=query_rate(query, encoding, None), encoding=encoding)
+    return TtsParams(engine=engine, voice=voice, sample_rate=query_rate(query, encoding, None), encoding=encoding,
+                     resumable=query_bool(query, "resumable", False))
 
 
 # ---- server -> client

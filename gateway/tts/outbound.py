@@ -71,15 +71,20 @@ class OutboundQueue:
         self._changed.set()
         self._changed = asyncio.Event()
 
-    async def put_audio(self, item: OutItem, timeout_s: float, still_wanted: Callable[[], bool]) -> bool:
+    async def put_audio(self, item: OutItem, timeout_s: float, still_wanted: Callable[[], bool],
+                        patient: Callable[[], bool] = lambda: False) -> bool:
         """Queue a frame once there is room. Returns False (and drops the frame) if
         ``still_wanted()`` turned false while waiting (a cancel). Raises ``Stalled``
-        if no room appeared within ``timeout_s``."""
-        try:
-            await asyncio.wait_for(self._wait_until(lambda: not still_wanted() or self._has_room(item.samples)),
-                                   timeout_s)
-        except TimeoutError:
-            raise Stalled(f"no room for audio for {timeout_s:g} s") from None
+        if no room appeared within ``timeout_s``, unless ``patient()`` says to wait
+        on (a resumable session whose client is away: its transport bounds the wait)."""
+        while True:
+            try:
+                await asyncio.wait_for(self._wait_until(lambda: not still_wanted() or self._has_room(item.samples)),
+                                       timeout_s)
+                break
+            except TimeoutError:
+                if not patient():
+                    raise Stalled(f"no room for audio for {timeout_s:g} s") from None
         if not still_wanted():
             return False
         self._items.append(item)

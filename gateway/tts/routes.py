@@ -1,6 +1,7 @@
 """Routes of the TTS feature: the /v1/tts socket and the speech HTTP routes.
 
-- ``WS /v1/tts``: a ``TtsSession`` per socket (gateway/tts/session.py).
+- ``WS /v1/tts``: a ``TtsSession`` per socket (gateway/tts/session.py); with
+  ``resumable=true`` it outlives a dropped socket (gateway/tts/resumable.py).
 - ``POST /v1/tts``: JSON in, chunked streaming audio out (WAV, PCM, MP3, Opus, AAC, FLAC, G.711).
 - ``POST /v1/audio/speech``: the OpenAI speech request and response formats (MP3 by default).
 - the voice routes live in gateway/tts/voices.py.
@@ -25,18 +26,21 @@ from auth.access import RouteClass, http_route, ws_route
 from engines.base import TtsEngine
 from gateway.codecs.formats import OutputFormat
 from gateway.codecs.pyav import load_av
-from gateway.errors import GatewayError, refuse_socket
+from gateway.config import Settings
+from gateway.errors import BadRequest, GatewayError, refuse_socket
 from gateway.protocol.json import read_json_object
 from gateway.protocol.tts import Ready, TextLimits, parse_tts_params
 from gateway.protocol.tts_http import SpeechRequest, SynthesisRequest
 from gateway.registry import client_label, client_share
+from gateway.resume_tokens import ResumeStore, principal_owner, resume_socket
 from gateway.streaming import StallGuardedResponse
 from gateway.tts.frames import AudioBytes, open_audio
 from gateway.tts.openai_speech import SSE_MEDIA_TYPE, engine_for_model, openai_voice, speech_options, sse_events
+from gateway.tts.resumable import ResumableTtsTransport
 from gateway.tts.selection import check_ready, pick_engine, resolve_voice
 from gateway.tts.session import TtsSession
 from gateway.tts.states import SessionConfig
-from gateway.tts.transport import NativeTtsTransport
+from gateway.tts.transport import NativeTtsTransport, TtsTransport
 from gateway.tts.voices import voice_routes
 
 log = logging.getLogger("voxgate.tts")
@@ -51,15 +55,21 @@ BodyWrapper = Callable[[AsyncIterable[bytes]], AsyncIterator[bytes]]
 
 
 async def tts_socket(websocket: WebSocket) -> None:
-    """``/v1/tts``: validate the query, check the engine, voice and capacity, then run the session."""
+    """``/v1/tts``: validate the query, check the engine, voice and capacity, then run the
+    session; ``?resume=``: continue a held one (gateway/resume_tokens.py)."""
     state = websocket.state
     settings = state.settings
     await websocket.accept()
+    store: ResumeStore[ResumableTtsTransport] = state.tts_resume
+    if "resume" in websocket.query_params:
+        await resume_socket(websocket, store)
+        return
     try:
         params = parse_tts_params(websocket.query_params, settings.tts_engine)
         engine = pick_engine(state.tts, params.engine)
         check_ready(engine)
         voice = resolve_voice(engine, params.voice)
+        transport = _transport(websocket, params.resumable, settings, store)
     except GatewayError as exc:
         await refuse_socket(websocket, exc)
         return
@@ -71,18 +81,38 @@ async def tts_socket(websocket: WebSocket) -> None:
         except GatewayError as exc:
             await refuse_socket(websocket, exc)
             return
-    session = TtsSession(transport=NativeTtsTransport(websocket, TEXT_LIMITS), engine=engine, voice=voice,
-                         sample_rate=rate, encoding=params.encoding,
-                         config=SessionConfig(limits=TEXT_LIMITS, idle_timeout_s=settings.idle_timeout_s))
+    resumable = transport if isinstance(transport, ResumableTtsTransport) else None
+    session = TtsSession(transport=transport, engine=engine, voice=voice, sample_rate=rate, encoding=params.encoding,
+                         config=SessionConfig(limits=TEXT_LIMITS, idle_timeout_s=settings.idle_timeout_s),
+                         away=(lambda: resumable.away) if resumable is not None else lambda: False)
 
     async def run(session_id: str, _release: Callable[[], None]) -> None:
         ready = Ready(engine=info.id, voice=voice, sample_rate=session.sample_rate, encoding=params.encoding.value,
-                      frame_samples=info.frame_samples, session=session_id)
-        await websocket.send_json(ready.to_dict())
+                      frame_samples=info.frame_samples, session=session_id).to_dict()
+        if resumable is not None:
+            await resumable.send_ready(ready)
+        else:
+            await websocket.send_json(ready)
         await session.run()
 
-    await state.sessions.run_connection("tts", websocket, session.describe, session.drain,
-                                        functools.partial(refuse_socket, websocket), run)
+    try:  # a held session keeps its place: it counts against the session limits until it ends
+        await state.sessions.run_connection("tts", websocket, session.describe, session.drain,
+                                            functools.partial(refuse_socket, websocket), run)
+    finally:
+        if resumable is not None:
+            store.session_over(resumable)
+
+
+def _transport(websocket: WebSocket, resumable: bool, settings: Settings,
+               store: ResumeStore[ResumableTtsTransport]) -> TtsTransport:
+    if not resumable:
+        return NativeTtsTransport(websocket, TEXT_LIMITS)
+    if settings.resume_grace_s <= 0:
+        raise BadRequest("resumable: this server holds no session after a drop (VOXGATE_RESUME_GRACE_S=0); "
+                         "leave it out")
+    return ResumableTtsTransport(websocket, TEXT_LIMITS, owner=principal_owner(websocket.scope),
+                                 grace_s=settings.resume_grace_s, stall_s=settings.idle_timeout_s / 2,
+                                 issue_token=store.issue)
 
 
 # ---- HTTP speech

@@ -73,6 +73,9 @@ class TtsSession:
     # SynthesisOptions.extra for every utterance (a front's per-request options, e.g. Wyoming's speaker);
     # an utterance's own options win
     engine_options: dict[str, str] = field(default_factory=dict)
+    # whether the client is away from a resumable session (gateway/tts/resumable.py): while it is, the
+    # session waits for it (bounded by the transport's grace) instead of closing it as idle or stalled
+    away: Callable[[], bool] = field(default=lambda: False)
     _pending: deque[QueueItem] = field(default_factory=deque)  # not started yet
     _live: list[Utterance] = field(default_factory=list)  # queued or not fully sent
     _next_id: int = 0
@@ -332,7 +335,7 @@ class TtsSession:
         """Queue the messages of one frame; False once the utterance is cancelled."""
         for data, samples in messages:
             item = OutItem(owner=utt, data=data, samples=samples)
-            if not await self.outbound.put_audio(item, wait_s, lambda: not utt.cancelled):
+            if not await self.outbound.put_audio(item, wait_s, lambda: not utt.cancelled, patient=self.away):
                 return False
         return not utt.cancelled
 
@@ -388,6 +391,11 @@ class TtsSession:
             if self._halt is not None:
                 return self._halt
             now = time.monotonic()
+            if self.away():  # the transport's grace bounds the wait for the client
+                self._last_activity = now
+                if self._sending_since is not None:
+                    self._sending_since = now
+                continue
             if self._sending_since is not None and now - self._sending_since > idle_s:
                 return Closing(close_code_for("idle_timeout"), f"client read nothing for {idle_s:g} s")
             if self._is_idle() and now - self._last_activity > idle_s:

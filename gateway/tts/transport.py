@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from starlette.websockets import WebSocket
 
 from gateway.errors import BadMessage, TooLarge, close_socket
-from gateway.protocol.tts import ClientMessage, TextLimits, parse_client_message
+from gateway.protocol.tts import Ack, ClientMessage, TextLimits, parse_client_message
 
 
 class TtsTransport(Protocol):
@@ -43,9 +43,10 @@ class TtsTransport(Protocol):
 class NativeTtsTransport:
     """The ``/v1/tts`` wire protocol over a Starlette WebSocket."""
 
-    def __init__(self, websocket: WebSocket, limits: TextLimits) -> None:
+    def __init__(self, websocket: WebSocket, limits: TextLimits, *, acks: bool = False) -> None:
         self.websocket = websocket
         self.limits = limits
+        self.acks = acks  # a resumable session's transport takes ``ack`` (gateway/tts/resumable.py)
 
     async def receive(self) -> ClientMessage | None:
         message = await self.websocket.receive()
@@ -58,7 +59,10 @@ class NativeTtsTransport:
             raise TooLarge(f"message of {size} bytes; the limit is {max_bytes}")
         if text is None:
             raise BadMessage("binary messages are not accepted on /v1/tts; send JSON text messages")
-        return parse_client_message(text, self.limits)
+        parsed = parse_client_message(text, self.limits)
+        if isinstance(parsed, Ack) and not self.acks:
+            raise BadMessage("ack: this session keeps nothing to acknowledge; open it with resumable=true")
+        return parsed
 
     async def send_audio(self, data: bytes) -> None:
         await self.websocket.send_bytes(data)

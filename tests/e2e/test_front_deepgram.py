@@ -49,9 +49,13 @@ async def stream(url: str, pcm: bytes, *, finalize: bool, before_close: str | No
     got: list = []
     async with client_for(url).listen.v1.connect(model="nova-3", encoding="linear16", sample_rate="16000",
                                                  **query) as conn:
+        came = asyncio.Event()
+
         async def read() -> None:
             async for message in conn:
                 got.append(message)
+                if message.type == before_close:
+                    came.set()
 
         reader = asyncio.create_task(read())
         for i in range(0, len(pcm), 3200):
@@ -60,18 +64,10 @@ async def stream(url: str, pcm: bytes, *, finalize: bool, before_close: str | No
         if finalize:
             await conn.send_finalize()
         if before_close is not None:
-            await wait_for_message(got, before_close)
+            await asyncio.wait_for(came.wait(), 60)
         await conn.send_close_stream()
         await asyncio.wait_for(reader, 60)
     return got
-
-
-async def wait_for_message(got: list, kind: str, timeout_s: float = 60.0) -> None:
-    async def arrived() -> None:
-        while kind not in kinds(got):
-            await asyncio.sleep(0.05)
-
-    await asyncio.wait_for(arrived(), timeout_s)
 
 
 def kinds(messages: list) -> list[str]:

@@ -26,8 +26,8 @@ from websockets.exceptions import ConnectionClosed
 
 from gateway.client.base import Credentials
 from gateway.client.dictation import DictationClient
-from gateway.dictation.resume import token_replica
 from gateway.errors import close_reason
+from gateway.resume_tokens import token_replica
 from tests.e2e.gateway_process import GatewayProcess, running_gateway
 from tests.support.cut_relay import CutRelay
 from tests.support.haproxy import Haproxy, running_haproxy

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from gateway.dictation.resume import ResumeStore
+from gateway.resume_tokens import ResumeStore
 from tests.gateway.helpers import dictation_client
 from tests.support.fake_sidecar import FakeSidecar
 from tests.support.sockets import close_code, receive

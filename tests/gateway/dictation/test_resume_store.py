@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from gateway.dictation.event_log import EventLog
-from gateway.dictation.resume import MAX_SPENT, SPENT_KEEP_GRACES, ResumeStore
 from gateway.errors import GatewayError
+from gateway.resume_tokens import MAX_SPENT, SPENT_KEEP_GRACES, ResumeStore
 
 
 class Clock:

@@ -43,7 +43,7 @@ def test_fields_the_protocol_does_not_define_are_ignored():
     ({"text": "hi"}, "bad_message", 'message has no "type" string'),
     ({"type": 3}, "bad_message", 'message has no "type" string'),
     ({"type": "shout"}, "bad_message",
-     "unknown message type 'shout'; expected one of: speak, text, flush, cancel, end, keepalive"),
+     "unknown message type 'shout'; expected one of: speak, text, flush, cancel, end, keepalive, ack"),
     ({"type": "speak"}, "bad_message", "speak.text must be a string"),
     ({"type": "speak", "text": 5}, "bad_message", "speak.text must be a string"),
     ({"type": "speak", "text": "   "}, "bad_message", "speak.text is empty"),

@@ -80,3 +80,24 @@ async def test_too_many_unsent_events_is_a_stall_but_the_last_message_fits():
         q.put_event(OutItem(event={}))
     q.put_event(OutItem(event={"type": "closed"}, final=True))
     assert len(q) == 3
+
+
+async def test_a_patient_producer_waits_past_the_timeout_until_there_is_room():
+    q = OutboundQueue(max_samples=100)
+    assert await q.put_audio(audio("u"), 1, lambda: True)
+    asked = []
+    twice = asyncio.Event()
+
+    def away() -> bool:  # a resumable session's client is away: wait on
+        asked.append(True)
+        if len(asked) == 2:
+            twice.set()
+        return True
+
+    put = asyncio.ensure_future(q.put_audio(audio("u"), 0.01, lambda: True, patient=away))
+    await asyncio.wait_for(twice.wait(), 10)  # two timeouts passed, and it still waits
+    assert not put.done()
+    await q.get()
+    assert await asyncio.wait_for(put, 10) is True
+    with pytest.raises(Stalled):  # impatient: the same wait is a stall
+        await q.put_audio(audio("u"), 0.01, lambda: True, patient=lambda: False)

@@ -110,8 +110,8 @@ def test_a_field_the_protocol_does_not_define_is_ignored_and_the_session_goes_on
 
 
 @pytest.mark.parametrize(("path", "reason"), [
-    ("/v1/tts?speed=2", "speed: not a parameter here; known: engine, voice, sample_rate, encoding"),
-    ("/v1/tts?seed=1", "seed: not a parameter here; known: engine, voice, sample_rate, encoding"),
+    ("/v1/tts?speed=2", "speed: not a parameter here; known: engine, voice, sample_rate, encoding, resumable"),
+    ("/v1/tts?seed=1", "seed: not a parameter here; known: engine, voice, sample_rate, encoding, resumable"),
 ])
 def test_an_unknown_query_parameter_closes_the_socket_naming_it(client, path, reason):
     with client.websocket_connect(path) as ws:

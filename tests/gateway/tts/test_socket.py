@@ -162,7 +162,7 @@ def test_cancel_with_nothing_playing(tmp_path):
 @pytest.mark.parametrize(("payload", "code", "message"), [
     ("{", "bad_message", "message is not valid JSON"),
     ({"type": "dance"}, "bad_message",
-     "unknown message type 'dance'; expected one of: speak, text, flush, cancel, end, keepalive"),
+     "unknown message type 'dance'; expected one of: speak, text, flush, cancel, end, keepalive, ack"),
     ({"type": "speak", "text": ""}, "bad_message", "speak.text is empty"),
     ({"type": "speak", "text": "a" * 2001}, "text_too_long",
      "speak.text has 2001 characters; the limit is 2000 (split it into several messages)"),

@@ -1,4 +1,5 @@
-"""Resume tokens of /v1/dictation: which held session a reconnect continues.
+"""Resume tokens: which held session a reconnect continues (/v1/dictation and
+/v1/tts, each with its own store, so a token of one is unknown to the other).
 
 A session opened with ``resumable=true`` gets a token in each ``ready``:
 ``<replica>.<secret>``, this replica's id (gateway/replica.py), which is no
@@ -14,13 +15,13 @@ that names none was never issued by a replica (``resume_unknown``). A token is:
   the used one answers ``resume_used``;
 - valid while its session lives (attached, or held for ``grace_s`` after a
   drop), then for one more ``grace_s`` after the session ended, during which one
-  resume collects the events its client missed (``resume_expired`` follows when
-  the grace was what ended it); after that it answers ``resume_expired``, and
-  once forgotten ``resume_unknown``, as a token this server never issued does.
+  resume collects what its client missed (``resume_expired`` follows when the
+  grace was what ended it); after that it answers ``resume_expired``, and once
+  forgotten ``resume_unknown``, as a token this server never issued does.
 
-Bounds: live sessions are bounded by the stream limits (a held session keeps its
-place, gateway/registry.py); ended ones by ``max_kept`` (oldest forgotten
-first), each with its log's cap; spent tokens by ``MAX_SPENT``.
+Bounds: live sessions are bounded by the session limits (a held session keeps
+its place, gateway/registry.py); ended ones by ``max_kept`` (oldest forgotten
+first), each with its own cap; spent tokens by ``MAX_SPENT``.
 
 Runs on the event loop only; ``claim`` awaits nothing, so two resumes with one
 token cannot both get it.
@@ -28,16 +29,17 @@ token cannot both get it.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import secrets
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from typing import Generic, Protocol, TypeVar
 
 from starlette.websockets import WebSocket
 
 from auth.principal import PrincipalKind, Scope, principal_of
-from gateway.dictation.resumable import ResumableTransport
 from gateway.errors import GatewayError, refuse_socket
 from gateway.protocol.dictation import parse_resume_request
 from gateway.registry import address_share
@@ -45,7 +47,6 @@ from gateway.replica import FALLBACK, is_replica_id
 
 MAX_SPENT = 4096  # used and expired tokens remembered, so they answer with why
 SPENT_KEEP_GRACES = 10  # ... for this many graces
-KEPT_PER_STREAM = 4  # ended sessions kept for their tokens, per allowed dictation stream
 SECRET_BYTES = 32
 
 # Principals that share one identity: whoever holds the key (or a session or
@@ -62,6 +63,34 @@ def principal_owner(scope: Scope) -> str:
         return "?"
     identity = _IDENTITY.get(principal.kind)
     return identity or f"{principal.kind.value}@{address_share(principal.client)}"
+
+
+class Resumable(Protocol):
+    """What the store needs of a held session's transport."""
+
+    owner: str
+    token_hash: str | None
+
+    def check_resume(self, last_seq: int) -> None:
+        """Raise the refusal of a resume after ``last_seq``."""
+
+    def release(self) -> None:
+        """The session is over: whatever socket it had is no longer used."""
+
+
+class ResumeSocket(Resumable, Protocol):
+    """A transport a resume socket can continue (``resume_socket``)."""
+
+    async def attach(self, websocket: WebSocket, last_seq: int, token: str) -> LinkOver: ...
+
+    async def deliver_kept(self, websocket: WebSocket, last_seq: int) -> None: ...
+
+
+class LinkOver(Protocol):
+    over: asyncio.Future[None]
+
+
+T = TypeVar("T", bound=Resumable)
 
 
 def _digest(token: str) -> str:
@@ -84,21 +113,21 @@ def elsewhere(replica: str, here: str) -> GatewayError:
                         code="resume_elsewhere")
 
 
-class ResumeStore:
+class ResumeStore(Generic[T]):
     def __init__(self, grace_s: float, max_kept: int, clock: Callable[[], float] = time.monotonic, *,
                  replica: str = FALLBACK) -> None:
         self.grace_s = grace_s
         self.replica = replica  # the prefix of every token issued here (the app passes ``Settings.replica``)
         self.max_kept = max_kept
         self._clock = clock
-        self._live: dict[str, ResumableTransport] = {}
-        self._kept: OrderedDict[str, tuple[ResumableTransport, float]] = OrderedDict()  # -> until
+        self._live: dict[str, T] = {}
+        self._kept: OrderedDict[str, tuple[T, float]] = OrderedDict()  # -> until
         self._spent: OrderedDict[str, tuple[str, float]] = OrderedDict()  # -> (code, until)
 
     def counts(self) -> dict[str, int]:
         return {"live": len(self._live), "kept": len(self._kept), "spent": len(self._spent)}
 
-    def issue(self, transport: ResumableTransport) -> str:
+    def issue(self, transport: T) -> str:
         """A new token for ``transport``; its previous one is spent (``resume_used``)."""
         token = new_token(self.replica)
         if transport.token_hash is not None and self._live.get(transport.token_hash) is transport:
@@ -108,7 +137,7 @@ class ResumeStore:
         self._live[transport.token_hash] = transport
         return token
 
-    def session_over(self, transport: ResumableTransport) -> None:
+    def session_over(self, transport: T) -> None:
         """The session ended: its token collects what it sent, once, for one grace."""
         transport.release()
         key = transport.token_hash
@@ -121,7 +150,7 @@ class ResumeStore:
             oldest, _ = self._kept.popitem(last=False)
             self._spend(oldest, "resume_expired")
 
-    def claim(self, token: str, owner: str, last_seq: int) -> tuple[ResumableTransport, str | None]:
+    def claim(self, token: str, owner: str, last_seq: int) -> tuple[T, str | None]:
         """The session ``token`` resumes, and its next token (None: it has ended and
         the token is spent). Raises the refusal's ``GatewayError``."""
         replica = token_replica(token)
@@ -148,7 +177,7 @@ class ResumeStore:
                            code="resume_unknown")
 
     @staticmethod
-    def _check_owner(transport: ResumableTransport, owner: str) -> None:
+    def _check_owner(transport: T, owner: str) -> None:
         if transport.owner != owner:
             raise GatewayError("that resume token belongs to a session another principal opened",
                                code="resume_forbidden")
@@ -176,10 +205,12 @@ _SPENT_MESSAGES = {
     "resume_expired": "that session ended and its grace for a resume has passed; open a new session",
 }
 
+S = TypeVar("S", bound=ResumeSocket)
 
-async def resume_socket(websocket: WebSocket, store: ResumeStore) -> None:
-    """``/v1/dictation?resume=<token>&last_seq=N``: continue the held session on
-    this socket for as long as the session uses it, or collect an ended one's events."""
+
+async def resume_socket(websocket: WebSocket, store: ResumeStore[S]) -> None:
+    """``?resume=<token>&last_seq=N``: continue the held session on this socket for
+    as long as the session uses it, or collect an ended one's messages."""
     try:
         request = parse_resume_request(websocket.query_params)
         transport, token = store.claim(request.token, principal_owner(websocket.scope), request.last_seq)
