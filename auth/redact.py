@@ -15,7 +15,7 @@ import re
 from urllib.parse import unquote_plus
 
 SECRET_PARAMS = frozenset({"api_key", "ticket", "pin", "token", "authorization", "xi_api_key"})
-# a dictation resume token is a bearer secret too, but only the dictation route takes it
+# a resume token (/v1/dictation, /v1/tts) is a bearer secret too, but only those routes take it
 LOGGED_SECRET_PARAMS = SECRET_PARAMS | {"resume"}
 SECRET_HEADERS = ("authorization", "x-api-key", "xi-api-key", "x-voxgate-pin", "cookie", "sec-websocket-protocol")
 MASK = "***"

@@ -98,7 +98,7 @@ _ROWS = (
              "the server is stopping: this session's work up to the drain is done; reconnect and retry"),
     WireCode("engine_error", 500, None, False, "the TTS engine failed on this utterance"),
     WireCode("engine_timeout", 503, None, True, "the TTS engine produced no frame in time"),
-    # resuming a dropped /v1/dictation session (gateway/resume_tokens.py)
+    # resuming a dropped /v1/dictation or /v1/tts session (gateway/resume_tokens.py)
     WireCode("resume_unknown", 404, CLOSE_RESUME_UNKNOWN, False,
              "no session of this server has that resume token (mistyped, from another server, or forgotten "
              "long after its session ended); open a new session"),
@@ -108,10 +108,10 @@ _ROWS = (
     WireCode("resume_used", 409, CLOSE_RESUME_USED, False,
              "that resume token was already used by a reconnect; resume with the token of the latest `ready`"),
     WireCode("resume_expired", 410, CLOSE_RESUME_GONE, False,
-             "the session outlived its grace after the drop (`VOXGATE_RESUME_GRACE_S`) and ended; the events "
+             "the session outlived its grace after the drop (`VOXGATE_RESUME_GRACE_S`) and ended; the messages "
              "it sent are given once before this error; open a new session"),
     WireCode("resume_lost", 410, CLOSE_RESUME_GONE, False,
-             "the events after `last_seq` are no longer kept (the session's held events passed their memory cap); "
+             "the messages after `last_seq` are no longer kept (the session's held messages passed their memory cap); "
              "what is kept is given once before this error; open a new session"),
     WireCode("resume_forbidden", 403, CLOSE_POLICY, False,
              "the resume token belongs to a session another principal opened"),
