@@ -3,6 +3,7 @@
 // says. One DictationSession at a time (dictation-session.js).
 
 import {DictationSession} from "./dictation-session.js";
+import {RESUME_REFUSALS} from "./dictation-resume.js";
 import {ElapsedClock} from "./elapsed.js";
 import {MicPicker} from "./mic-picker.js";
 import {Transcript} from "./transcript.js";
@@ -180,6 +181,13 @@ export class DictationPanel {
     if (reconnected) this.setState(`Reconnected. ${what}`);
     else if (model) this.setState(`Listening (${model}, ${rate} Hz). ${what}`);
     else this.setState(`Listening. ${what}`);
+  }
+
+  /** A new session after the gateway could not resume the old one (`code`, its refusal). */
+  renewed(code) {
+    const what = this.pushToTalk ? "Hold to talk (or the space bar)." : "Speak now.";
+    this.setState(`Reconnected in a new session: the old one could not be resumed (${RESUME_REFUSALS[code]}). `
+      + `The text so far is kept. ${what}`);
   }
 
   reconnecting(delayMs, attempt, maxAttempts) {
