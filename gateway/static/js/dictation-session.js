@@ -220,7 +220,7 @@ export class DictationSession {
         this.onReady(msg);
         break;
       case "speech_started":
-        view.setState("Hearing speech…");
+        view.hearingSpeech();
         break;
       case "partial":
         view.showPartial(String(msg.text || ""), String(msg.stable || ""));
