@@ -274,6 +274,50 @@ def test_a_dropped_socket_resumes_the_session_and_sends_again_what_the_gateway_l
     assert fake.url.endswith("/v1/dictation?resume=token-2&last_seq=4")
 
 
+# Every socket the page opens from now on, kept so that a test can make one stall.
+RECORD_SOCKETS = """(() => {
+  window.__sockets = [];
+  window.WebSocket = class extends window.WebSocket {
+    constructor(...args) {
+      super(...args);
+      window.__sockets.push(this);
+    }
+  };
+})()"""
+# The latest socket's buffer no longer drains: a path gone silent.
+STALL_SOCKET = """() => Object.defineProperty(window.__sockets.at(-1), "bufferedAmount", {get() { return 1e9; }})"""
+
+
+def test_a_socket_that_stops_taking_audio_counts_as_dropped_and_the_session_is_resumed(page, gateway_url):
+    page.clock.install()
+    fake = FakeSocket(page, "**/v1/dictation*", RESUMABLE_READY)
+    open_app(page, gateway_url)
+    pause_clock(page)
+    page.evaluate(RECORD_SOCKETS)
+    page.get_by_role("button", name="Start dictation").click()
+    wait_for(page, lambda: len(fake.binary) >= 10, "audio on the first socket")
+    page.evaluate(STALL_SOCKET)
+    chunks = counters(page)["micChunks"]
+    wait_for(page, lambda: counters(page)["micChunks"] >= chunks + 3, "audio held back by the full socket")
+    held = len(fake.binary)
+    page.clock.run_for(4900)
+    assert "dictation:stalled" not in page.evaluate("window.voxgate.events")
+    page.clock.run_for(200)
+    wait_for(page, lambda: "dictation:stalled" in page.evaluate("window.voxgate.events"), "the stall noticed")
+    expect(page.locator("#dictation-state")).to_have_text(
+        "Connection lost. Reconnecting in 0.5 s (attempt 1 of 8); your audio is kept.")
+    fake.ready = None
+    page.clock.run_for(500)
+    wait_for(page, lambda: len(fake.connections) == 2, "the resume")
+    assert fake.url.endswith("/v1/dictation?resume=token-1&last_seq=0")
+    first = fake.connections[0]
+    assert len(first.binary) == held  # nothing more went into the full socket
+    fake.send({**RESUMABLE_READY, "resumed": True, "last_seq": 0, "resume_audio_bytes": 0,
+               "resume_audio_offset_s": 0.0, "resume_token": "token-2"})
+    wait_for(page, lambda: len(fake.binary) > held, "all the audio again, then the held-back audio")
+    assert fake.binary[:held] == first.binary
+
+
 @pytest.mark.parametrize(("code", "close", "why"), [
     ("resume_unknown", 4404, "the gateway no longer knows it"),
     ("resume_expired", 4410, "the connection was down longer than the gateway holds a session"),

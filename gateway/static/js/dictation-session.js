@@ -21,6 +21,7 @@ const READY_TIMEOUT_MS = 20000;   // each socket must say `ready` within this
 const CLOSE_TIMEOUT_MS = 15000;   // after `end`, the final and the close must come within this
 const MAX_SOCKET_BUFFER_S = 2;    // audio the socket may hold unsent; more waits in the outbox
 const MAX_PENDING_S = 60;         // audio kept while disconnected
+const STALL_MS = 5000;            // a socket that takes no audio this long (its buffer full) counts as dropped
 const MAX_BACKLOG_S = 30;         // sent audio kept since the last final, to send again after a drop
 const KEEPALIVE_MS = 10000;       // the gateway closes a socket idle for 30 s
 const PUMP_RETRY_MS = 50;
@@ -53,6 +54,7 @@ export class DictationSession {
     this.presses = 0;
     this.timers = new Set();
     this.lastSentAt = 0;
+    this.stalledSince = null;   // when the socket last stopped taking audio (performance.now())
     this.resume = new ResumePoint();
     this.refusal = null;        // the code of the gateway's refusal to resume, on the current socket
     this.collected = null;      // bytes an ended session had received, from its `ready` on a resume
@@ -124,6 +126,7 @@ export class DictationSession {
   }
 
   drop(ws) {
+    this.stalledSince = null;
     ws.onclose = null;
     ws.onmessage = null;
     if (ws.readyState <= WebSocket.OPEN) ws.close();
@@ -273,11 +276,26 @@ export class DictationSession {
     this.pump();
   }
 
-  /** Send what waits, as far as the socket's own buffer allows. */
+  /**
+   * Send what waits, as far as the socket's own buffer allows. A browser cannot ping,
+   * so a path that went silent without a close shows as a socket that stops taking
+   * audio: past STALL_MS it counts as dropped, and a resumed session takes over.
+   */
   pump() {
     const ws = this.ws;
     if (!ws || !this.ready || ws.readyState !== WebSocket.OPEN) return;
-    while (this.outbox.length && ws.bufferedAmount < this.rate * 2 * MAX_SOCKET_BUFFER_S) {
+    const full = () => ws.bufferedAmount >= this.rate * 2 * MAX_SOCKET_BUFFER_S;
+    if (this.outbox.length && full()) {
+      this.stalledSince ??= performance.now();
+      if (performance.now() - this.stalledSince >= STALL_MS) {
+        logEvent("dictation:stalled");
+        this.lost(ws, "");
+        return;
+      }
+    } else {
+      this.stalledSince = null;
+    }
+    while (this.outbox.length && !full()) {
       const item = this.outbox.shift();
       if (item.audio) {
         if (this.socketStartS === null) this.socketStartS = item.at;
