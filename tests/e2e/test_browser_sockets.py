@@ -322,6 +322,7 @@ def test_a_socket_that_stops_taking_audio_counts_as_dropped_and_the_session_is_r
     ("resume_unknown", 4404, "the gateway no longer knows it"),
     ("resume_expired", 4410, "the connection was down longer than the gateway holds a session"),
     ("resume_forbidden", 1008, "it belongs to another sign-in"),
+    ("resume_elsewhere", 4421, "another replica of the gateway holds it, and this one answered"),
 ])
 def test_a_resume_the_gateway_refuses_goes_on_in_a_new_session_with_the_unsettled_audio(page, gateway_url, code,
                                                                                          close, why):

@@ -7,12 +7,18 @@ export const RESUME_REFUSALS = {
   resume_expired: "the connection was down longer than the gateway holds a session",
   resume_lost: "the gateway could not keep all it had to send while the connection was down",
   resume_unknown: "the gateway no longer knows it",
+  resume_elsewhere: "another replica of the gateway holds it, and this one answered",
   resume_used: "it was already resumed on another connection",
   resume_forbidden: "it belongs to another sign-in",
 };
 
+/** Every refusal of a resume has a `resume_` code: a code this page does not know yet is one too. */
 export function isResumeRefusal(code) {
-  return Object.hasOwn(RESUME_REFUSALS, code);
+  return String(code).startsWith("resume_");
+}
+
+export function whyNotResumed(code) {
+  return RESUME_REFUSALS[code] || `the gateway refused: ${code}`;
 }
 
 /** True when a gateway refused `resumable=true` itself (it holds no session after a drop). */

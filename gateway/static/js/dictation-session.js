@@ -125,6 +125,7 @@ export class DictationSession {
     return params;
   }
 
+  /** Let go of a socket: nothing it still says counts. */
   drop(ws) {
     this.stalledSince = null;
     ws.onclose = null;
@@ -144,7 +145,7 @@ export class DictationSession {
     }
     const delay = BACKOFF_MS[Math.min(this.attempt, BACKOFF_MS.length - 1)];
     this.attempt += 1;
-    if (this.resume.token === null) this.sendAgainInNewSession(this.backlog.takeAll());
+    if (this.resume.token === null) this.sendAgain(this.backlog.takeAll(), true);
     this.view.reconnecting(delay, this.attempt, MAX_RECONNECTS);
     logEvent("dictation:dropped");
     this.later(delay, () => {
@@ -164,35 +165,28 @@ export class DictationSession {
     const items = this.collected === null ? this.backlog.takeAll() : this.backlog.takeFrom(this.collected).items;
     this.backlog.startAt(0);
     this.resume.forget();
-    this.sendAgainInNewSession(items);
+    this.sendAgain(items, true);
     this.renewal = code;
     logEvent("dictation:resume-refused");
     this.view.setState("Reconnecting…");
     this.connect();
   }
 
-  /** Put what was sent before the drop first in line again. */
-  sendAgain(items) {
+  /** Put what was sent before the drop first in line again; a new session decodes afresh, so the partial goes. */
+  sendAgain(items, newSession) {
     this.outbox.unshift(items.map((item) => ({...item, replayed: true})));
-  }
-
-  /** The same, for a new session: its decoding starts over, so the partial goes. */
-  sendAgainInNewSession(items) {
-    this.sendAgain(items);
-    this.view.clearPartial();
+    if (newSession) this.view.clearPartial();
   }
 
   /** A resumed session: send again what the gateway says it lacks. */
   resumed(ready) {
     this.resume.resumed(ready);
     const {items, missing} = this.backlog.takeFrom(Number(ready.resume_audio_bytes) || 0);
-    this.sendAgain(items);
+    this.sendAgain(items, false);
     counters.resumes += 1;
     logEvent("dictation:resumed");
-    if (missing) {
-      this.view.showProblem(`${(missing / 2 / this.rate).toFixed(1)} s of audio from before the drop was no longer `
-        + "kept and could not be sent again.");
-    }
+    const lostS = (missing / 2 / this.rate).toFixed(1);
+    if (missing) this.view.showProblem(`${lostS} s of audio from before the drop was no longer kept to send again.`);
   }
 
   onReady(msg) {
@@ -203,10 +197,8 @@ export class DictationSession {
     this.ready = true;
     if (msg.resumed) this.resumed(msg);
     else this.resume.started(msg);
-    if (this.everReady) {
-      counters.reconnects += 1;
-      if (!msg.resumed) logEvent("dictation:reconnected");
-    }
+    if (this.everReady) counters.reconnects += 1;
+    if (this.everReady && !msg.resumed) logEvent("dictation:reconnected");
     if (this.renewal) this.view.renewed(this.renewal);
     else this.view.listening(msg.model || "ASR", this.rate, this.everReady);
     this.renewal = null;

@@ -3,7 +3,7 @@
 // says. One DictationSession at a time (dictation-session.js).
 
 import {DictationSession} from "./dictation-session.js";
-import {RESUME_REFUSALS} from "./dictation-resume.js";
+import {whyNotResumed} from "./dictation-resume.js";
 import {ElapsedClock} from "./elapsed.js";
 import {MicPicker} from "./mic-picker.js";
 import {Transcript} from "./transcript.js";
@@ -195,7 +195,7 @@ export class DictationPanel {
 
   /** A new session after the gateway could not resume the old one (`code`, its refusal): a notice. */
   renewed(code) {
-    this.setState(`Reconnected in a new session: the old one could not be resumed (${RESUME_REFUSALS[code]}). `
+    this.setState(`Reconnected in a new session: the old one could not be resumed (${whyNotResumed(code)}). `
       + `The text so far is kept. ${this.speakHint}`);
     this.afterNotice = null;
     this.noticeTimer = setTimeout(() => {
