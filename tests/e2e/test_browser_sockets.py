@@ -288,7 +288,7 @@ RECORD_SOCKETS = """(() => {
 STALL_SOCKET = """() => Object.defineProperty(window.__sockets.at(-1), "bufferedAmount", {get() { return 1e9; }})"""
 
 
-def test_a_socket_that_stops_taking_audio_counts_as_dropped_and_the_session_is_resumed(page, gateway_url):
+def test_a_socket_whose_data_stands_still_counts_as_dropped_and_the_session_is_resumed(page, gateway_url):
     page.clock.install()
     fake = FakeSocket(page, "**/v1/dictation*", RESUMABLE_READY)
     open_app(page, gateway_url)

@@ -12,7 +12,7 @@ import {socketUrl} from "./api.js";
 import {describeClose, isDrop, needsSignIn} from "./close-codes.js";
 import {ResumePoint, isResumeRefusal, refusesResumable} from "./dictation-resume.js";
 import {Microphone, levelOf, microphoneProblem} from "./mic.js";
-import {Outbox, SentBacklog} from "./outbox.js";
+import {Outbox, SentBacklog, StallWatch} from "./outbox.js";
 import {floatToS16le} from "./pcm.js";
 import {counters, logEvent} from "./stats.js";
 
@@ -21,7 +21,7 @@ const READY_TIMEOUT_MS = 20000;   // each socket must say `ready` within this
 const CLOSE_TIMEOUT_MS = 15000;   // after `end`, the final and the close must come within this
 const MAX_SOCKET_BUFFER_S = 2;    // audio the socket may hold unsent; more waits in the outbox
 const MAX_PENDING_S = 60;         // audio kept while disconnected
-const STALL_MS = 5000;            // a socket that takes no audio this long (its buffer full) counts as dropped
+const STALL_MS = 5000;            // a socket that hands none of its buffered data to the network this long is dropped
 const MAX_BACKLOG_S = 30;         // sent audio kept since the last final, to send again after a drop
 const KEEPALIVE_MS = 10000;       // the gateway closes a socket idle for 30 s
 const PUMP_RETRY_MS = 50;
@@ -54,7 +54,7 @@ export class DictationSession {
     this.presses = 0;
     this.timers = new Set();
     this.lastSentAt = 0;
-    this.stalledSince = null;   // when the socket last stopped taking audio (performance.now())
+    this.watch = new StallWatch(STALL_MS);
     this.resume = new ResumePoint();
     this.refusal = null;        // the code of the gateway's refusal to resume, on the current socket
     this.collected = null;      // bytes an ended session had received, from its `ready` on a resume
@@ -86,6 +86,7 @@ export class DictationSession {
     ws.binaryType = "arraybuffer";
     this.ws = ws;
     this.ready = false;
+    this.watch.reset();
     this.refusal = null;
     this.collected = null;
     if (!resuming) this.socketStartS = null;  // a resumed session's clock goes on
@@ -127,7 +128,6 @@ export class DictationSession {
 
   /** Let go of a socket: nothing it still says counts. */
   drop(ws) {
-    this.stalledSince = null;
     ws.onclose = null;
     ws.onmessage = null;
     if (ws.readyState <= WebSocket.OPEN) ws.close();
@@ -268,34 +268,24 @@ export class DictationSession {
     this.pump();
   }
 
-  /**
-   * Send what waits, as far as the socket's own buffer allows. A browser cannot ping,
-   * so a path that went silent without a close shows as a socket that stops taking
-   * audio: past STALL_MS it counts as dropped, and a resumed session takes over.
-   */
+  /** Send what waits, as far as the socket's own buffer allows; a stalled socket counts as dropped. */
   pump() {
     const ws = this.ws;
     if (!ws || !this.ready || ws.readyState !== WebSocket.OPEN) return;
-    const full = () => ws.bufferedAmount >= this.rate * 2 * MAX_SOCKET_BUFFER_S;
-    if (this.outbox.length && full()) {
-      this.stalledSince ??= performance.now();
-      if (performance.now() - this.stalledSince >= STALL_MS) {
-        logEvent("dictation:stalled");
-        this.lost(ws, "");
-        return;
-      }
-    } else {
-      this.stalledSince = null;
+    if (this.watch.stalled(ws.bufferedAmount)) {
+      logEvent("dictation:stalled");
+      this.lost(ws, "");
+      return;
     }
-    while (this.outbox.length && !full()) {
+    while (this.outbox.length && ws.bufferedAmount < this.rate * 2 * MAX_SOCKET_BUFFER_S) {
       const item = this.outbox.shift();
       if (item.audio) {
         if (this.socketStartS === null) this.socketStartS = item.at;
-        ws.send(item.audio);
+        this.send(ws, item.audio);
         counters.audioChunksSent += 1;
         if (item.replayed) counters.replayedChunks += 1;
       } else {
-        ws.send(JSON.stringify(item.control));
+        this.send(ws, JSON.stringify(item.control));
         if (item.control.type === "finalize") counters.finalizeSent += 1;
       }
       this.backlog.add(item);  // a finalize or end is sent again with the audio around it
@@ -306,11 +296,16 @@ export class DictationSession {
     }
   }
 
+  send(ws, message) {
+    ws.send(message);
+    this.watch.queued(typeof message === "string" ? message.length : message.byteLength);  // JSON here is ASCII
+  }
+
   keepAlive() {
     const ws = this.ws;
     if (!ws || !this.ready || ws.readyState !== WebSocket.OPEN) return;
     if (performance.now() - this.lastSentAt < KEEPALIVE_MS) return;
-    ws.send(JSON.stringify({type: "keepalive"}));
+    this.send(ws, JSON.stringify({type: "keepalive"}));
     this.lastSentAt = performance.now();
   }
 

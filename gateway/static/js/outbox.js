@@ -9,6 +9,10 @@
 // resumed session sends again what the gateway says it lacks (its
 // `resume_audio_bytes`); a new session, when the gateway could not resume the old
 // one, is sent all of it, so the utterance the drop cut is heard whole.
+//
+// StallWatch: whether a socket still hands what it buffers to the network. A
+// browser cannot ping, so a path that went silent without a close shows only as a
+// socket whose buffered data stops moving.
 
 /** Items are {audio: ArrayBuffer, at: seconds into the dictated audio} or {control: object}. */
 export class Outbox {
@@ -131,4 +135,35 @@ export class SentBacklog {
 
 function endOf({offset, item}) {
   return item.audio ? offset + item.audio.byteLength : offset;
+}
+
+export class StallWatch {
+  /** `stallMs`: how long buffered data may stand still before the socket counts as stalled. */
+  constructor(stallMs) {
+    this.stallMs = stallMs;
+    this.reset();
+  }
+
+  /** A new socket. */
+  reset() {
+    this.queuedBytes = 0;  // given to the socket's send()
+    this.handed = 0;       // of those, handed to the network when last seen moving
+    this.handedAt = performance.now();
+  }
+
+  queued(bytes) {
+    this.queuedBytes += bytes;
+  }
+
+  /** True once the socket has held data (`bufferedAmount`) and handed none of it on for `stallMs`. */
+  stalled(bufferedAmount) {
+    const handed = this.queuedBytes - bufferedAmount;
+    const now = performance.now();
+    if (bufferedAmount === 0 || handed !== this.handed) {
+      this.handed = handed;
+      this.handedAt = now;
+      return false;
+    }
+    return now - this.handedAt >= this.stallMs;
+  }
 }
