@@ -274,6 +274,33 @@ def test_a_dropped_socket_resumes_the_session_and_sends_again_what_the_gateway_l
     assert fake.url.endswith("/v1/dictation?resume=token-2&last_seq=4")
 
 
+def test_a_drop_after_stop_is_resumed_and_the_end_goes_again(page, gateway_url):
+    page.clock.install()
+    fake = FakeSocket(page, "**/v1/dictation*", RESUMABLE_READY)
+    open_app(page, gateway_url)
+    pause_clock(page)
+    page.get_by_role("button", name="Start dictation").click()
+    wait_for(page, lambda: len(fake.binary) >= 10, "audio on the first socket")
+    page.get_by_role("button", name="Stop dictation").click()
+    wait_for(page, lambda: fake.text == [{"type": "end"}], "the end message")
+    first = fake.latest
+    fake.ready = None
+    drop_and_reconnect(page, fake)
+    received = len(b"".join(first.binary))  # every byte arrived; whether the end did, the page cannot know
+    fake.send({**RESUMABLE_READY, "resumed": True, "last_seq": 0, "resume_audio_bytes": received,
+               "resume_audio_offset_s": None, "resume_token": "token-2"})
+    expect(page.locator("#dictation-state")).to_have_text("Finishing the last sentence…")
+    wait_for(page, lambda: fake.text == [{"type": "end"}], "the end again on the resumed socket")
+    assert fake.binary == []
+    fake.send({"type": "final", "utterance": 0, "text": "The last words.", "start": 0.1, "end": 0.4, "language": "en",
+               "seq": 1})
+    fake.send({"type": "closed", "utterances": 1, "audio_s": 0.5, "seq": 2})
+    fake.route.close(code=1000, reason="")
+    expect(page.locator("#dictation-state")).to_have_text(re.compile(r"^Done: 1 utterance, \d+\.\d s of audio\.$"))
+    expect(page.locator("#finals p")).to_have_text(["The last words."])
+    expect(page.locator("#dictation-problem")).to_have_text("")
+
+
 # Every socket the page opens from now on, kept so that a test can make one stall.
 RECORD_SOCKETS = """(() => {
   window.__sockets = [];

@@ -199,7 +199,8 @@ export class DictationSession {
     else this.resume.started(msg);
     if (this.everReady) counters.reconnects += 1;
     if (this.everReady && !msg.resumed) logEvent("dictation:reconnected");
-    if (this.renewal) this.view.renewed(this.renewal);
+    if (this.stopping) this.view.setState("Finishing the last sentence…");  // a drop after Stop, resumed
+    else if (this.renewal) this.view.renewed(this.renewal);
     else this.view.listening(msg.model || "ASR", this.rate, this.everReady);
     this.renewal = null;
     this.everReady = true;
