@@ -1,8 +1,9 @@
 """The browser client's two sockets in a real headless Chromium, with the
 gateway's side played by Playwright's WebSocket routing: what the page sends
 (s16le audio, `finalize`, `end`, `cancel`), what it does with every event and
-close code, push-to-talk, reconnecting with the unsettled audio replayed, and
-the frame player. tests/e2e/test_browser.py runs the same page against the real
+close code, push-to-talk, resuming a dropped session (and a new session, with
+the unsettled audio sent again, where the gateway cannot resume it), and the
+frame player. tests/e2e/test_browser.py runs the same page against the real
 engines.
 """
 
@@ -67,7 +68,7 @@ def test_dictation_streams_s16le_at_the_context_rate_and_renders_partials_and_fi
     page.get_by_role("button", name="Start dictation").click()
     wait_for(page, lambda: len(fake.binary) >= 30, "1.5 s of microphone audio on the socket")
     rate = context_rate(page)
-    assert fake.url.endswith(f"/v1/dictation?sample_rate={rate}&encoding=pcm_s16le")
+    assert fake.url.endswith(f"/v1/dictation?sample_rate={rate}&encoding=pcm_s16le&resumable=true")
     chunks = list(fake.binary)
     assert all(len(chunk) == 2 * round(rate * 0.05) for chunk in chunks)
     samples = struct.unpack(f"<{len(b''.join(chunks)) // 2}h", b"".join(chunks))
@@ -124,7 +125,7 @@ def test_a_multilingual_model_offers_its_languages(page, gateway_url):
     language.select_option("de")
     page.get_by_role("button", name="Start dictation").click()
     wait_for(page, lambda: fake.url, "the dictation socket")
-    assert fake.url.endswith("&encoding=pcm_s16le&language=de")
+    assert fake.url.endswith("&encoding=pcm_s16le&language=de&resumable=true")
     expect(language).to_be_disabled()  # a socket's language is fixed when it opens
 
 
@@ -209,7 +210,198 @@ def test_space_keeps_its_meaning_in_a_text_field(page, gateway_url):
     assert fake.connections == []
 
 
-def test_a_dropped_socket_reconnects_and_replays_the_unsettled_audio(page, gateway_url, screenshots):
+RESUMABLE_READY = {**DICTATION_READY, "resume_token": "token-1"}
+
+
+def chunk_bytes(page) -> int:
+    return 2 * round(context_rate(page) * 0.05)
+
+
+def drop_and_reconnect(page, fake) -> None:
+    """Close the latest socket as a restarting server does; the page's backoff then opens the next."""
+    count = len(fake.connections)
+    fake.route.close(code=1012, reason="")
+    expect(page.locator("#dictation-state")).to_have_text(
+        "Connection lost. Reconnecting in 0.5 s (attempt 1 of 8); your audio is kept.")
+    page.clock.run_for(500)
+    wait_for(page, lambda: len(fake.connections) == count + 1, "the next socket")
+
+
+def test_a_dropped_socket_resumes_the_session_and_sends_again_what_the_gateway_lacks(page, gateway_url, screenshots):
+    page.clock.install()
+    fake = FakeSocket(page, "**/v1/dictation*", RESUMABLE_READY)
+    open_app(page, gateway_url)
+    pause_clock(page)  # the backoff waits until the test moves the clock
+    page.get_by_role("button", name="Start dictation").click()
+    wait_for(page, lambda: len(fake.binary) >= 20, "audio on the first socket")
+    fake.send({"type": "speech_started", "utterance": 0, "at": 0.1, "seq": 1})
+    fake.send({"type": "final", "utterance": 0, "text": "Before the drop.", "start": 0.1, "end": 0.5, "language": "en",
+               "seq": 2})
+    fake.send({"type": "partial", "utterance": 1, "text": "and then", "stable": "", "start": 0.6, "end": 1.0,
+               "seq": 3})
+    expect(page.locator("#partial")).to_have_text("and then")
+    wait_for(page, lambda: len(fake.binary) >= 30, "more audio")
+    first = fake.latest
+    fake.ready = None  # the resumed `ready` is the test's
+    drop_and_reconnect(page, fake)
+    expect(page.locator("#partial")).to_have_text("and then")  # the session goes on: its partial stays
+    screenshots.take(page, "dictation-reconnecting")
+    assert fake.url.endswith("/v1/dictation?resume=token-1&last_seq=3")
+    assert fake.binary == []  # nothing is sent before the gateway says what it lacks
+    chunk = chunk_bytes(page)
+    lacks_from = 25 * chunk + chunk // 2  # the gateway had 25.5 chunks of the first socket's audio
+    fake.send({**RESUMABLE_READY, "resumed": True, "last_seq": 4, "resume_audio_bytes": lacks_from,
+               "resume_audio_offset_s": None, "resume_token": "token-2"})
+    expect(page.locator("#dictation-state")).to_have_text("Reconnected. Speak now.")
+    lacking = b"".join(first.binary)[lacks_from:]
+    wait_for(page, lambda: len(b"".join(fake.binary)) > len(lacking), "what the gateway lacks, then live audio")
+    assert b"".join(fake.binary).startswith(lacking)
+    assert len(fake.binary[0]) == chunk // 2  # the half chunk the gateway lacked, then whole ones
+    assert counters(page)["replayedChunks"] >= len(first.binary) - 25  # chunks in flight at the close too
+    assert (counters(page)["reconnects"], counters(page)["resumes"]) == (1, 1)
+    # the missed events, one of them already applied on the old socket: each applied once
+    fake.send({"type": "partial", "utterance": 1, "text": "and then", "stable": "", "start": 0.6, "end": 1.0,
+               "seq": 3})
+    final = {"type": "final", "utterance": 1, "text": "And after it.", "start": 0.6, "end": 1.4, "language": "en",
+             "seq": 4}
+    fake.send(final)
+    fake.send(final)
+    expect(page.locator("#finals p")).to_have_text(["Before the drop.", "And after it."])
+    expect(page.locator("#partial")).to_have_text("")
+    assert page.evaluate("window.voxgate.events.filter((e) => e.startsWith('dictation:'))") == [
+        "dictation:final", "dictation:dropped", "dictation:resumed", "dictation:final"]
+    drop_and_reconnect(page, fake)  # the next resume carries the latest token and event
+    assert fake.url.endswith("/v1/dictation?resume=token-2&last_seq=4")
+
+
+def test_a_drop_after_stop_is_resumed_and_the_end_goes_again(page, gateway_url):
+    page.clock.install()
+    fake = FakeSocket(page, "**/v1/dictation*", RESUMABLE_READY)
+    open_app(page, gateway_url)
+    pause_clock(page)
+    page.get_by_role("button", name="Start dictation").click()
+    wait_for(page, lambda: len(fake.binary) >= 10, "audio on the first socket")
+    page.get_by_role("button", name="Stop dictation").click()
+    wait_for(page, lambda: fake.text == [{"type": "end"}], "the end message")
+    first = fake.latest
+    fake.ready = None
+    drop_and_reconnect(page, fake)
+    received = len(b"".join(first.binary))  # every byte arrived; whether the end did, the page cannot know
+    fake.send({**RESUMABLE_READY, "resumed": True, "last_seq": 0, "resume_audio_bytes": received,
+               "resume_audio_offset_s": None, "resume_token": "token-2"})
+    expect(page.locator("#dictation-state")).to_have_text("Finishing the last sentence…")
+    wait_for(page, lambda: fake.text == [{"type": "end"}], "the end again on the resumed socket")
+    assert fake.binary == []
+    fake.send({"type": "final", "utterance": 0, "text": "The last words.", "start": 0.1, "end": 0.4, "language": "en",
+               "seq": 1})
+    fake.send({"type": "closed", "utterances": 1, "audio_s": 0.5, "seq": 2})
+    fake.route.close(code=1000, reason="")
+    expect(page.locator("#dictation-state")).to_have_text(re.compile(r"^Done: 1 utterance, \d+\.\d s of audio\.$"))
+    expect(page.locator("#finals p")).to_have_text(["The last words."])
+    expect(page.locator("#dictation-problem")).to_have_text("")
+
+
+# Every socket the page opens from now on, kept so that a test can make one stall.
+RECORD_SOCKETS = """(() => {
+  window.__sockets = [];
+  window.WebSocket = class extends window.WebSocket {
+    constructor(...args) {
+      super(...args);
+      window.__sockets.push(this);
+    }
+  };
+})()"""
+# The latest socket's buffer no longer drains: a path gone silent.
+STALL_SOCKET = """() => Object.defineProperty(window.__sockets.at(-1), "bufferedAmount", {get() { return 1e9; }})"""
+
+
+def test_a_socket_whose_data_stands_still_counts_as_dropped_and_the_session_is_resumed(page, gateway_url):
+    page.clock.install()
+    fake = FakeSocket(page, "**/v1/dictation*", RESUMABLE_READY)
+    open_app(page, gateway_url)
+    pause_clock(page)
+    page.evaluate(RECORD_SOCKETS)
+    page.get_by_role("button", name="Start dictation").click()
+    wait_for(page, lambda: len(fake.binary) >= 10, "audio on the first socket")
+    page.evaluate(STALL_SOCKET)
+    chunks = counters(page)["micChunks"]
+    wait_for(page, lambda: counters(page)["micChunks"] >= chunks + 3, "audio held back by the full socket")
+    held = len(fake.binary)
+    page.clock.run_for(4900)
+    assert "dictation:stalled" not in page.evaluate("window.voxgate.events")
+    page.clock.run_for(200)
+    wait_for(page, lambda: "dictation:stalled" in page.evaluate("window.voxgate.events"), "the stall noticed")
+    expect(page.locator("#dictation-state")).to_have_text(
+        "Connection lost. Reconnecting in 0.5 s (attempt 1 of 8); your audio is kept.")
+    fake.ready = None
+    page.clock.run_for(500)
+    wait_for(page, lambda: len(fake.connections) == 2, "the resume")
+    assert fake.url.endswith("/v1/dictation?resume=token-1&last_seq=0")
+    first = fake.connections[0]
+    assert len(first.binary) == held  # nothing more went into the full socket
+    fake.send({**RESUMABLE_READY, "resumed": True, "last_seq": 0, "resume_audio_bytes": 0,
+               "resume_audio_offset_s": 0.0, "resume_token": "token-2"})
+    wait_for(page, lambda: len(fake.binary) > held, "all the audio again, then the held-back audio")
+    assert fake.binary[:held] == first.binary
+
+
+@pytest.mark.parametrize(("code", "close", "why"), [
+    ("resume_unknown", 4404, "the gateway no longer knows it"),
+    ("resume_expired", 4410, "the connection was down longer than the gateway holds a session"),
+    ("resume_forbidden", 1008, "it belongs to another sign-in"),
+    ("resume_elsewhere", 4421, "another replica of the gateway holds it, and this one answered"),
+])
+def test_a_resume_the_gateway_refuses_goes_on_in_a_new_session_with_the_unsettled_audio(page, gateway_url, code,
+                                                                                         close, why):
+    page.clock.install()
+    fake = FakeSocket(page, "**/v1/dictation*", RESUMABLE_READY)
+    open_app(page, gateway_url)
+    pause_clock(page)
+    page.get_by_role("button", name="Start dictation").click()
+    wait_for(page, lambda: len(fake.binary) >= 20, "audio on the first socket")
+    fake.send({"type": "final", "utterance": 0, "text": "Before the drop.", "start": 0.1, "end": 0.5, "language": "en",
+               "seq": 1})
+    fake.send({"type": "partial", "utterance": 1, "text": "and then", "stable": "", "start": 0.6, "end": 1.0,
+               "seq": 2})
+    expect(page.locator("#finals p")).to_have_text(["Before the drop."])
+    first = fake.latest
+    fake.ready = None
+    drop_and_reconnect(page, fake)
+    assert fake.url.endswith("/v1/dictation?resume=token-1&last_seq=2")
+    fake.send({"type": "error", "code": code, "message": "refused", "retryable": False})
+    fake.ready = {**RESUMABLE_READY, "resume_token": "token-9"}
+    fake.route.close(code=close, reason=code)
+    wait_for(page, lambda: len(fake.connections) == 3, "a new session at once")
+    assert fake.url.endswith("&encoding=pcm_s16le&resumable=true")
+    expect(page.locator("#dictation-state")).to_have_text(
+        f"Reconnected in a new session: the old one could not be resumed ({why}). The text so far is kept. Speak now.")
+    expect(page.locator("#finals p")).to_have_text(["Before the drop."])
+    expect(page.locator("#partial")).to_have_text("")  # the new session hears the utterance from its start
+    expect(page.locator("#dictation-problem")).to_have_text("")
+    settled = 10  # the final ended at 0.5 s: 10 chunks
+    wait_for(page, lambda: len(fake.binary) >= len(first.binary) - settled, "the unsettled audio")
+    assert fake.binary[:len(first.binary) - settled] == first.binary[settled:]
+    assert page.evaluate("window.voxgate.events.filter((e) => e.startsWith('dictation:'))") == [
+        "dictation:final", "dictation:dropped", "dictation:resume-refused", "dictation:reconnected"]
+
+
+def test_a_gateway_that_holds_no_session_after_a_drop_gets_a_plain_one(page, gateway_url):
+    fake = FakeSocket(page, "**/v1/dictation*", ready=None)
+    open_app(page, gateway_url)
+    page.get_by_role("button", name="Start dictation").click()
+    wait_for(page, lambda: fake.route is not None, "the dictation socket")
+    assert fake.url.endswith("&resumable=true")
+    fake.ready = DICTATION_READY
+    fake.route.close(code=4400, reason="resumable: this server holds no session after a drop "
+                                       "(VOXGATE_RESUME_GRACE_S=0); leave it out")
+    wait_for(page, lambda: len(fake.connections) == 2, "a plain session")
+    assert fake.url.endswith("&encoding=pcm_s16le")
+    expect(page.locator("#dictation-state")).to_contain_text("Listening (tiny.en, ")
+    expect(page.locator("#dictation-problem")).to_have_text("")
+    wait_for(page, lambda: len(fake.binary) >= 5, "audio on the plain session")
+
+
+def test_a_dropped_socket_of_a_gateway_that_does_not_resume_replays_the_unsettled_audio(page, gateway_url):
     page.clock.install()
     fake = FakeSocket(page, "**/v1/dictation*", DICTATION_READY)
     open_app(page, gateway_url)
@@ -227,7 +419,6 @@ def test_a_dropped_socket_reconnects_and_replays_the_unsettled_audio(page, gatew
     expect(page.locator("#dictation-state")).to_have_text(
         "Connection lost. Reconnecting in 0.5 s (attempt 1 of 8); your audio is kept.")
     expect(page.locator("#partial")).to_have_text("")  # the utterance is heard again from its start
-    screenshots.take(page, "dictation-reconnecting")
     assert len(fake.connections) == 1
     page.clock.run_for(500)
     wait_for(page, lambda: len(fake.connections) == 2, "the second socket")

@@ -1,13 +1,18 @@
 // One dictation run: the microphone, and the /v1/dictation socket it feeds,
-// re-opened with backoff when it drops. Audio captured while no socket is ready
-// waits in a bounded outbox, and audio the lost socket never settled with a
-// `final` is sent again, so a drop loses no speech (within the bounds below).
+// re-opened with backoff when it drops. The session is opened resumable: after a
+// drop the page resumes it on the gateway with its token and the last event it
+// applied, gets the events it missed once, and sends again the audio the gateway
+// says it lacks. Where the gateway cannot resume it (the drop outlasted its grace,
+// it restarted, it holds no session after a drop), a new session is opened and sent
+// the audio no `final` has settled yet, so a drop loses no speech (within the
+// bounds below). Audio captured while no socket is ready waits in a bounded outbox.
 // Stop sends {"type":"end"} and waits (bounded) for `closed` and the close.
 
 import {socketUrl} from "./api.js";
 import {describeClose, isDrop, needsSignIn} from "./close-codes.js";
+import {ResumePoint, isResumeRefusal, refusesResumable} from "./dictation-resume.js";
 import {Microphone, levelOf, microphoneProblem} from "./mic.js";
-import {Outbox, ReplayWindow} from "./outbox.js";
+import {Outbox, SentBacklog, StallWatch} from "./outbox.js";
 import {floatToS16le} from "./pcm.js";
 import {counters, logEvent} from "./stats.js";
 
@@ -16,8 +21,8 @@ const READY_TIMEOUT_MS = 20000;   // each socket must say `ready` within this
 const CLOSE_TIMEOUT_MS = 15000;   // after `end`, the final and the close must come within this
 const MAX_SOCKET_BUFFER_S = 2;    // audio the socket may hold unsent; more waits in the outbox
 const MAX_PENDING_S = 60;         // audio kept while disconnected
-const MAX_REPLAY_S = 30;          // unsettled audio kept for a replay
-const REPLAY_IDLE_S = 3;          // kept while no utterance is open
+const STALL_MS = 5000;            // a socket that hands none of its buffered data to the network this long is dropped
+const MAX_BACKLOG_S = 30;         // sent audio kept since the last final, to send again after a drop
 const KEEPALIVE_MS = 10000;       // the gateway closes a socket idle for 30 s
 const PUMP_RETRY_MS = 50;
 const BACKOFF_MS = [500, 1000, 2000, 4000, 8000];
@@ -49,6 +54,11 @@ export class DictationSession {
     this.presses = 0;
     this.timers = new Set();
     this.lastSentAt = 0;
+    this.watch = new StallWatch(STALL_MS);
+    this.resume = new ResumePoint();
+    this.refusal = null;        // the code of the gateway's refusal to resume, on the current socket
+    this.collected = null;      // bytes an ended session had received, from its `ready` on a resume
+    this.renewal = null;        // why the current socket opened a new session after a refused resume
   }
 
   async run() {
@@ -62,7 +72,7 @@ export class DictationSession {
     if (this.stopping) { this.finish(""); return; }
     this.rate = this.mic.rate;
     this.outbox = new Outbox(this.rate, MAX_PENDING_S);
-    this.replay = new ReplayWindow(this.rate, {maxS: MAX_REPLAY_S, idleS: REPLAY_IDLE_S});
+    this.backlog = new SentBacklog(this.rate, MAX_BACKLOG_S);
     this.keepaliveTimer = setInterval(() => this.keepAlive(), KEEPALIVE_MS);
     this.view.sessionLive();
     this.view.setState("Connecting…");
@@ -71,13 +81,15 @@ export class DictationSession {
   }
 
   connect() {
-    const params = {sample_rate: String(this.rate), encoding: "pcm_s16le"};
-    if (this.language) params.language = this.language;
-    const ws = new WebSocket(socketUrl("/v1/dictation", params));
+    const resuming = this.resume.token !== null;
+    const ws = new WebSocket(socketUrl("/v1/dictation", resuming ? this.resume.query : this.sessionQuery()));
     ws.binaryType = "arraybuffer";
     this.ws = ws;
     this.ready = false;
-    this.socketStartS = null;
+    this.watch.reset();
+    this.refusal = null;
+    this.collected = null;
+    if (!resuming) this.socketStartS = null;  // a resumed session's clock goes on
     this.later(READY_TIMEOUT_MS, () => {
       if (this.ws === ws && !this.ready) this.lost(ws, "The gateway did not start the dictation session in time.");
     });
@@ -89,7 +101,13 @@ export class DictationSession {
     };
     ws.onclose = (event) => {
       if (this.ws !== ws || this.done) return;
-      if (this.stopping) {
+      const resumable = this.everReady && this.resume.token !== null && isDrop(event.code);
+      if (this.refusal) {
+        this.renew(ws, this.refusal);
+      } else if (!this.everReady && this.resume.offered && refusesResumable(event.code, event.reason)) {
+        this.resume.offered = false;  // this gateway holds no session after a drop: open a plain one
+        this.connect();
+      } else if (this.stopping && !resumable) {
         // a socket the user stopped before it was up closes without a code: nothing to explain
         const quiet = event.code === 1005 || event.code === 1006;
         this.finish(quiet ? "" : describeClose("Dictation", event.code, event.reason));
@@ -101,13 +119,25 @@ export class DictationSession {
     };
   }
 
-  /** The socket is gone (or useless): reconnect if it ever worked, else give up with `message`. */
-  lost(ws, message) {
+  sessionQuery() {
+    const params = {sample_rate: String(this.rate), encoding: "pcm_s16le"};
+    if (this.language) params.language = this.language;
+    if (this.resume.offered) params.resumable = "true";
+    return params;
+  }
+
+  /** Let go of a socket: nothing it still says counts. */
+  drop(ws) {
     ws.onclose = null;
     ws.onmessage = null;
     if (ws.readyState <= WebSocket.OPEN) ws.close();
     this.ws = null;
     this.ready = false;
+  }
+
+  /** The socket is gone (or useless): reconnect if it ever worked, else give up with `message`. */
+  lost(ws, message) {
+    this.drop(ws);
     if (!this.everReady) { this.finish(message); return; }
     if (this.attempt >= MAX_RECONNECTS) {
       this.finish(`Lost the connection to the gateway; ${MAX_RECONNECTS} attempts to reconnect failed.`);
@@ -115,8 +145,7 @@ export class DictationSession {
     }
     const delay = BACKOFF_MS[Math.min(this.attempt, BACKOFF_MS.length - 1)];
     this.attempt += 1;
-    this.outbox.unshift(this.replay.takeAll().map((item) => ({...item, replayed: true})));
-    this.view.clearPartial();
+    if (this.resume.token === null) this.sendAgain(this.backlog.takeAll(), true);
     this.view.reconnecting(delay, this.attempt, MAX_RECONNECTS);
     logEvent("dictation:dropped");
     this.later(delay, () => {
@@ -126,30 +155,75 @@ export class DictationSession {
     });
   }
 
+  /**
+   * The gateway could not resume the session (`code`): go on in a new one, sent the
+   * audio the old one had not received (an ended session says how much it had), or
+   * else all the audio no final has settled. The transcript so far stays.
+   */
+  renew(ws, code) {
+    this.drop(ws);
+    const items = this.collected === null ? this.backlog.takeAll() : this.backlog.takeFrom(this.collected).items;
+    this.backlog.startAt(0);
+    this.resume.forget();
+    this.sendAgain(items, true);
+    this.renewal = code;
+    logEvent("dictation:resume-refused");
+    this.view.setState("Reconnecting…");
+    this.connect();
+  }
+
+  /** Put what was sent before the drop first in line again; a new session decodes afresh, so the partial goes. */
+  sendAgain(items, newSession) {
+    this.outbox.unshift(items.map((item) => ({...item, replayed: true})));
+    if (newSession) this.view.clearPartial();
+  }
+
+  /** A resumed session: send again what the gateway says it lacks. */
+  resumed(ready) {
+    this.resume.resumed(ready);
+    const {items, missing} = this.backlog.takeFrom(Number(ready.resume_audio_bytes) || 0);
+    this.sendAgain(items, false);
+    counters.resumes += 1;
+    logEvent("dictation:resumed");
+    const lostS = (missing / 2 / this.rate).toFixed(1);
+    if (missing) this.view.showProblem(`${lostS} s of audio from before the drop was no longer kept to send again.`);
+  }
+
+  onReady(msg) {
+    if (msg.ended) {  // the session ended while the page was away: its last events, then how it ended
+      this.collected = Number(msg.resume_audio_bytes) || 0;
+      return;
+    }
+    this.ready = true;
+    if (msg.resumed) this.resumed(msg);
+    else this.resume.started(msg);
+    if (this.everReady) counters.reconnects += 1;
+    if (this.everReady && !msg.resumed) logEvent("dictation:reconnected");
+    if (this.stopping) this.view.setState("Finishing the last sentence…");  // a drop after Stop, resumed
+    else if (this.renewal) this.view.renewed(this.renewal);
+    else this.view.listening(msg.model || "ASR", this.rate, this.everReady);
+    this.renewal = null;
+    this.everReady = true;
+    this.attempt = 0;
+    this.pump();
+  }
+
   onEvent(msg) {
     const view = this.view;
+    if (this.resume.seen(msg)) return;  // given again by a resume: applied once
     switch (msg.type) {
       case "ready":
-        this.ready = true;
-        if (this.everReady) {
-          counters.reconnects += 1;
-          logEvent("dictation:reconnected");
-        }
-        view.listening(msg.model || "ASR", this.rate, this.everReady);
-        this.everReady = true;
-        this.attempt = 0;
-        this.pump();
+        this.onReady(msg);
         break;
       case "speech_started":
-        this.replay.speechStarted();
-        view.setState("Hearing speech…");
+        view.hearingSpeech();
         break;
       case "partial":
         view.showPartial(String(msg.text || ""), String(msg.stable || ""));
         view.showLag(Number(msg.lag_s) || 0);
         break;
       case "final": {
-        this.replay.settled(Number(msg.end) || 0);
+        this.backlog.settled(Number(msg.end) || 0);
         logEvent("dictation:final");
         const offset = this.startS + (this.socketStartS ?? 0);
         if (view.addFinal(String(msg.text || ""), offset + (Number(msg.start) || 0), offset + (Number(msg.end) || 0))) {
@@ -159,6 +233,10 @@ export class DictationSession {
         break;
       }
       case "error":
+        if (isResumeRefusal(msg.code)) {
+          this.refusal = msg.code;  // the close follows: a new session then
+          break;
+        }
         view.showProblem(`${msg.message || "Error"} (${msg.code})${msg.retryable ? " — retrying, nothing is lost." : ""}`);
         break;
       case "closed":
@@ -191,22 +269,27 @@ export class DictationSession {
     this.pump();
   }
 
-  /** Send what waits, as far as the socket's own buffer allows. */
+  /** Send what waits, as far as the socket's own buffer allows; a stalled socket counts as dropped. */
   pump() {
     const ws = this.ws;
     if (!ws || !this.ready || ws.readyState !== WebSocket.OPEN) return;
+    if (this.watch.stalled(ws.bufferedAmount)) {
+      logEvent("dictation:stalled");
+      this.lost(ws, "");
+      return;
+    }
     while (this.outbox.length && ws.bufferedAmount < this.rate * 2 * MAX_SOCKET_BUFFER_S) {
       const item = this.outbox.shift();
       if (item.audio) {
         if (this.socketStartS === null) this.socketStartS = item.at;
-        ws.send(item.audio);
+        this.send(ws, item.audio);
         counters.audioChunksSent += 1;
         if (item.replayed) counters.replayedChunks += 1;
       } else {
-        ws.send(JSON.stringify(item.control));
+        this.send(ws, JSON.stringify(item.control));
         if (item.control.type === "finalize") counters.finalizeSent += 1;
       }
-      if (!(item.control && item.control.type === "end")) this.replay.add(item);
+      this.backlog.add(item);  // a finalize or end is sent again with the audio around it
       this.lastSentAt = performance.now();
     }
     if (this.outbox.length && !this.pumpTimer) {
@@ -214,11 +297,16 @@ export class DictationSession {
     }
   }
 
+  send(ws, message) {
+    ws.send(message);
+    this.watch.queued(typeof message === "string" ? message.length : message.byteLength);  // JSON here is ASCII
+  }
+
   keepAlive() {
     const ws = this.ws;
     if (!ws || !this.ready || ws.readyState !== WebSocket.OPEN) return;
     if (performance.now() - this.lastSentAt < KEEPALIVE_MS) return;
-    ws.send(JSON.stringify({type: "keepalive"}));
+    this.send(ws, JSON.stringify({type: "keepalive"}));
     this.lastSentAt = performance.now();
   }
 

@@ -3,12 +3,14 @@
 // says. One DictationSession at a time (dictation-session.js).
 
 import {DictationSession} from "./dictation-session.js";
+import {whyNotResumed} from "./dictation-resume.js";
 import {ElapsedClock} from "./elapsed.js";
 import {MicPicker} from "./mic-picker.js";
 import {Transcript} from "./transcript.js";
 import {ScreenAwake} from "./wake-lock.js";
 
 const LAG_SHOWN_S = 1.0;  // the recognizer is shown as behind from this lag on
+const NOTICE_MS = 10000;  // a notice in the status line outlasts "Hearing speech…" and the like this long
 
 /** "German (de)" for a language code, where the browser knows its name. */
 function languageName(code) {
@@ -47,6 +49,8 @@ export class DictationPanel {
     this.session = null;
     this.available = false;
     this.talking = false;
+    this.noticeTimer = null;
+    this.afterNotice = null;  // the passing state a notice holds back, shown when it ends
     this.transcript = new Transcript(el.transcript);
     this.mics = new MicPicker(el.mic);
     this.clock = new ElapsedClock(el.elapsed);
@@ -175,11 +179,35 @@ export class DictationPanel {
     this.mics.refresh();  // the devices have names once the microphone is allowed
   }
 
+  get speakHint() {
+    return this.pushToTalk ? "Hold to talk (or the space bar)." : "Speak now.";
+  }
+
   listening(model, rate, reconnected) {
-    const what = this.pushToTalk ? "Hold to talk (or the space bar)." : "Speak now.";
-    if (reconnected) this.setState(`Reconnected. ${what}`);
-    else if (model) this.setState(`Listening (${model}, ${rate} Hz). ${what}`);
-    else this.setState(`Listening. ${what}`);
+    if (reconnected) this.setState(`Reconnected. ${this.speakHint}`);
+    else if (model) this.setState(`Listening (${model}, ${rate} Hz). ${this.speakHint}`);
+    else this.passingState(`Listening. ${this.speakHint}`);
+  }
+
+  hearingSpeech() {
+    this.passingState("Hearing speech…");
+  }
+
+  /** A new session after the gateway could not resume the old one (`code`, its refusal): a notice. */
+  renewed(code) {
+    this.setState(`Reconnected in a new session: the old one could not be resumed (${whyNotResumed(code)}). `
+      + `The text so far is kept. ${this.speakHint}`);
+    this.afterNotice = null;
+    this.noticeTimer = setTimeout(() => {
+      this.noticeTimer = null;
+      if (this.afterNotice !== null) this.setState(this.afterNotice);
+    }, NOTICE_MS);
+  }
+
+  /** A state that a notice still on the status line holds back. */
+  passingState(text) {
+    if (this.noticeTimer === null) this.setState(text);
+    else this.afterNotice = text;
   }
 
   reconnecting(delayMs, attempt, maxAttempts) {
@@ -198,6 +226,8 @@ export class DictationPanel {
   }
 
   setState(text) {
+    clearTimeout(this.noticeTimer);  // a state that matters replaces a notice
+    this.noticeTimer = null;
     this.el.state.textContent = text;
   }
 

@@ -4,10 +4,15 @@
 // control messages. It fills while a socket connects or reconnects, or while the
 // network is slow, and is bounded: past `maxS` seconds the oldest audio goes.
 //
-// ReplayWindow: audio already sent on the current socket that no `final` has
-// settled yet. The gateway keeps an utterance's audio only within one socket, so
-// after a drop this audio is queued again, ahead of the outbox, and the new
-// socket hears the interrupted utterance from its start.
+// SentBacklog: what was already sent in this dictation session, by its byte offset
+// in the session's audio, from the end of the last `final` on. After a drop, a
+// resumed session sends again what the gateway says it lacks (its
+// `resume_audio_bytes`); a new session, when the gateway could not resume the old
+// one, is sent all of it, so the utterance the drop cut is heard whole.
+//
+// StallWatch: whether a socket still hands what it buffers to the network. A
+// browser cannot ping, so a path that went silent without a close shows only as a
+// socket whose buffered data stops moving.
 
 /** Items are {audio: ArrayBuffer, at: seconds into the dictated audio} or {control: object}. */
 export class Outbox {
@@ -58,52 +63,107 @@ export class Outbox {
   }
 }
 
-export class ReplayWindow {
-  /**
-   * `maxS`: the most audio kept at all; `idleS`: what is kept while no utterance
-   * is open (enough for the start of speech the gateway has not noticed yet).
-   */
-  constructor(rate, {maxS, idleS}) {
+export class SentBacklog {
+  /** `maxS`: the most audio kept; past it the oldest goes (a drop then cannot be resumed without a gap). */
+  constructor(rate, maxS) {
     this.rate = rate;
-    this.maxSamples = Math.round(rate * maxS);
-    this.idleSamples = Math.round(rate * idleS);
-    this.reset();
+    this.maxBytes = Math.round(rate * maxS) * 2;
+    this.entries = [];  // {offset, item}, oldest first
+    this.sent = 0;      // the session's audio bytes so far: the offset of the next item
+    this.kept = 0;      // audio bytes in `entries`
+    this.floor = 0;     // the oldest offset still kept
   }
 
-  reset() {
-    this.entries = [];  // {at: sample offset on this socket's clock, item}
-    this.sent = 0;
-    this.open = false;
-  }
-
-  /** Record an item just sent on the socket. */
+  /** Record an item just sent: audio, or a control that must be sent again with it (finalize, end). */
   add(item) {
-    this.entries.push({at: this.sent, item});
-    if (item.audio) this.sent += item.audio.byteLength / 2;
-    this.trim();
+    this.entries.push({offset: this.sent, item});
+    if (item.audio) {
+      this.sent += item.audio.byteLength;
+      this.kept += item.audio.byteLength;
+    }
+    while (this.kept > this.maxBytes && this.entries.length > 1) this.dropOldest();
   }
 
-  speechStarted() {
-    this.open = true;
-  }
-
-  /** A `final` ended at `endS` (seconds on this socket's audio clock): what came before is settled. */
+  /** A `final` ended at `endS` (seconds of the session's audio): the audio before it is settled. */
   settled(endS) {
-    const end = Math.round(endS * this.rate);
-    this.entries = this.entries.filter(({at, item}) => (item.audio ? at + item.audio.byteLength / 2 : at) > end);
-    this.open = false;
-    this.trim();
+    const end = Math.floor(endS * this.rate) * 2;
+    while (this.entries.length && endOf(this.entries[0]) <= end && this.entries[0].offset < end) this.dropOldest();
   }
 
-  /** Everything not settled, oldest first; the window starts over for a new socket. */
+  dropOldest() {
+    const {item} = this.entries.shift();
+    if (item.audio) this.kept -= item.audio.byteLength;
+    this.floor = this.entries.length ? this.entries[0].offset : this.sent;
+  }
+
+  /**
+   * What to send again from byte `offset` on (oldest first, the first audio cut at
+   * `offset`), and how many bytes before the oldest one kept are missing. The
+   * backlog then starts over at `offset`: what is sent again is added again.
+   */
+  takeFrom(offset) {
+    const start = Math.min(Math.max(offset, this.floor), this.sent);
+    const items = [];
+    for (const {offset: at, item} of this.entries) {
+      if (!item.audio) {
+        if (at >= start) items.push(item);
+      } else if (at + item.audio.byteLength > start) {
+        const skip = Math.max(0, start - at);
+        items.push(skip ? {...item, audio: item.audio.slice(skip), at: item.at + skip / 2 / this.rate} : item);
+      }
+    }
+    const missing = Math.max(0, this.floor - offset);
+    this.startAt(Math.min(offset, this.sent));
+    return {items, missing};
+  }
+
+  /** Everything kept, for a new session: the backlog starts over at 0. */
   takeAll() {
-    const items = this.entries.map((entry) => entry.item);
-    this.reset();
+    const {items} = this.takeFrom(this.floor);
+    this.startAt(0);
     return items;
   }
 
-  trim() {
-    const keep = this.open ? this.maxSamples : this.idleSamples;
-    while (this.entries.length && this.sent - this.entries[0].at > keep) this.entries.shift();
+  /** Start over, empty, with the next item at byte `offset` (0 for a new session). */
+  startAt(offset) {
+    this.entries = [];
+    this.kept = 0;
+    this.sent = offset;
+    this.floor = offset;
+  }
+}
+
+function endOf({offset, item}) {
+  return item.audio ? offset + item.audio.byteLength : offset;
+}
+
+export class StallWatch {
+  /** `stallMs`: how long buffered data may stand still before the socket counts as stalled. */
+  constructor(stallMs) {
+    this.stallMs = stallMs;
+    this.reset();
+  }
+
+  /** A new socket. */
+  reset() {
+    this.queuedBytes = 0;  // given to the socket's send()
+    this.handed = 0;       // of those, handed to the network when last seen moving
+    this.handedAt = performance.now();
+  }
+
+  queued(bytes) {
+    this.queuedBytes += bytes;
+  }
+
+  /** True once the socket has held data (`bufferedAmount`) and handed none of it on for `stallMs`. */
+  stalled(bufferedAmount) {
+    const handed = this.queuedBytes - bufferedAmount;
+    const now = performance.now();
+    if (bufferedAmount === 0 || handed !== this.handed) {
+      this.handed = handed;
+      this.handedAt = now;
+      return false;
+    }
+    return now - this.handedAt >= this.stallMs;
   }
 }

@@ -5,9 +5,10 @@ export const counters = {
   micChunks: 0,          // chunks the capture worklet delivered
   levelUpdates: 0,       // level meter updates
   audioChunksSent: 0,    // binary messages sent on dictation sockets (replays included)
-  replayedChunks: 0,     // of those, re-sent after a reconnect
+  replayedChunks: 0,     // of those, sent again after a reconnect (what the gateway lacked)
   finalizeSent: 0,       // push-to-talk releases that reached a socket
   reconnects: 0,         // dictation sockets re-opened after a drop
+  resumes: 0,            // of those, the gateway resumed the session (else a new one started)
   droppedAudioS: 0,      // audio that could not be kept while disconnected
   micStartMs: 0,         // push-to-talk with the microphone released: press to its first audio, last time
   ttsFramesReceived: 0,  // binary frames from /v1/tts
