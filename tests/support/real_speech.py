@@ -243,7 +243,7 @@ def fetch(recording: Recording, cache: Path | None = None, git_dirs: dict[str, P
     if sha256_of(data) != recording.sha256:
         raise FetchError(f"{recording.name}: the fetched file is not the pinned one (sha256 {sha256_of(data)})")
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(path.suffix + ".part")
+    partial = path.with_suffix(f"{path.suffix}.{os.getpid()}.part")  # test processes may fetch it at once
     partial.write_bytes(data)
     partial.replace(path)
     return path
