@@ -53,7 +53,7 @@ from gateway.tts.selection import check_options, gateway_error, resolve_voice
 from gateway.tts.sentences import SentenceBuffer
 from gateway.tts.states import GOING_AWAY_REASON, Closing, SessionConfig, TtsState, transition
 from gateway.tts.timeline import PlayTimeline
-from gateway.tts.transport import TtsTransport
+from gateway.tts.transport import TtsTransport, VoicingTransport
 from gateway.tts.utterance import DRAIN_MARK, END_OF_WORK, DrainMark, EndOfWork, FlushMark, QueueItem, Utterance
 
 log = logging.getLogger("voxgate.tts")
@@ -359,6 +359,8 @@ class TtsSession:
             self._sending_since = time.monotonic()
             try:
                 if item.data is not None:
+                    if isinstance(self.transport, VoicingTransport):
+                        self.transport.voicing(item.owner.stream, self._native_rate)
                     await self.transport.send_audio(item.data)
                     self._count_sent(item)
                 elif item.event is not None:

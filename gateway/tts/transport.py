@@ -12,7 +12,7 @@ limits, back-pressure, cancellation and idle rules.
 from __future__ import annotations
 
 import json
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from starlette.websockets import WebSocket
 
@@ -38,6 +38,15 @@ class TtsTransport(Protocol):
         ...
 
     async def close(self, code: int, reason: str, timeout_s: float) -> None: ...
+
+
+@runtime_checkable
+class VoicingTransport(Protocol):
+    """A transport that times its client's text itself (the ElevenLabs front's
+    alignment): before each audio message it is told the utterance it voices,
+    whose stream's marks say which text the audio carries (engines/timing.py)."""
+
+    def voicing(self, stream: object, native_rate: int) -> None: ...
 
 
 class NativeTtsTransport:

@@ -72,6 +72,11 @@ class ContextTransport:
     async def receive(self) -> ClientMessage | None:
         return await self.queue.get()
 
+    def voicing(self, stream: object, native_rate: int) -> None:
+        """The audio that follows is ``stream``'s: its marks time the alignment (alignment.py)."""
+        if self._clock is not None:
+            self._clock.follow(stream, native_rate)
+
     async def send_audio(self, data: bytes) -> None:
         alignment = self._clock.take(self.audio.duration_ms(data)) if self._clock is not None else None
         await self.sender.send(audio_message(base64.b64encode(data).decode("ascii"), alignment, self.context_id))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from auth.credentials import Credential, CredentialKind
+from engines.timing import SpokenMark
 from gateway.codecs.formats import OutputFormat
 from gateway.errors import BadMessage, BadRequest
 from gateway.fronts.elevenlabs.alignment import CharClock, SpeechRate
@@ -163,3 +164,32 @@ def test_what_the_audio_ran_out_before_comes_last_and_the_rate_learns():
                                "charDurationsMs": [20, 20, 60]}
     assert later.rest() is None
     assert rate.ms_per_char == (20.0 + 100 / 3) / 2
+
+
+class MarkedStream:
+    """An engine stream that marks the end of every word (engines/timing.py)."""
+
+    word_exact = True
+
+    def __init__(self, marks: list[SpokenMark]) -> None:
+        self.marks = marks
+
+
+def test_the_engines_word_marks_time_the_characters_and_the_rest_goes_at_the_steady_rate():
+    clock = CharClock("Hi there you", SpeechRate(), leading_space=False)
+    # "Hi" ends at 200 ms, " there" at 1000 ms (24 kHz samples); "you" is not synthesized yet
+    clock.follow(MarkedStream([SpokenMark(2, 4800), SpokenMark(8, 24000)]), 24000)
+    assert clock.take(250) == {"chars": ["H", "i", " "], "charStartTimesMs": [0, 100, 200],
+                               "charDurationsMs": [100, 100, 50]}
+    # " there" shares 800 ms: a character every 133 ms from 200 ms
+    assert clock.take(250) == {"chars": ["t", "h"], "charStartTimesMs": [83, 217], "charDurationsMs": [133, 33]}
+    assert clock.take(500)["chars"] == ["e", "r", "e"]
+    # past the last mark, 65 ms a character from its end: " " at 1000, "y" at 1065 ms
+    assert clock.take(100) == {"chars": [" ", "y"], "charStartTimesMs": [0, 65], "charDurationsMs": [65, 35]}
+
+
+def test_a_later_utterances_leading_space_starts_at_its_first_sample_before_the_marked_words():
+    clock = CharClock("Hi", SpeechRate(), leading_space=True)
+    clock.follow(MarkedStream([SpokenMark(2, 2400)]), 24000)  # "Hi" ends at 100 ms
+    assert clock.take(100) == {"chars": [" ", "H", "i"], "charStartTimesMs": [0, 0, 50],
+                               "charDurationsMs": [0, 50, 50]}
