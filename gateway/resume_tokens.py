@@ -30,6 +30,7 @@ token cannot both get it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import secrets
 import time
@@ -40,7 +41,7 @@ from typing import Generic, Protocol, TypeVar
 from starlette.websockets import WebSocket
 
 from auth.principal import PrincipalKind, Scope, principal_of
-from gateway.errors import GatewayError, refuse_socket
+from gateway.errors import GatewayError, close_code_for, close_socket, refuse_socket
 from gateway.protocol.dictation import parse_resume_request
 from gateway.registry import address_share
 from gateway.replica import FALLBACK, is_replica_id
@@ -223,3 +224,17 @@ async def resume_socket(websocket: WebSocket, store: ResumeStore[S]) -> None:
     link = await transport.attach(websocket, request.last_seq, token)
     # done when the session closes, drops or leaves this socket, and at the latest when the session ends
     await link.over
+
+
+async def close_collected(websocket: WebSocket, ended_by: GatewayError | None, closed_with: tuple[int, str] | None,
+                          timeout_s: float) -> None:
+    """The end of a resume that collected an ended session's messages: the error that
+    ended the session (its grace, or its memory cap) and its close, or the session's own
+    close (``closed_with``; a normal end when None)."""
+    if ended_by is not None:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(websocket.send_json(ended_by.to_event()), timeout_s)
+        await close_socket(websocket, ended_by.close_code, ended_by.message)
+        return
+    close, reason = closed_with or (close_code_for("normal_end"), "")
+    await close_socket(websocket, close, reason)

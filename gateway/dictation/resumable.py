@@ -37,6 +37,7 @@ from gateway.dictation.transport import NativeDictationTransport
 from gateway.errors import BadRequest, GatewayError, close_code_for, close_socket
 from gateway.protocol.common import End
 from gateway.protocol.dictation import ClientMessage, Ready, ServerEvent
+from gateway.resume_tokens import close_collected
 
 # bytes of one sample of the encodings whose bytes are time (Opus and containers are not)
 SAMPLE_BYTES = {InputEncoding.PCM_S16LE: 2, InputEncoding.PCM_F32LE: 4, InputEncoding.MULAW: 1,
@@ -249,17 +250,13 @@ class ResumableTransport:
         for text in [_dumps(self._resumed_ready(None)), *(self.log.after(last_seq, self.seq) or [])]:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(websocket.send_text(text), self.grace_s)
+        error = None
         if self.lost or self.expired:
             code = "resume_lost" if self.lost else "resume_expired"
             why = ("its events passed the memory cap while the client was away" if self.lost
                    else f"the client was away for more than {self.grace_s:g} s")
             error = GatewayError(f"the session ended: {why}; its events are above; open a new session", code=code)
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(websocket.send_json(error.to_event()), self.grace_s)
-            await close_socket(websocket, error.close_code, error.message)
-            return
-        close, reason = self.closed_with or (close_code_for("normal_end"), "")
-        await close_socket(websocket, close, reason)
+        await close_collected(websocket, error, self.closed_with, self.grace_s)
 
 
 def _dumps(data: dict[str, Any]) -> str:

@@ -32,6 +32,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from gateway.errors import BadMessage, BadRequest, GatewayError, close_code_for, close_socket
 from gateway.protocol.tts import Ack, ClientMessage, TextLimits
+from gateway.resume_tokens import close_collected
 from gateway.tts.kept import KeptMessages, Payload
 from gateway.tts.transport import NativeTtsTransport
 
@@ -273,15 +274,11 @@ class ResumableTtsTransport:
         messages after ``last_seq``, then how it ended."""
         link = Link(websocket, self.limits)
         await self._send_on(link, [self._resumed_ready(None), *(self.kept.after(last_seq) or [])], self.grace_s)
+        error = None
         if self.expired:
             error = GatewayError(f"the session ended: the client was away for more than {self.grace_s:g} s; "
                                  "what it kept is above; open a new session", code="resume_expired")
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(websocket.send_json(error.to_event()), self.grace_s)
-            await close_socket(websocket, error.close_code, error.message)
-            return
-        close, reason = self.closed_with or (close_code_for("normal_end"), "")
-        await close_socket(websocket, close, reason)
+        await close_collected(websocket, error, self.closed_with, self.grace_s)
 
 
 def _dumps(data: dict[str, Any]) -> str:
