@@ -14,7 +14,7 @@ import io
 import json
 import shutil
 import wave
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,7 +25,7 @@ import zxingcpp
 from PIL import Image
 
 from tests.e2e.gateway_process import GatewayProcess, running_gateway
-from tests.support.speech import pcm16, piper_say, resample, silence
+from tests.support.speech import espeak_say, pcm16, piper_say, resample, silence
 
 expect = playwright_api.expect
 
@@ -220,12 +220,30 @@ def fake_microphone(directory: Path, text: str, lead_s: float, tail_s: float) ->
     samples, rate = piper_say(text)
     audio = np.concatenate([silence(lead_s, MIC_RATE), resample(samples, rate, MIC_RATE), silence(tail_s, MIC_RATE)])
     path = directory / "speech.wav"
+    write_microphone(path, audio)
+    return path, len(audio) / MIC_RATE
+
+
+def sentences_with_pauses(sentences: Sequence[str], gap_s: float, lead_s: float, tail_s: float,
+                          voice: str = "piper") -> np.ndarray:
+    """``sentences`` said one after another (Piper, steady, or espeak-ng) at ``MIC_RATE``,
+    ``gap_s`` of silence after each, ``lead_s`` before the first, ``tail_s`` more at the end."""
+    parts = [silence(lead_s, MIC_RATE)]
+    for sentence in sentences:
+        samples, rate = piper_say(sentence, steady=True) if voice == "piper" else espeak_say(sentence)
+        parts += [resample(samples, rate, MIC_RATE), silence(gap_s, MIC_RATE)]
+    parts.append(silence(tail_s, MIC_RATE))
+    return np.concatenate(parts)
+
+
+def write_microphone(path: Path, audio: np.ndarray) -> Path:
+    """``audio`` (float32 at ``MIC_RATE``) as the 16-bit mono WAV Chromium plays as its microphone."""
     with wave.open(str(path), "wb") as out:
         out.setnchannels(1)
         out.setsampwidth(2)
         out.setframerate(MIC_RATE)
         out.writeframes(pcm16(audio))
-    return path, len(audio) / MIC_RATE
+    return path
 
 
 @contextlib.contextmanager

@@ -7,18 +7,15 @@ own setting) and bench/browser_processing.py (every setting, both voices).
 from __future__ import annotations
 
 import json
-import wave
 from pathlib import Path
-
-import numpy as np
 
 from tests.e2e.browser_support import (
     DESKTOP,
-    MIC_RATE,
     UI_TIMEOUT_MS,
     expect,
+    sentences_with_pauses,
+    write_microphone,
 )
-from tests.support.speech import espeak_say, pcm16, piper_say, resample, silence
 
 SENTENCES = ["The birch canoe slid on the smooth planks.",
              "Glue the sheet to the dark blue background.",
@@ -48,18 +45,8 @@ FORCE_PROCESSING = """
 
 def clip(voice: str, directory: Path) -> Path:
     """The three sentences in one voice, with a pause after each, as the microphone's file."""
-    parts = [silence(1.0, MIC_RATE)]
-    for sentence in SENTENCES:
-        samples, rate = piper_say(sentence, steady=True) if voice == "piper" else espeak_say(sentence)
-        parts += [resample(samples, rate, MIC_RATE), silence(GAP_S, MIC_RATE)]
-    parts.append(silence(2.0, MIC_RATE))
-    path = directory / f"{voice}.wav"
-    with wave.open(str(path), "wb") as out:
-        out.setnchannels(1)
-        out.setsampwidth(2)
-        out.setframerate(MIC_RATE)
-        out.writeframes(pcm16(np.concatenate(parts)))
-    return path
+    audio = sentences_with_pauses(SENTENCES, GAP_S, lead_s=1.0, tail_s=2.0, voice=voice)
+    return write_microphone(directory / f"{voice}.wav", audio)
 
 
 def dictate(browser, url: str, processing: dict[str, bool]) -> str:

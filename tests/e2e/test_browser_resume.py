@@ -15,28 +15,27 @@ from __future__ import annotations
 import asyncio
 import re
 import threading
-import wave
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from tests.e2e.browser_support import (
     DESKTOP,
-    MIC_RATE,
     UI_TIMEOUT_MS,
     counters,
     expect,
     launch_chromium,
     no_page_errors,
     playwright_api,
+    sentences_with_pauses,
     wait_for,
+    write_microphone,
 )
 from tests.e2e.gateway_process import running_gateway
 from tests.support.cut_relay import CutRelay
-from tests.support.speech import pcm16, piper_say, resample, silence, words
+from tests.support.speech import words
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -81,18 +80,8 @@ class Relay:
 
 @pytest.fixture(scope="module")
 def speech_wav(tmp_path_factory) -> Path:
-    parts = [silence(1.0, MIC_RATE)]
-    for sentence in SENTENCES:
-        samples, rate = piper_say(sentence, steady=True)
-        parts += [resample(samples, rate, MIC_RATE), silence(GAP_S, MIC_RATE)]
-    parts.append(silence(1.0, MIC_RATE))
-    path = tmp_path_factory.mktemp("mic") / "speech.wav"
-    with wave.open(str(path), "wb") as out:
-        out.setnchannels(1)
-        out.setsampwidth(2)
-        out.setframerate(MIC_RATE)
-        out.writeframes(pcm16(np.concatenate(parts)))
-    return path
+    audio = sentences_with_pauses(SENTENCES, GAP_S, lead_s=1.0, tail_s=1.0)
+    return write_microphone(tmp_path_factory.mktemp("mic") / "speech.wav", audio)
 
 
 @dataclass
