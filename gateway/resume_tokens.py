@@ -35,8 +35,8 @@ import hashlib
 import secrets
 import time
 from collections import OrderedDict
-from collections.abc import Callable
-from typing import Generic, Protocol, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Any, Generic, Protocol, TypeVar
 
 from starlette.websockets import WebSocket
 
@@ -238,3 +238,19 @@ async def close_collected(websocket: WebSocket, ended_by: GatewayError | None, c
         return
     close, reason = closed_with or (close_code_for("normal_end"), "")
     await close_socket(websocket, close, reason)
+
+
+async def send_unless_over(send: Awaitable[None], over: asyncio.Future[None], timeout_s: float) -> bool:
+    """Run one socket ``send`` of a held session's link; True when it was handed to the
+    socket, False when it failed, timed out, or the link ended (``over``: the socket was
+    replaced or the session ended) first."""
+    task = asyncio.ensure_future(send)
+    waits: set[asyncio.Future[Any]] = {task, over}
+    try:
+        await asyncio.wait(waits, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        if not task.done():
+            task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+    return task.done() and not task.cancelled() and task.exception() is None

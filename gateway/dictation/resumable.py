@@ -37,7 +37,7 @@ from gateway.dictation.transport import NativeDictationTransport
 from gateway.errors import BadRequest, GatewayError, close_code_for, close_socket
 from gateway.protocol.common import End
 from gateway.protocol.dictation import ClientMessage, Ready, ServerEvent
-from gateway.resume_tokens import close_collected
+from gateway.resume_tokens import close_collected, send_unless_over
 
 # bytes of one sample of the encodings whose bytes are time (Opus and containers are not)
 SAMPLE_BYTES = {InputEncoding.PCM_S16LE: 2, InputEncoding.PCM_F32LE: 4, InputEncoding.MULAW: 1,
@@ -158,16 +158,7 @@ class ResumableTransport:
     async def _send_on(self, link: Link, text: str, timeout_s: float) -> bool:
         """True when ``text`` was handed to the socket; False when it failed, timed
         out or the socket was replaced (the attach resends from the log then)."""
-        send = asyncio.ensure_future(link.websocket.send_text(text))
-        waits: set[asyncio.Future[Any]] = {send, link.over}
-        try:
-            await asyncio.wait(waits, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            if not send.done():
-                send.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await send
-        return send.done() and not send.cancelled() and send.exception() is None
+        return await send_unless_over(link.websocket.send_text(text), link.over, timeout_s)
 
     async def _drop(self, link: Link, unsent_from: int) -> None:
         """The client is gone from ``link``: wait for it for the grace."""

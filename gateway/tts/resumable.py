@@ -32,7 +32,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from gateway.errors import BadMessage, BadRequest, GatewayError, close_code_for, close_socket
 from gateway.protocol.tts import Ack, ClientMessage, TextLimits
-from gateway.resume_tokens import close_collected
+from gateway.resume_tokens import close_collected, send_unless_over
 from gateway.tts.kept import KeptMessages, Payload
 from gateway.tts.transport import NativeTtsTransport
 
@@ -184,17 +184,9 @@ class ResumableTtsTransport:
         """True when every payload was handed to the socket; False when a send failed,
         timed out or the socket was replaced (the attach resends from the kept ones)."""
         for payload in payloads:
-            send = asyncio.ensure_future(link.websocket.send_bytes(payload) if isinstance(payload, bytes)
-                                         else link.websocket.send_text(payload))
-            waits: set[asyncio.Future[Any]] = {send, link.over}
-            try:
-                await asyncio.wait(waits, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                if not send.done():
-                    send.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await send
-            if not send.done() or send.cancelled() or send.exception() is not None:
+            send = (link.websocket.send_bytes(payload) if isinstance(payload, bytes)
+                    else link.websocket.send_text(payload))
+            if not await send_unless_over(send, link.over, timeout_s):
                 return False
         return True
 
