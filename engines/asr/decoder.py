@@ -135,7 +135,9 @@ class WhisperDecoder:
         (``window_frames``), so a window decodes to the same text alone or in a batch:
         the batch a final lands in depends on the load, its words must not. A
         window without a language on a multilingual model is decoded alone (its
-        language is detected on the full 30 s window).
+        language is detected on the full 30 s window). Windows whose context (their
+        previous-text prompt) has another length are searched apart: CTranslate2
+        needs the start-of-transcript token at one position in a batch.
 
         Goes to CTranslate2 directly because faster-whisper always pads to 30 s.
         Applies the same plausibility filters as ``decode``.
@@ -143,7 +145,9 @@ class WhisperDecoder:
         import ctranslate2
 
         detect = [i for i, w in enumerate(windows) if self.multilingual and w.language is None]
-        keys = [("detect", i) if i in detect else (w.full, window_frames(w)) for i, w in enumerate(windows)]
+        keys = [("detect", i) if i in detect else
+                (w.full, window_frames(w), len(_prompt_tokens(self.model.hf_tokenizer, w.prompt)))
+                for i, w in enumerate(windows)]
         if len(set(keys)) > 1:
             done: dict[int, Transcript] = {}
             for key in dict.fromkeys(keys):

@@ -93,3 +93,14 @@ def test_a_full_window_decodes_as_the_offline_path_does():
     full = decoder().decode_batch([window], beam_size=5)[0]
     assert full.text == decoder().decode(window.audio, language="en", beam_size=5).text
     assert wer(clip.text, full.text) <= 0.25, full.text
+
+
+def test_windows_with_contexts_of_other_lengths_decode_in_one_call_as_they_do_alone(speech):
+    from engines.asr.decoder import ShortWindow
+
+    contexts = ["", "Sheets.", "We papered the hall yesterday and then the kitchen."]
+    windows = [ShortWindow(speech, "en", prompt=p) for p in contexts]
+    alone = [decoder().decode_batch([w], beam_size=5)[0].text for w in windows]
+    together = [t.text for t in decoder().decode_batch(windows, beam_size=5)]
+    assert together == alone
+    assert all(wer(TEXT, text) <= 0.25 for text in together), together
