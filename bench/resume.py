@@ -1,22 +1,27 @@
-"""Dictation resume benchmark: how soon a resumed session talks again, and
-whether its transcript is the one an uncut session gives.
+"""Resume benchmark: how soon a resumed session talks again, and whether what
+it gives is what an uncut session gives, for dictation and for TTS.
 
-    flock /work/wt/bench.lock python bench/resume.py                    # 1 and 8 streams, cuts of 0.5 and 2 s
-    flock /work/wt/bench.lock python bench/resume.py --streams 1 --cuts 0.5   # ~1 minute
+    flock /work/wt/bench.lock python bench/resume.py                    # both kinds, 1 and 8 streams, cuts of 0.5, 2 and 5 s and a stall
+    flock /work/wt/bench.lock python bench/resume.py --kind tts --streams 1 --cuts 0.5   # well under a minute
 
-It starts its own gateway (the ASR sidecar, tiny.en) and puts a TCP relay
-(tests/support/cut_relay.py) in front of it for every stream. Each stream is
-two Piper sentences (noise off, so the words are the same every run) streamed
-in real time by the project's client with ``resume=True``. Each level runs
-once uncut, then once per cut: every relay closes its connections 1.5 s into
-the audio (mid-sentence) and refuses new ones for the cut's length (``stall``
-instead stops forwarding without a close; the client notices by its ping).
-It prints, per level and cut:
+Each kind starts its own gateway and puts a TCP relay
+(tests/support/cut_relay.py) in front of it for every stream. Each level runs
+once uncut, then once per cut: the relay closes its connections and refuses new
+ones for the cut's length (``stall`` instead stops forwarding without a close;
+the client notices by its ping).
+
+Dictation (the ASR sidecar, tiny.en): each stream is two Piper sentences (noise
+off, so the words are the same every run) streamed in real time by the
+project's client with ``resume=True``; the path breaks 1.5 s into the audio
+(mid-sentence). It prints, per level and cut:
 
 - first event after the reconnect: from the resumed ``ready`` to the first
   event after it (the events missed while away come first), p50 and max;
 - reconnect: from the cut's end (the relay carries again) to the resumed ``ready``;
 - identical: streams whose finals are word for word those of the uncut run.
+
+TTS: bench/resume_tts.py (the same figures, with the first audio frame after
+the resumed ``ready``, and the whole PCM compared byte for byte).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import argparse
 import asyncio
 import statistics
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +40,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.resume_tts import run_tts  # noqa: E402
 from gateway.client.dictation import DictationClient  # noqa: E402
 from tests.e2e.gateway_process import running_gateway  # noqa: E402
 from tests.support.cut_relay import CutRelay  # noqa: E402
@@ -121,21 +128,33 @@ async def level(port: int, streams: int, cuts: list[str]) -> None:
                 print(f"    uncut: {u.finals}\n    cut:   {r.finals}")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--streams", default="1,8", help="concurrent streams per level (default 1,8)")
-    parser.add_argument("--cuts", default="0.5,2,stall", help="cut lengths in seconds, or stall (default 0.5,2,stall)")
-    args = parser.parse_args()
-    levels = [int(n) for n in args.streams.split(",") if n]
-    cuts = [c for c in args.cuts.split(",") if c]
+def run_dictation(levels: list[int], cuts: list[str]) -> None:
     env = {"VOXGATE_MAX_DICTATION_STREAMS": str(max(levels)), "VOXGATE_MAX_DICTATION_STREAMS_PER_CLIENT": str(max(levels)),
            "VOXGATE_RESUME_GRACE_S": "30"}
-    import tempfile
-
     with tempfile.TemporaryDirectory() as data, running_gateway(Path(data), "asr", env=env) as gw:
         port = int(gw.url.rsplit(":", 1)[1])
         for streams in levels:
             asyncio.run(level(port, streams, cuts))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--kind", default="dictation,tts", help="dictation, tts or both (default dictation,tts)")
+    parser.add_argument("--streams", default="1,8", help="concurrent streams per level (default 1,8)")
+    parser.add_argument("--cuts", default="0.5,2,5,stall", help="cut lengths in seconds, or stall (default 0.5,2,5,stall)")
+    args = parser.parse_args()
+    kinds = [k for k in args.kind.split(",") if k]
+    if unknown := set(kinds) - {"dictation", "tts"}:
+        parser.error(f"--kind: {', '.join(sorted(unknown))} is not dictation or tts")
+    levels = [int(n) for n in args.streams.split(",") if n]
+    cuts = [c for c in args.cuts.split(",") if c]
+    for cut in cuts:
+        if cut != "stall" and not (cut.replace(".", "", 1).isdigit() and 0 < float(cut) < 30):
+            parser.error(f"--cuts: {cut} is not stall or a number of seconds above 0 and under the 30 s grace")
+    if "dictation" in kinds:
+        run_dictation(levels, cuts)
+    if "tts" in kinds:
+        run_tts(levels, cuts, summary)
 
 
 if __name__ == "__main__":

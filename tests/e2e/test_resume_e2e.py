@@ -98,6 +98,10 @@ def uncut(server, audio):
 @pytest.mark.parametrize("breaker", [
     pytest.param(lambda relay: cut_for(0.5, relay), id="cut-0.5s"),
     pytest.param(lambda relay: cut_for(2.0, relay), id="cut-2s"),
+    # 5 s: well within the 30 s grace and the client's 30 s reconnect window; the
+    # audio streamed meanwhile (the rest of the first sentence, on into the second)
+    # is kept by the client and sent again
+    pytest.param(lambda relay: cut_for(5.0, relay), id="cut-5s"),
     pytest.param(stall, id="stalled-without-a-close"),
 ])
 async def test_the_finals_after_a_resume_are_those_of_an_uncut_run(server, audio, uncut, breaker):

@@ -77,15 +77,17 @@ def uncut(server):
     return first
 
 
-@pytest.mark.parametrize("breaker", ["cut-0.5s", "stalled-without-a-close"])
+# 5 s: the synthesis finishes into the kept messages while the client is away,
+# well within the 30 s grace and the client's 30 s reconnect window
+@pytest.mark.parametrize("breaker", ["cut-0.5s", "cut-5s", "stalled-without-a-close"])
 async def test_the_audio_after_a_resume_is_that_of_an_uncut_run(server, uncut, breaker):
     relay = CutRelay("127.0.0.1", int(server.rsplit(":", 1)[1]))
     await relay.start()
     breaking: list[asyncio.Task[None]] = []
 
     def on_first_frame() -> None:
-        if breaker == "cut-0.5s":
-            breaking.append(asyncio.create_task(relay.cut(0.5)))
+        if breaker.startswith("cut-"):
+            breaking.append(asyncio.create_task(relay.cut(float(breaker.removeprefix("cut-").removesuffix("s")))))
         else:
             relay.stall()
 
