@@ -163,7 +163,8 @@ def summarise(arrivals: list[list[float]], start: float) -> dict:
             "frames": sum(len(t) for t in arrivals), "wall_s": end - start}
 
 
-def measure(model_dir: Path, precision: str, levels: list[int], threads: int, text: str, rounds: int) -> None:
+def measure(model_dir: Path, precision: str, levels: list[int], threads: int, text: str, rounds: int,
+            pipelined: bool | None) -> None:
     import torch
 
     from engines.pocket import load_model
@@ -178,7 +179,8 @@ def measure(model_dir: Path, precision: str, levels: list[int], threads: int, te
     rows_out: list[dict] = []
 
     async def main() -> None:
-        sched = BatchScheduler(model, max_streams=max(levels), max_waiting=max(levels), threads=threads)
+        sched = BatchScheduler(model, max_streams=max(levels), max_waiting=max(levels), threads=threads,
+                               pipelined=pipelined)
         instrument(model, sched, spans)
         sched.start()
         try:
@@ -241,13 +243,17 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2, help="torch threads (2+: pipelined, half each)")
     parser.add_argument("--text", default=TEXT)
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--mode", choices=("auto", "pipelined", "sequential"), default="auto",
+                        help="the scheduler's pipelining (auto: pipelined with 2+ threads)")
     args = parser.parse_args()
     levels = [int(x) for x in args.streams.split(",")]
-    print(f"model {args.model_dir.name}, {args.precision}, {args.threads} threads, text {args.text!r}, EOS off")
+    pipelined = None if args.mode == "auto" else args.mode == "pipelined"
+    print(f"model {args.model_dir.name}, {args.precision}, {args.threads} threads ({args.mode}), "
+          f"text {args.text!r}, EOS off")
     print("costs: ms per step / ms per row (one stream's frame); RT: every stream real time; "
           "late: frames due before they arrived; slow: the slowest stream's own RTF; ttff: mean/max ms")
     print(HEADER, flush=True)
-    measure(args.model_dir, args.precision, levels, args.threads, args.text, args.rounds)
+    measure(args.model_dir, args.precision, levels, args.threads, args.text, args.rounds, pipelined)
 
 
 if __name__ == "__main__":
