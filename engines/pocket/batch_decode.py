@@ -32,38 +32,22 @@ runs the decodes it is handed).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import torch
 
+from engines.pocket.decode_tasks import JOB_TASKS, TASK_FRAMES, frames_per_call
+from engines.pocket.decode_tasks import DecodeGroup as _DecodeGroup
+from engines.pocket.decode_tasks import DecodeJob as _DecodeJob
 from engines.pocket.generation import Utterance
 
 if TYPE_CHECKING:
     from engines.pocket.model import PocketModel
 
 FADE_IN_SAMPLES = 120  # 5 ms: a fresh decoder state starts with a small step, heard as a click
-# Frames (rows x frames each) per Mimi call of the 512-wide decoder: fewer pay the
-# weights' memory traffic and the per-op cost per frame; more spill the last SEANet
-# stages' activations out of the core's cache.
-TASK_FRAMES = 4
-WIDE_DECODER = 512
-JOB_TASKS = 4  # decodes a pipelined job is cut into, when it has frames enough
-
-
-def frames_per_call(decoder_width: int) -> int:
-    """How many frames one Mimi call of a decoder ``decoder_width`` wide takes at most.
-
-    A narrower decoder's activations are smaller, so more frames fit the cache, and its
-    fixed cost per call (one op per layer however many rows) weighs more: the 128-wide
-    decoder of the small models costs 40 % less per frame at 16 frames a call than at 4.
-    """
-    return TASK_FRAMES * min(4, max(1, WIDE_DECODER // decoder_width))
-
 
 class DecodeRow(Protocol):
     """What the decoder reads and updates on a batch row."""
@@ -74,42 +58,6 @@ class DecodeRow(Protocol):
     starts: list[bool]  # ... which of them start a chunk (fresh decoder, fade in)
     decoded: int  # latents handed to Mimi so far
     in_flight: int  # ... of which the pipelined helper has not returned the audio yet
-
-
-@dataclass
-class _DecodeGroup:
-    """Rows that decode the same number of latents in one Mimi call."""
-
-    rows: list[int]
-    stream_ids: list[int]
-    first: list[bool]  # the row's first latent starts a chunk: fresh decoder state, fade in
-    latents: torch.Tensor  # [len(rows), count, latent_dim]
-    span: slice | None  # decode this contiguous slice of rows in place (others ride along on zeros)
-
-
-class _DecodeJob:
-    """Decodes (disjoint rows each) that any thread may claim, one at a time, in order."""
-
-    def __init__(self, groups: list[_DecodeGroup], decode: Callable[[_DecodeGroup], dict[int, np.ndarray]]) -> None:
-        self._groups, self._decode = groups, decode
-        self._next = 0
-        self._lock = threading.Lock()
-
-    def left(self) -> bool:
-        """Whether some decode is not claimed yet."""
-        with self._lock:
-            return self._next < len(self._groups)
-
-    def run(self) -> dict[int, np.ndarray]:
-        """Decode unclaimed groups until none is left; the audio of those this call ran."""
-        out: dict[int, np.ndarray] = {}
-        while True:
-            with self._lock:
-                if self._next == len(self._groups):
-                    return out
-                group = self._groups[self._next]
-                self._next += 1
-            out.update(self._decode(group))
 
 
 class BatchDecoder:

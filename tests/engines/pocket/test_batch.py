@@ -210,7 +210,7 @@ def test_several_text_chunks_restart_the_decoder_at_the_same_frames(tiny_model, 
 
 
 def test_frames_per_mimi_call_grow_as_the_decoder_narrows() -> None:
-    from engines.pocket.batch_decode import frames_per_call
+    from engines.pocket.decode_tasks import frames_per_call
 
     assert [frames_per_call(width) for width in (1024, 512, 256, 128, 64)] == [4, 4, 8, 16, 16]
 
