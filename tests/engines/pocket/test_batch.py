@@ -245,6 +245,7 @@ def test_the_lm_thread_decodes_the_jobs_unbegun_decodes_when_mimi_is_behind(tiny
     decoder.settle()  # no decode in flight
     batch.step()  # queues the next frame of every stream
     threads.clear()
+    ran_here.clear()
     slow_helper.set()
     # the helper takes the eight frames queued (two decodes of four streams) and stalls;
     # the LM steps, then finds a decode not begun and runs it
