@@ -19,7 +19,7 @@ import torch
 # stages' activations out of the core's cache.
 TASK_FRAMES = 4
 WIDE_DECODER = 512
-JOB_TASKS = 4  # decodes a pipelined job is cut into, when it has frames enough
+JOB_TASKS = 2  # decodes a pipelined job is cut into (one a thread), when it has frames enough
 
 
 def frames_per_call(decoder_width: int) -> int:
