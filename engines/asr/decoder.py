@@ -11,7 +11,6 @@ word timings are known, segments spoken impossibly fast).
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from .framing import SAMPLE_RATE
+from .prompt_text import prompt_tokens, repeats_prompt
 from .tuning import PolicyTuning
 
 MAX_COMPRESSION_RATIO = 2.4
@@ -31,9 +31,6 @@ TOKENS_PER_AUDIO_S = 8  # English speech runs ~3-4 tokens/s; twice that is gener
 MAX_WORDS_PER_S = 10.0
 FRAMES_PER_S = 100
 FULL_WINDOW_FRAMES = 3000
-# Whisper's previous-text slot holds up to half its 448-token context (faster-whisper's own cap)
-MAX_PROMPT_TOKENS = 223
-MIN_REPEAT_WORDS = 4  # a decode that repeats this many words of its prompt in a row copied it (or half its words)
 
 
 @dataclass
@@ -102,7 +99,7 @@ class WhisperDecoder:
             audio, language=language, beam_size=beam_size, best_of=1, temperature=0.0,
             condition_on_previous_text=False, without_timestamps=not word_timestamps,
             word_timestamps=word_timestamps, prefix=prefix or None,
-            initial_prompt=_prompt_tokens(self.model.hf_tokenizer, prompt) if prompt else None,
+            initial_prompt=prompt_tokens(self.model.hf_tokenizer, prompt) if prompt else None,
             max_new_tokens=min(220, int(TOKENS_PER_AUDIO_S * audio_s) + 8 + len(prefix.split()) * 2),
             compression_ratio_threshold=None, log_prob_threshold=LOW_LOGPROB,
             no_speech_threshold=NO_SPEECH_PROB, vad_filter=False)
@@ -146,7 +143,7 @@ class WhisperDecoder:
 
         detect = [i for i, w in enumerate(windows) if self.multilingual and w.language is None]
         keys = [("detect", i) if i in detect else
-                (w.full, window_frames(w), len(_prompt_tokens(self.model.hf_tokenizer, w.prompt)))
+                (w.full, window_frames(w), len(prompt_tokens(self.model.hf_tokenizer, w.prompt)))
                 for i, w in enumerate(windows)]
         if len(set(keys)) > 1:
             done: dict[int, Transcript] = {}
@@ -178,7 +175,7 @@ class WhisperDecoder:
         if detect:
             languages = [model.model.detect_language(encoded)[0][0][0].strip("<|>")]
         tokenizers = [self._tokenizer(lang) for lang in languages]
-        prompts = [model.get_prompt(tok, _prompt_tokens(model.hf_tokenizer, w.prompt), without_timestamps=True,
+        prompts = [model.get_prompt(tok, prompt_tokens(model.hf_tokenizer, w.prompt), without_timestamps=True,
                                     prefix=w.prefix or None)
                    for tok, w in zip(tokenizers, windows, strict=True)]
         # the result holds the prefix tokens, not the start tokens before them
@@ -212,21 +209,6 @@ class WhisperDecoder:
         return self._tokenizers[key]
 
 
-def repeats_prompt(text: str, prompt: str) -> bool:
-    """Whether ``text`` repeats a run of its ``prompt``: at least ``MIN_REPEAT_WORDS``
-    words in a row, and at least half its words, found in the prompt in the same order."""
-    said, given = _plain_words(text), _plain_words(prompt)
-    need = max(MIN_REPEAT_WORDS, (len(said) + 1) // 2)
-    if len(said) < need:
-        return False
-    given_runs = {tuple(given[i:i + need]) for i in range(len(given) - need + 1)}
-    return any(tuple(said[i:i + need]) in given_runs for i in range(len(said) - need + 1))
-
-
-def _plain_words(text: str) -> list[str]:
-    return [w for w in re.sub(r"[^\w']+", " ", text.lower()).split() if w]
-
-
 def window_frames(window: ShortWindow) -> int:
     """The encoder window (feature frames) ``decode_batch`` gives ``window``."""
     return FULL_WINDOW_FRAMES if window.full else short_window_frames(len(window.audio), window.margin_s)
@@ -254,16 +236,6 @@ class ShortWindow:
     full: bool = False  # Whisper's own 30 s window, features padded with zeros (as offline decoding does)
     margin_s: int = PolicyTuning.short_window_margin_s  # the streaming default; a stream's job passes its own
     prompt: str = ""  # text to condition on (terms, earlier text): Whisper's previous-text slot
-
-
-def _prompt_tokens(hf_tokenizer: Any, prompt: str) -> list[int]:
-    """The token ids of ``prompt`` for Whisper's previous-text slot, at most
-    ``MAX_PROMPT_TOKENS`` (the end kept: the text nearest the audio matters most).
-    Plain text only: the gateway refuses the characters of special tokens."""
-    if not prompt.strip():
-        return []
-    ids: list[int] = hf_tokenizer.encode(" " + prompt.strip(), add_special_tokens=False).ids
-    return ids[-MAX_PROMPT_TOKENS:]
 
 
 def _max_new_tokens(window: ShortWindow) -> int:

@@ -178,9 +178,10 @@ class StreamBatch:
         n = len(self._rows)
         inputs = torch.stack([row.next_input for row in self._rows])
         cond, eos_logits = self.model.flow_lm.step(inputs, self._lm.select(slice(0, n)))
+        # each stream draws from its own generator: its audio must not depend on the others
         noise = torch.stack([row.utterance.noise() if live[i] else self._zeros
                              for i, row in enumerate(self._rows)])
-        latents = self._sample(cond, noise)
+        latents = self._sample(cond, noise).unbind(0)
         eos = eos_logits.tolist()
         for i, row in enumerate(self._rows):
             if live[i] and row.utterance.accept(eos[i]):

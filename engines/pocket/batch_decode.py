@@ -18,11 +18,13 @@ latents are queued (:meth:`BatchDecoder._worth_a_call`), a step hands it every
 latent accepted since its last job (up to ``decode_chunk`` per stream) and returns
 whatever the helper has finished, so the LM runs ahead while Mimi decodes several
 frames per call. A job is a list of small independent decodes (disjoint rows, about
-``TASK_FRAMES`` frames each); when the LM has to wait for the helper (a stream has
-``2 * decode_chunk`` latents queued, or nothing is left to step), it takes the job's
-remaining decodes itself, so with many streams, where Mimi costs more than the LM,
-both cores decode. The audio is the same; it arrives at least one step later.
-:meth:`BatchDecoder.close` stops the helper.
+``TASK_FRAMES`` frames each, more for a narrow decoder: :func:`frames_per_call`);
+when the LM has to wait for the helper (a stream has ``2 * decode_chunk`` latents
+queued, or nothing is left to step) or finds decodes of the job not begun after its
+step (Mimi is behind), it takes the job's remaining decodes itself, so with many
+streams, where Mimi costs more than the LM, both cores decode. The audio
+is the same; it arrives at least one step later. :meth:`BatchDecoder.close` stops
+the helper.
 
 Not thread-safe: the thread that steps the batch owns its decoder (the helper only
 runs the decodes it is handed).
@@ -30,25 +32,22 @@ runs the decodes it is handed).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import torch
 
+from engines.pocket.decode_tasks import JOB_TASKS, TASK_FRAMES, frames_per_call
+from engines.pocket.decode_tasks import DecodeGroup as _DecodeGroup
+from engines.pocket.decode_tasks import DecodeJob as _DecodeJob
 from engines.pocket.generation import Utterance
 
 if TYPE_CHECKING:
     from engines.pocket.model import PocketModel
 
 FADE_IN_SAMPLES = 120  # 5 ms: a fresh decoder state starts with a small step, heard as a click
-# Frames (rows x frames each) per Mimi call: fewer pay the weights' memory traffic
-# per frame; more spill the last SEANet stages' activations out of the core's cache.
-TASK_FRAMES = 4
-
 
 class DecodeRow(Protocol):
     """What the decoder reads and updates on a batch row."""
@@ -61,37 +60,6 @@ class DecodeRow(Protocol):
     in_flight: int  # ... of which the pipelined helper has not returned the audio yet
 
 
-@dataclass
-class _DecodeGroup:
-    """Rows that decode the same number of latents in one Mimi call."""
-
-    rows: list[int]
-    stream_ids: list[int]
-    first: list[bool]  # the row's first latent starts a chunk: fresh decoder state, fade in
-    latents: torch.Tensor  # [len(rows), count, latent_dim]
-    span: slice | None  # decode this contiguous slice of rows in place (others ride along on zeros)
-
-
-class _DecodeJob:
-    """Decodes (disjoint rows each) that any thread may claim, one at a time, in order."""
-
-    def __init__(self, groups: list[_DecodeGroup], decode: Callable[[_DecodeGroup], dict[int, np.ndarray]]) -> None:
-        self._groups, self._decode = groups, decode
-        self._next = 0
-        self._lock = threading.Lock()
-
-    def run(self) -> dict[int, np.ndarray]:
-        """Decode unclaimed groups until none is left; the audio of those this call ran."""
-        out: dict[int, np.ndarray] = {}
-        while True:
-            with self._lock:
-                if self._next == len(self._groups):
-                    return out
-                group = self._groups[self._next]
-                self._next += 1
-            out.update(self._decode(group))
-
-
 class BatchDecoder:
     """Mimi decoder state for ``max_streams`` rows, and the audio not yet returned."""
 
@@ -101,6 +69,7 @@ class BatchDecoder:
         self.pipelined = pipelined
         self.decode_chunk, self.eager_frames, self.decode_budget = decode_chunk, eager_frames, decode_budget
         self.state = model.mimi.new_decoder_state(max_streams)  # row i: the batch's row i
+        self.task_frames = frames_per_call(model.geometry.decoder.dimension)
         self._decoder: ThreadPoolExecutor | None = None
         self._job: Future[dict[int, np.ndarray]] | None = None  # the helper's current decode
         self._job_work: _DecodeJob | None = None  # ... its decodes, which this thread may help with
@@ -108,7 +77,8 @@ class BatchDecoder:
         self._job_eager = False  # ... some of them a stream's first frames
         self._ready: dict[int, list[np.ndarray]] = {}  # decoded audio not yet returned
         self._hurry: set[int] = set()  # the current step's hurried streams (pipelined)
-        self._fade = torch.linspace(0, 1, FADE_IN_SAMPLES)
+        self._fade = torch.linspace(0, 1, FADE_IN_SAMPLES).numpy()
+        self._blank = torch.zeros(model.geometry.latent_dim)  # an idle row's latent in a span
 
     def decode_due(self, rows: Sequence[DecodeRow], hurry: set[int]) -> None:
         """Sequential: decode the rows' due latents now, on this thread, one Mimi call per group."""
@@ -125,9 +95,11 @@ class BatchDecoder:
             self._harvest(wait=True)  # bounded queue: the LM waits for Mimi to catch up
             self._start_decode(rows)
         lm_ran = advance_lm()
-        if self._job is not None and (self._job_eager or not lm_ran):
+        if self._job is not None and (self._job_eager or not lm_ran or self._job_work_left()):
             # a stream's first frames are returned by this call (time to first audio);
-            # with nothing left for the LM, waiting for the audio is all there is to do
+            # with nothing left for the LM, waiting for the audio is all there is to do;
+            # and while the helper has decodes not begun, Mimi is behind the LM: this
+            # thread decodes them rather than step ahead and queue more latents
             self._harvest(wait=True)
             self._start_decode(rows)
 
@@ -158,6 +130,9 @@ class BatchDecoder:
     def _keep(self, decoded: dict[int, np.ndarray]) -> None:
         for stream_id, pcm in decoded.items():
             self._ready.setdefault(stream_id, []).append(pcm)
+
+    def _job_work_left(self) -> bool:
+        return self._job_work is not None and self._job_work.left()
 
     def _harvest(self, wait: bool) -> None:
         """Take the helper's finished audio (waiting for it if ``wait``)."""
@@ -250,20 +225,25 @@ class BatchDecoder:
                 by_count.setdefault(count, []).append(index)
         groups = []
         tasks = []
+        # Pipelined, a job is split into at least JOB_TASKS decodes (never below
+        # TASK_FRAMES frames each): the LM thread, once its step is done, takes its
+        # share of them rather than wait for the helper with nothing to do.
+        due = sum(count * len(indices) for count, indices in by_count.items())
+        task_frames = max(TASK_FRAMES, min(self.task_frames, due // JOB_TASKS)) if self.pipelined else self.task_frames
         for count, indices in by_count.items():
-            per_task = max(1, TASK_FRAMES // count)
+            per_task = max(1, task_frames // count)
             tasks += [(count, indices[i : i + per_task]) for i in range(0, len(indices), per_task)]
         for count, task_rows in tasks:
             lo, hi = task_rows[0], task_rows[-1] + 1
             members = set(task_rows)
             in_place = all(i in members or idle[i] for i in range(lo, hi))
             span_rows = list(range(lo, hi)) if in_place else task_rows
-            latents = torch.zeros(len(span_rows), count, self.model.geometry.latent_dim)
-            for k, index in enumerate(span_rows):
-                if index in members:
-                    latents[k] = torch.stack(rows[index].pending[:count])
+            blank = [self._blank] * count
+            latents = torch.stack([latent for index in span_rows
+                                   for latent in (rows[index].pending[:count] if index in members else blank)])
             groups.append(_DecodeGroup(task_rows, [rows[i].stream_id for i in task_rows],
-                                       [rows[i].starts[0] for i in task_rows], latents,
+                                       [rows[i].starts[0] for i in task_rows],
+                                       latents.view(len(span_rows), count, -1),
                                        slice(lo, hi) if in_place else None))
             for index in task_rows:
                 row = rows[index]
@@ -290,9 +270,10 @@ class BatchDecoder:
             audio = mimi.decode(scaled, state)
             self.state.scatter(group.rows, state)
             positions = list(range(len(group.rows)))
+        samples = audio.numpy()
         for position, stream_id, first in zip(positions, group.stream_ids, group.first, strict=True):
-            pcm = audio[position].numpy().astype(np.float32, copy=True)
+            pcm = samples[position].astype(np.float32, copy=True)
             if first:
-                pcm[:FADE_IN_SAMPLES] *= self._fade.numpy()
+                pcm[:FADE_IN_SAMPLES] *= self._fade
             out[stream_id] = pcm
         return out

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from engines.asr.decoder import Transcript, repeats_prompt
+from engines.asr.decoder import Transcript
 from engines.asr.policy import PolicyTuning, StreamOptions, StreamPolicy
+from engines.asr.prompt_text import repeats_prompt
 from tests.engines.asr.scripted import ScriptedVad
 from tests.engines.asr.test_policy import feed_seconds
 from tests.engines.asr.test_server import make_server

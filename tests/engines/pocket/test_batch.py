@@ -207,3 +207,50 @@ def test_several_text_chunks_restart_the_decoder_at_the_same_frames(tiny_model, 
     got = np.concatenate(frames)
     assert got.shape == expected.shape
     np.testing.assert_allclose(got, expected, rtol=0, atol=ATOL)
+
+
+def test_frames_per_mimi_call_grow_as_the_decoder_narrows() -> None:
+    from engines.pocket.decode_tasks import frames_per_call
+
+    assert [frames_per_call(width) for width in (1024, 512, 256, 128, 64)] == [4, 4, 8, 16, 16]
+
+
+def test_the_lm_thread_decodes_the_jobs_unbegun_decodes_when_mimi_is_behind(tiny_model) -> None:
+    """With many streams a pipelined job is cut into several decodes; after its LM step the
+    stepping thread runs those the helper has not begun, rather than step ahead."""
+    import threading
+
+    batch = StreamBatch(tiny_model, 8, pipelined=True, decode_chunk=4)
+    decoder = batch._decoder
+    decode_group = decoder._decode_group
+    stepping = threading.current_thread()
+    slow_helper, ran_here = threading.Event(), threading.Event()
+    threads: list[tuple[bool, int]] = []  # (on the stepping thread, rows) per decode
+
+    def recording(group):
+        here = threading.current_thread() is stepping
+        threads.append((here, len(group.rows)))
+        if here:
+            ran_here.set()
+        elif slow_helper.is_set():  # it lets the stepping thread claim the rest first
+            ran_here.wait(5)
+        return decode_group(group)
+
+    decoder._decode_group = recording
+    voice = tiny_model.load_voice("alba")
+    for seed in range(8):
+        batch.add("Rain in spain stays mainly in the plain.", voice, seed=seed)
+    batch.step()
+    batch.step()  # every stream's first frame, decoded before the step returns
+    decoder.settle()  # no decode in flight
+    batch.step()  # queues the next frame of every stream
+    threads.clear()
+    ran_here.clear()
+    slow_helper.set()
+    # the helper takes the eight frames queued (two decodes of four streams) and stalls;
+    # the LM steps, then finds a decode not begun and runs it
+    batch.step()
+    on_stepping_thread = [here for here, _ in threads]
+    batch.close()
+    assert any(on_stepping_thread)
+    assert {rows for _, rows in threads} == {4}

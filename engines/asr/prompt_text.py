@@ -1,0 +1,37 @@
+"""The text a decode is conditioned on (Whisper's previous-text slot): how much of
+it the decoder takes, and how to tell a decode that copied it out from one that
+heard speech."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+# Whisper's previous-text slot holds up to half its 448-token context (faster-whisper's own cap)
+MAX_PROMPT_TOKENS = 223
+MIN_REPEAT_WORDS = 4  # a decode that repeats this many words of its prompt in a row copied it (or half its words)
+
+
+def prompt_tokens(hf_tokenizer: Any, prompt: str) -> list[int]:
+    """The token ids of ``prompt`` for Whisper's previous-text slot, at most
+    ``MAX_PROMPT_TOKENS`` (the end kept: the text nearest the audio matters most).
+    Plain text only: the gateway refuses the characters of special tokens."""
+    if not prompt.strip():
+        return []
+    ids: list[int] = hf_tokenizer.encode(" " + prompt.strip(), add_special_tokens=False).ids
+    return ids[-MAX_PROMPT_TOKENS:]
+
+
+def repeats_prompt(text: str, prompt: str) -> bool:
+    """Whether ``text`` repeats a run of its ``prompt``: at least ``MIN_REPEAT_WORDS``
+    words in a row, and at least half its words, found in the prompt in the same order."""
+    said, given = _plain_words(text), _plain_words(prompt)
+    need = max(MIN_REPEAT_WORDS, (len(said) + 1) // 2)
+    if len(said) < need:
+        return False
+    given_runs = {tuple(given[i:i + need]) for i in range(len(given) - need + 1)}
+    return any(tuple(said[i:i + need]) in given_runs for i in range(len(said) - need + 1))
+
+
+def _plain_words(text: str) -> list[str]:
+    return [w for w in re.sub(r"[^\w']+", " ", text.lower()).split() if w]
