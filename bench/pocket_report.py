@@ -87,7 +87,8 @@ def render(geometry: str, ours: dict, ref: dict, threads: int, precision: str, c
 
 def capacity_table(results: dict[str, dict], precision: str) -> str:
     """Model x streams: every stream real time (yes/no) and the aggregate RTF, both sides."""
-    levels = sorted({int(n) for r in results.values() for side in r.values() for n in side["concurrency"]})
+    sides = ("ours", "reference")
+    levels = sorted({int(n) for r in results.values() for side in sides for n in r[side]["concurrency"]})
     head = " | ".join(f"{n:>15}" for n in levels)
     lines = [(f"Capacity ({precision}): per stream count, every stream real time? (aggregate RTF); "
              "ours / reference"),

@@ -15,6 +15,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+import torch
 
 from engines.pocket import PocketStream, load_model
 from gateway.cli.models import POCKET_RELEASES
@@ -29,6 +30,16 @@ EXPECTED = {
     "english_drifting_26-09": (6, 1024, 16, 16, "drifting", 512, 2),
     "english_18m_2026-10": (8, 512, 8, 8, "drifting", 128, 12),
 }
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_torch_thread():
+    """Ours on one thread, like the reference: on a machine busy with other work, a
+    second torch thread waits for a core at every operation and a frame takes seconds."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="module", params=list(EXPECTED))
