@@ -129,9 +129,9 @@ def parse_levels(text: str) -> list[int]:
     try:
         levels = sorted({int(x) for x in text.split(",") if x.strip()})
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--levels: comma-separated stream counts, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"comma-separated stream counts, got {text!r}") from None
     if not levels or levels[0] < 1 or levels[-1] > 64:
-        raise argparse.ArgumentTypeError(f"--levels: stream counts from 1 to 64, got {text!r}")
+        raise argparse.ArgumentTypeError(f"stream counts from 1 to 64, got {text!r}")
     return levels
 
 
