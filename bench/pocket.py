@@ -27,7 +27,7 @@ runs to its length limit, ``ceil((tokens / 3 + 2) * 12.5)`` frames):
 - concurrency (``--precision``, int8 by default) at ``--levels`` (default 1, 2, 4,
   8, 16, 32; ``--quick``: 1, 2, 4; the 24-layer model stops at 16 unless
   ``--levels`` says otherwise): every stream says the 9-word ``STREAM_TEXT`` of
-  ``bench/pocket_measure.py`` (about 70 frames, 5.5 s of audio, on every geometry's
+  ``bench/pocket_measure.py`` (67 to 75 frames, 5.4 to 6 s of audio, by geometry
   tokenizer), all requested at once: aggregate real-time factor (audio seconds /
   wall seconds), time to first frame per stream (mean, max), and whether every
   stream stayed real time (every frame arrives before it is due when playback

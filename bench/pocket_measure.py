@@ -23,8 +23,8 @@ SHORT_TEXT = "Good morning, how are you?"  # 5 words
 # 16 words, drawn (like STREAM_TEXT) from the words the random models' tokenizers were trained on,
 # so it stays one chunk (under 50 tokens) even on the small models' 300-piece tokenizer
 LONG_TEXT = "Hello world, this is a quick voice stream from the new small speech model for today."
-# What each concurrent stream says: nine words of the runner's tokenizer corpus, about
-# 70 frames (5.7 s of audio) on every geometry's tokenizer, so 32 streams of a small
+# What each concurrent stream says: nine words of the runner's tokenizer corpus, 67 to
+# 75 frames (5.4 to 6 s of audio) by geometry's tokenizer, so 32 streams of a small
 # model take tens of seconds.
 STREAM_TEXT = "The quick brown fox jumps over the lazy dog."
 NO_EOS = 1e9  # an EOS logit threshold nothing reaches: every utterance runs to its length limit
