@@ -17,6 +17,7 @@ import scipy.io.wavfile
 import torch
 
 from engines.pocket import PocketStream, load_model
+from gateway.cli.models import POCKET_RELEASES
 from tests.engines.pocket.pocket_reference import TEXTS, reference_jobs, run_reference
 
 pytestmark = pytest.mark.reference
@@ -45,6 +46,16 @@ def test_small_geometry_is_detected(small) -> None:
     assert (g.flow_type, g.lm_heads, g.lm_kv_heads, g.text_rank) == expected
     assert model.defaults.eos_threshold == -1.0
     assert (g.decoder_transformer.d_model, g.decoder_transformer.context) == (128, 50)
+
+
+def test_small_geometry_is_sized_as_released(small) -> None:
+    name, model, _, _ = small
+    state = model.state_dict()
+    values = sum(t.numel() for t in state.values())
+    # 300 pieces here, 4000 in the release; every other tensor has the released shape
+    rows, width = state["flow_lm.conditioner.embed.weight"].shape
+    released = next(r for r in POCKET_RELEASES if r.name == {"2m": "english_2m_2026-10", "7m": "english_7m_2026-10"}[name])
+    assert values + (4001 - rows) * width == released.weights
 
 
 def test_small_geometry_audio_matches_reference(small) -> None:
