@@ -240,7 +240,7 @@ async def test_a_worker_left_grown_by_a_file_answers_it_then_makes_way_for_a_fre
         decoded = await pool.decode(b"LEAK" + made("wav"), 16000, CAP_S)  # 160 MB kept: over half of 256
         assert len(decoded.samples) == 32000
         await eventually(lambda: gone(pid), "the grown worker ended and reaped")
-        await eventually(lambda: len(pool.pids) == 1, "a fresh worker")
-        assert pool.pids != [pid]
+        # (the pool may still list the old worker for a moment after it was reaped)
+        await eventually(lambda: len(pool.pids) == 1 and pool.pids != [pid], "a fresh worker in its place")
     finally:
         await pool.aclose()
