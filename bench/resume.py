@@ -73,12 +73,7 @@ async def one_stream(port: int, audio: np.ndarray, cut: str | None) -> Run:
     breaking: list[asyncio.Task[None]] = []
 
     async def breaker() -> None:
-        if cut == "stall":
-            relay.stall()
-            back_at.append(time.monotonic())
-        else:
-            await relay.cut(float(cut or 0))
-            back_at.append(time.monotonic())
+        back_at.append(await relay.break_path(cut))
 
     def on_chunk_sent(sent_s: float) -> None:
         if cut is not None and sent_s >= BREAK_AT_S and not breaking:

@@ -59,11 +59,7 @@ async def speak_through(port: int, cut: str | None) -> TtsRun:
     breaking: list[asyncio.Task[None]] = []
 
     async def breaker() -> None:
-        if cut == "stall":
-            relay.stall()
-        else:
-            await relay.cut(float(cut or 0))
-        back_at.append(time.monotonic())
+        back_at.append(await relay.break_path(cut))
 
     frames: list[tuple[float, bytes]] = []
     try:

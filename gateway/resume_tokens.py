@@ -254,3 +254,22 @@ async def send_unless_over(send: Awaitable[None], over: asyncio.Future[None], ti
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await task
     return task.done() and not task.cancelled() and task.exception() is None
+
+
+REPLACED = object()  # what ``receive_unless_over`` gives when the link ended first
+
+
+async def receive_unless_over(receive: Awaitable[Any], over: asyncio.Future[None]) -> Any:
+    """The next message ``receive`` reads on a held session's link, or ``REPLACED`` when
+    the link ended first (a resume took the session to another socket). Raises what
+    ``receive`` raises."""
+    task = asyncio.ensure_future(receive)
+    waits: set[asyncio.Future[Any]] = {task, over}
+    try:
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        return task.result() if task.done() else REPLACED
+    finally:
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task

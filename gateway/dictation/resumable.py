@@ -37,13 +37,12 @@ from gateway.dictation.transport import NativeDictationTransport
 from gateway.errors import BadRequest, GatewayError, close_code_for, close_socket
 from gateway.protocol.common import End
 from gateway.protocol.dictation import ClientMessage, Ready, ServerEvent
-from gateway.resume_tokens import close_collected, send_unless_over
+from gateway.resume_tokens import REPLACED, close_collected, receive_unless_over, send_unless_over
 
 # bytes of one sample of the encodings whose bytes are time (Opus and containers are not)
 SAMPLE_BYTES = {InputEncoding.PCM_S16LE: 2, InputEncoding.PCM_F32LE: 4, InputEncoding.MULAW: 1,
                 InputEncoding.ALAW: 1}
 ABANDON_TIMEOUT_S = 1.0  # closing a socket the session leaves: best effort, it may be half-open
-_REPLACED = object()
 KEPT_PER_STREAM = 4  # ended sessions kept for their tokens, per allowed dictation stream
 
 
@@ -106,7 +105,7 @@ class ResumableTransport:
                     return End()  # finalize what was read; the finals are kept for the token
                 continue
             got = await self._receive_on(link)
-            if got is _REPLACED:
+            if got is REPLACED:
                 continue
             if got is None:
                 await self._drop(link, self.seq + 1)
@@ -116,16 +115,7 @@ class ResumableTransport:
             return got  # type: ignore[return-value]
 
     async def _receive_on(self, link: Link) -> object:
-        task = asyncio.ensure_future(link.native.receive())
-        waits: set[asyncio.Future[Any]] = {task, link.over}
-        try:
-            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-            return task.result() if task.done() else _REPLACED
-        finally:
-            if not task.done():
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
+        return await receive_unless_over(link.native.receive(), link.over)
 
     async def _wait_back(self) -> bool:
         remaining = self._dropped_at + self.grace_s - asyncio.get_running_loop().time()

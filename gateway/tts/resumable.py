@@ -32,13 +32,12 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from gateway.errors import BadMessage, BadRequest, GatewayError, close_code_for, close_socket
 from gateway.protocol.tts import Ack, ClientMessage, TextLimits
-from gateway.resume_tokens import close_collected, send_unless_over
+from gateway.resume_tokens import REPLACED, close_collected, receive_unless_over, send_unless_over
 from gateway.tts.kept import KeptMessages, Payload
 from gateway.tts.transport import NativeTtsTransport
 
 KEPT_PER_SESSION = 1  # ended sessions kept for their tokens, per allowed TTS session
 ABANDON_TIMEOUT_S = 1.0  # closing a socket the session leaves: best effort, it may be half-open
-_REPLACED = object()
 
 
 class Link:
@@ -100,7 +99,7 @@ class ResumableTtsTransport:
                     return None
                 continue
             got = await self._receive_on(link)
-            if got is _REPLACED:
+            if got is REPLACED:
                 continue
             if got is None:
                 await self._drop(link)
@@ -112,20 +111,11 @@ class ResumableTtsTransport:
             return got  # type: ignore[return-value]
 
     async def _receive_on(self, link: Link) -> object:
-        task = asyncio.ensure_future(link.native.receive())
-        waits: set[asyncio.Future[Any]] = {task, link.over}
         try:
-            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-            if not task.done():
-                return _REPLACED
-            if isinstance(task.exception(), GatewayError):  # a message it cannot use: counted, then refused
-                self.received += 1
-            return task.result()
-        finally:
-            if not task.done():
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
+            return await receive_unless_over(link.native.receive(), link.over)
+        except GatewayError:  # a message it cannot use: counted, then refused
+            self.received += 1
+            raise
 
     def _ack(self, seq: int) -> None:
         if seq > self.kept.newest:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
@@ -98,6 +99,15 @@ class CutRelay:
         """Stop forwarding on every carried connection, closing nothing."""
         for pipe in self.pipes:
             pipe.stalled = True
+
+    async def break_path(self, how: str | None) -> float:
+        """Break the path the way a benchmark names it: ``stall`` (no close) or a cut of
+        that many seconds; when it carries again (``time.monotonic``; a stall at once)."""
+        if how == "stall":
+            self.stall()
+        else:
+            await self.cut(float(how or 0))
+        return time.monotonic()
 
     async def _stop(self) -> None:
         """Stop listening and close every carried connection."""
