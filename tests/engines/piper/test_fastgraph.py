@@ -116,6 +116,9 @@ def test_the_model_uses_the_fast_graph_by_default_and_the_stock_one_on_request(j
     assert model.graph == "fast"
     assert re.fullmatch(r"Piper voice en_US-joe-medium: fast graph ready in \d+\.\d s \(a lone sentence: decoder "
                         r"halves on two threads\)", caplog.messages[-1])
+    # a lone sentence's front runs on both cores, a pool inference's on one
+    assert model._wide_voice.session.front.get_session_options().intra_op_num_threads == 2
+    assert model._voice.session.front.get_session_options().intra_op_num_threads == 1
     one, both = model.infer(model.phonemize("One more.")[0]), model.infer(model.phonemize("One more.")[0], wide=True)
     assert one.dtype == both.dtype == np.float32 and len(one) > 22050 // 4 and len(both) > 22050 // 4
     assert PiperModel(joe, graph="stock").graph == "stock"
