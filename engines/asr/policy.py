@@ -54,6 +54,7 @@ class StreamPolicy:
                  tuning: PolicyTuning | None = None) -> None:
         self.stream = stream
         self.options = options
+        self.eager = options.eager  # its speculative finals are an agent's end of turn (scheduler.py)
         self.tuning = tuning or PolicyTuning()
         self.vad = vad if vad is not None else StreamingVad(options.offset)
         self.pos = options.offset

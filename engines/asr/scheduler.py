@@ -16,16 +16,21 @@ Rules, in order:
    waiting finals go out in small batches over every lane (the first results
    come sooner) and only a deep queue gets full batches (more finals per
    second).
-2. Then a file window, if it has waited longer than every due partial.
-3. Then partials, round-robin: the stream whose last partial was dispatched
+2. Then the early speculative finals of ``eager`` streams (rule 5's, batched
+   like finals; ``PolicyTuning.eager_speculation_first``): an agent acts on the
+   eager final, so its decode starts at the first silent window even while
+   other streams' partials are due.
+3. Then a file window, if it has waited longer than every due partial.
+4. Then partials, round-robin: the stream whose last partial was dispatched
    longest ago goes first (a stream that just got one waits for the others),
    up to ``partial_batch`` at a time (1 in the sidecar).
-4. Then early speculative finals: a stream whose speaker paused less than
+5. Then early speculative finals: a stream whose speaker paused less than
    ``speculate_after_s`` (160 ms) ago already has its speculative final due; it
    runs on a lane that nothing above wants (batched like finals), and if the
-   pause lasts that long it is a final (rule 1). So a speculation that a short pause may waste never
-   takes a lane from other work, and when many streams stop together and
-   nothing else is due, their finals start at once.
+   pause lasts that long it is a final (rule 1). So a dictation stream's
+   speculation, which a short pause may waste, never takes a lane from other
+   work, and when many streams stop together and nothing else is due, their
+   finals start at once.
 
 Partial cadence adapts to the load: each stream's partial comes after
 ``partial_step_s`` of new audio while the decoder has room, and after longer
@@ -52,6 +57,7 @@ class StreamWork(Protocol):
     """What the scheduler needs from a stream (``StreamPolicy``; tests use fakes)."""
 
     partial_step: int
+    eager: bool
 
     @property
     def talking(self) -> bool: ...
@@ -110,6 +116,11 @@ class Scheduler:
         finals = self._finals(streams, now, early=False)
         if finals:
             return finals
+        if self.tuning.eager_speculation_first:
+            agents = {sid: s for sid, s in streams.items() if s.eager}
+            early = self._finals(agents, now, early=True) if agents else []
+            if early:
+                return early
         partials = sorted((since, sid) for sid, s in streams.items() if (since := s.due_partial()) is not None)
         if files and (not partials or files[0].since < partials[0][0]):
             return files.popleft()

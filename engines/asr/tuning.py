@@ -53,6 +53,9 @@ class PolicyTuning:
     # the 30 s window reads right; 12 s reads as offline decoding does, at a third of the 30 s window's cost
     final_margin_s: int = 12
     final_rounds: int = 2  # waiting finals are batched to spread over about this many rounds of the lanes
+    # an eager stream's speculative final goes before partials from the first silent window: an agent waits
+    # for it, while a partial only refreshes text on screen; a pause that proves short wastes that decode
+    eager_speculation_first: bool = True
 
     # ---- context across utterances
     # words of the stream's earlier finals each decode is conditioned on (after its vocabulary), as offline

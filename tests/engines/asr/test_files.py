@@ -70,6 +70,7 @@ def test_between_file_steps_a_stream_that_waited_longer_goes_first():
     class WaitingStream:
         talking = True
         partial_step = 0
+        eager = False
         since: float | None = 1.5
 
         def due_final(self):

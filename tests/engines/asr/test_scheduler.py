@@ -18,7 +18,8 @@ class FakeStream:
     speculative final (a pause not yet 160 ms long) when no final is due."""
 
     def __init__(self, name: str, finals: tuple[float, ...] = (), partial: float | None = None,
-                 talking: bool = False, early: float | None = None, window: int = 900) -> None:
+                 talking: bool = False, early: float | None = None, window: int = 900,
+                 eager: bool = False) -> None:
         self.name = name
         self.window = window
         self.finals = list(finals)
@@ -26,6 +27,7 @@ class FakeStream:
         self.talking = talking
         self.early = early
         self.partial_step = 8000
+        self.eager = eager
         self.taken: list[str] = []
 
     def due_final(self) -> float | None:
@@ -125,6 +127,16 @@ def test_an_early_speculative_final_takes_only_a_lane_nothing_else_wants():
     streams = {name: FakeStream(name, early=float(i)) for i, name in enumerate("abcde")}
     assert drain(Scheduler(lanes=2, max_batch=4), streams) == [["a:early", "b:early"], ["c:early"], ["d:early"],
                                                                ["e:early"]]
+
+
+def test_an_eager_streams_early_speculative_final_goes_before_partials_a_dictation_streams_after():
+    streams = {"agent": FakeStream("agent", early=2.0, eager=True), "dict": FakeStream("dict", early=1.0),
+               "talker": FakeStream("talker", partial=0.5, talking=True)}
+    assert drain(Scheduler(), streams, now=3.0) == [["agent:early"], ["talker:partial"], ["dict:early"]]
+    streams = {"agent": FakeStream("agent", early=2.0, eager=True),
+               "talker": FakeStream("talker", partial=0.5, talking=True)}
+    off = Scheduler(tuning=PolicyTuning(eager_speculation_first=False))
+    assert drain(off, streams, now=3.0) == [["talker:partial"], ["agent:early"]]
 
 
 def test_partials_go_round_robin_a_stream_just_served_waits_for_the_others():
