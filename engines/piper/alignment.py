@@ -24,6 +24,11 @@ from collections.abc import Callable, Sequence
 from engines.timing import SpokenMark
 
 WORD = re.compile(r"\S+")
+MERGE_COST = 0.5  # phonemes: a word grouped with another costs this beyond the counts' gap
+MAX_GROUP = 4
+BAND = 16  # text words a pairing may drift from the diagonal: keeps a long sentence linear
+# (phoneme words, text words) one step pairs: one to one, one to several, several to one
+GROUPS = [(1, b) for b in range(1, MAX_GROUP + 1)] + [(a, 1) for a in range(2, MAX_GROUP + 1)]
 
 
 def word_boundaries(phoneme_ids: Sequence[int], gap_id: int, quiet: frozenset[int] = frozenset()) -> list[int]:
@@ -116,19 +121,45 @@ class PiperTimeline:
         return taken
 
     def _match(self, sizes: list[int], words: list[int]) -> list[int]:
-        """For each phoneme word, the text word it ends: the one whose running
-        phoneme count (scaled to the sentence's) is nearest, never going back."""
-        text_total = sum(self._size(w) for w in words) or 1
-        scale = sum(sizes) / text_total
-        running, cumulative = 0, []
-        for w in words:
-            running += self._size(w)
-            cumulative.append(running * scale)
-        out, at, said = [], 0, 0
-        for size in sizes:
-            said += size
-            while at + 1 < len(words) and abs(cumulative[at + 1] - said) <= abs(cumulative[at] - said):
-                at += 1
-            out.append(words[at])
-        out[-1] = words[-1]  # the sentence's end ends its last word
-        return out
+        """For each phoneme word, the text word it ends (``match_words``)."""
+        return [words[k] for k in match_words(sizes, [self._size(w) for w in words])]
+
+
+def match_words(phonemes: list[int], text: list[int]) -> list[int]:
+    """For each phoneme word (its phoneme count), the index of the text word it ends,
+    given each text word's count said alone: the cheapest monotone pairing where one
+    phoneme word voices one or several text words (espeak ran them together) or several
+    phoneme words voice one text word (a number spelled out). A pairing costs how far
+    each group's counts are apart (the text's scaled to the sentence's total) and
+    ``MERGE_COST`` for each word grouped with another; a tie keeps a soundless text
+    word ("-") with the word before it."""
+    scale = sum(phonemes) / (sum(text) or 1)
+    n, m = len(phonemes), len(text)
+    said, written = [0.0], [0.0]  # running counts
+    for count in phonemes:
+        said.append(said[-1] + count)
+    for count in text:
+        written.append(written[-1] + scale * count)
+    inf = float("inf")
+    cost = [[inf] * (m + 1) for _ in range(n + 1)]
+    step: list[list[tuple[int, int]]] = [[(0, 0)] * (m + 1) for _ in range(n + 1)]
+    cost[0][0] = 0.0
+    for i in range(1, n + 1):
+        diagonal = i * m // n
+        for j in range(max(1, diagonal - BAND), min(m, diagonal + BAND) + 1):
+            for a, b in GROUPS:  # (phoneme words, text words) ending here
+                if a > i or b > j or cost[i - a][j - b] == inf:
+                    continue
+                total = cost[i - a][j - b] + abs(said[i] - said[i - a] - written[j] + written[j - b]) + \
+                    MERGE_COST * (a + b - 2)
+                if total < cost[i][j]:
+                    cost[i][j], step[i][j] = total, (a, b)
+    if cost[n][m] == inf:  # more phoneme words than a number's spelling explains: end each one where it nears
+        return [min(m - 1, k * m // max(1, n)) for k in range(1, n + 1)] if m else []
+    out: list[int] = []
+    i, j = n, m
+    while i:
+        a, b = step[i][j]
+        out[:0] = [j - 1] * a
+        i, j = i - a, j - b
+    return out
