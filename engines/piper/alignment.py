@@ -10,10 +10,12 @@ espeak's words are not always the text's: it runs short function words into
 the next ("on the" is one word, ``ɔnðə``) and spells a number as several
 ("42": ``fˈɔːɹɾi tˈuː``). So the text's words are matched by their sounds:
 each one is phonemized alone (``phoneme_count``, a fraction of a millisecond a
-word, done on the worker with the sentence) and a phoneme word ends the text
-word whose running phoneme count is nearest to its own. A sentence takes the
-text's next words until their phonemes make up its own; the last one takes
-the rest, so the last mark always ends the text.
+word, done on the worker with the sentence) and the phoneme words are paired
+with the text's in order, one to one, one to several or several to one,
+whichever pairing brings each group's phoneme counts closest (``match_words``).
+A sentence takes the text's next words until their phonemes make up its own;
+the last one takes the rest, so the last mark always ends the text. Each mark
+also says where its word's first phoneme starts: the gap before it is a pause.
 """
 
 from __future__ import annotations
@@ -55,10 +57,23 @@ def phoneme_word_ends(phoneme_ids: Sequence[int], id_samples: Sequence[int], gap
                       quiet: frozenset[int] = frozenset()) -> list[int]:
     """The sample (from the sentence's start) at which each phoneme word of one
     sentence ends; the last one ends with the sentence's audio."""
+    return [end for _, end in phoneme_word_spans(phoneme_ids, id_samples, gap_id, quiet)]
+
+
+def phoneme_word_spans(phoneme_ids: Sequence[int], id_samples: Sequence[int], gap_id: int,
+                       quiet: frozenset[int] = frozenset()) -> list[tuple[int, int]]:
+    """(start, end) samples of each phoneme word of one sentence: from its first
+    phoneme (the gap and pads before it are the pause between words) to its end."""
     starts = [0]
     for samples in id_samples:
         starts.append(starts[-1] + int(samples))
-    return [starts[bound] for bound in word_boundaries(phoneme_ids, gap_id, quiet)]
+    spans, first = [], 0
+    for bound in word_boundaries(phoneme_ids, gap_id, quiet):
+        voiced = next((i for i in range(first, bound) if phoneme_ids[i] != gap_id and phoneme_ids[i] not in quiet),
+                      first)
+        spans.append((starts[voiced], starts[bound]))
+        first = bound
+    return spans
 
 
 def phoneme_word_sizes(phoneme_ids: Sequence[int], gap_id: int, quiet: frozenset[int]) -> list[int]:
@@ -90,15 +105,16 @@ class PiperTimeline:
         model's durations do not fit its ids (no mark beats a wrong one)."""
         self._done += 1
         last = self._done >= self.sentences
-        ends = phoneme_word_ends(phoneme_ids, id_samples, self.gap_id, self.quiet) \
+        spans = phoneme_word_spans(phoneme_ids, id_samples, self.gap_id, self.quiet) \
             if len(id_samples) == len(phoneme_ids) else []
         sizes = phoneme_word_sizes(phoneme_ids, self.gap_id, self.quiet)
         words = self._take(sum(sizes), last)
-        if not ends or not words:
+        if not spans or not words:
             return []
-        marks = [SpokenMark(self._words[w], end) for w, end in zip(self._match(sizes, words), ends, strict=True)]
-        if last:
-            marks[-1] = SpokenMark(len(self.text), marks[-1].sample)  # the whole text, trailing spaces too
+        marks = [SpokenMark(self._words[w], end, start)
+                 for w, (start, end) in zip(self._match(sizes, words), spans, strict=True)]
+        if last:  # the whole text, trailing spaces too
+            marks[-1] = SpokenMark(len(self.text), marks[-1].sample, marks[-1].start)
         return marks
 
     def _size(self, word: int) -> int:

@@ -5,7 +5,9 @@ The rule: a word is heard once the larger part of it, its midpoint, has
 played. Where a word's audio lies comes from its engine's marks. An engine
 that times its words (Piper: its duration predictor, see
 engines/piper/alignment.py) marks the end of every word it voices
-(``word_exact``): the audio between two marks voices the text between them.
+(``word_exact``) and where its first sound starts: the audio from there to the
+mark voices the text since the previous mark (without a start, the audio from
+the previous mark does).
 Other engines mark less: OmniVoice the end of each sentence, Pocket nothing
 until the utterance's audio is complete. Between two marks the words share the
 audio in proportion to their letters (one word alone takes all of it), and its
@@ -56,7 +58,9 @@ def spoken_chars(text: str, played: int, marks: Sequence[SpokenMark], *, word_ex
         return len(text)
     following = known[at + 1] if at + 1 < len(known) else None
     if following is not None:
-        share = (played - done.sample) / (following.sample - done.sample)
+        begin = following.start if following.start is not None and done.sample <= following.start < \
+            following.sample else done.sample  # before it: the pause between words
+        share = max(0.0, (played - begin) / (following.sample - begin))
         return done.char_end + _heard_in_span(text[done.char_end:following.char_end], share)
     if word_exact:
         return done.char_end
@@ -73,7 +77,7 @@ def _spans(marks: list[SpokenMark]) -> list[SpokenMark]:
         if mark.char_end > out[-1].char_end:
             out.append(mark)
         elif len(out) > 1 and mark.sample > out[-1].sample:
-            out[-1] = SpokenMark(out[-1].char_end, mark.sample)
+            out[-1] = SpokenMark(out[-1].char_end, mark.sample, out[-1].start)
     return out
 
 

@@ -25,11 +25,20 @@ def test_exact_marks_count_a_word_once_its_midpoint_has_played(played, spoken):
     assert (split.spoken, split.remaining) == (spoken, TEXT[len(spoken):])
 
 
+@pytest.mark.parametrize(("played", "spoken"), [(59, ""), (60, "Hi"), (239, "Hi"), (240, "Hi there")])
+def test_a_word_whose_first_sound_is_marked_is_heard_at_the_midpoint_of_its_own_audio(played, spoken):
+    # "Hi" sounds 20-100, a pause, "there" 180-300 (midpoint 240, not 200 as from the previous mark)
+    marks = [SpokenMark(2, 100, 20), SpokenMark(8, 300, 180)]
+    assert split_text("Hi there", played, marks, word_exact=True, total=None, rate=1000).spoken == spoken
+
+
 def test_a_written_word_the_engine_ends_twice_is_heard_at_the_midpoint_of_all_its_audio():
     text = "It costs 42 now"  # "42" said as "forty two": two marks end it, 200-300 and 300-400
-    marks = [SpokenMark(2, 100), SpokenMark(8, 200), SpokenMark(11, 300), SpokenMark(11, 400), SpokenMark(15, 500)]
-    assert split_text(text, 299, marks, word_exact=True, total=None, rate=1000).spoken == "It costs"
-    assert split_text(text, 300, marks, word_exact=True, total=None, rate=1000).spoken == "It costs 42"
+    marks = [SpokenMark(2, 100), SpokenMark(8, 200), SpokenMark(11, 300, 220), SpokenMark(11, 400, 320),
+             SpokenMark(15, 500)]
+    # "42" sounds from 220 (forty's first sound) to 400: midpoint 310
+    assert split_text(text, 309, marks, word_exact=True, total=None, rate=1000).spoken == "It costs"
+    assert split_text(text, 310, marks, word_exact=True, total=None, rate=1000).spoken == "It costs 42"
 
 
 def test_the_whole_audio_played_is_the_whole_text_even_with_trailing_space():
