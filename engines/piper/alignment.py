@@ -28,6 +28,8 @@ from engines.timing import SpokenMark
 WORD = re.compile(r"\S+")
 MERGE_COST = 0.5  # phonemes: a word grouped with another costs this beyond the counts' gap
 MAX_GROUP = 4
+SENTENCE_END = re.compile(r"[.!?][\"')\]]*$")  # a text word that ends a sentence
+SENTENCE_END_REACH = 2
 BAND = 16  # text words a pairing may drift from the diagonal: keeps a long sentence linear
 # (phoneme words, text words) one step pairs: one to one, one to several, several to one
 GROUPS = [(1, b) for b in range(1, MAX_GROUP + 1)] + [(a, 1) for a in range(2, MAX_GROUP + 1)]
@@ -124,17 +126,24 @@ class PiperTimeline:
         return self._sizes[word]
 
     def _take(self, phonemes: int, last: bool) -> list[int]:
-        """The text words of a sentence of ``phonemes`` phonemes (the last sentence: all that are left)."""
-        taken: list[int] = []
-        total = 0
+        """The text words of a sentence of ``phonemes`` phonemes (the last sentence: all
+        that are left): as many as make up its phonemes, said alone, moved to a sentence
+        end within ``SENTENCE_END_REACH`` words of there (said alone, short words such as
+        "a" count more phonemes than in a sentence)."""
+        first, total = self._next, 0
         while self._next < len(self._words):
             size = self._size(self._next)
-            if not last and taken and total + size / 2 > phonemes:
+            if not last and self._next > first and total + size / 2 > phonemes:
                 break
-            taken.append(self._next)
             total += size
             self._next += 1
-        return taken
+        if not last:
+            ends = [k for k in range(max(first + 1, self._next - SENTENCE_END_REACH),
+                                     min(len(self._words), self._next + SENTENCE_END_REACH) + 1)
+                    if SENTENCE_END.search(self.text[max(0, self._words[k - 1] - 4):self._words[k - 1]])]
+            if ends:
+                self._next = min(ends, key=lambda k: abs(k - self._next))
+        return list(range(first, self._next))
 
     def _match(self, sizes: list[int], words: list[int]) -> list[int]:
         """For each phoneme word, the text word it ends (``match_words``)."""

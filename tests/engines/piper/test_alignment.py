@@ -114,3 +114,14 @@ def test_phoneme_words_pair_with_the_text_words_whose_counts_they_match_in_order
     assert match_words([3, 5, 2, 4, 2, 5], [3, 5, 3, 4, 2, 5]) == [0, 1, 2, 3, 4, 5]
     assert match_words([3, 4, 4], [3, 2, 2, 4]) == [0, 2, 3]  # "sat on the mat.": "on the" said as one
     assert match_words([2, 5, 3, 4], [2, 9, 4]) == [0, 1, 1, 2]  # "In 42 days": "forty two"
+
+
+def test_a_sentence_takes_its_words_up_to_its_end_when_short_words_said_alone_count_more():
+    text = "A large size is hard to sell. A rod is used."
+    # said alone "A" is ˈeɪ (3), in the sentence ɐ (1): by the counts alone the first sentence stops before "sell."
+    marks = timeline(text, 2, {"A": 3, "large": 7, "size": 5, "is": 2, "hard": 6, "to": 3, "sell.": 5, "rod": 4,
+                               "used.": 5})
+    first = ids([10], [11] * 6, [12] * 5, [13] * 2, [14] * 5, [15] * 2, [16] * 5)
+    assert [m.char_end for m in marks.sentence_marks(first, [1] * len(first))] == [1, 7, 12, 15, 20, 23, 29]
+    second = ids([10], [17] * 3, [13] * 2, [18] * 5)
+    assert [m.char_end for m in marks.sentence_marks(second, [1] * len(second))] == [31, 35, 38, len(text)]
