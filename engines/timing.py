@@ -12,10 +12,18 @@ from typing import Protocol, runtime_checkable
 @dataclass(frozen=True)
 class SpokenMark:
     """Once ``sample`` samples of an utterance (at the engine's rate, from its first
-    sample) are played, the listener has heard ``text[:char_end]``."""
+    sample) are played, the listener has heard ``text[:char_end]``. ``start``: where
+    the audio of the text since the previous mark begins (what lies before it, from
+    the previous mark on, is the pause between words); None: at the previous mark."""
 
     char_end: int
     sample: int
+    start: int | None = None
+
+    def moved(self, offset: int = 0, scale: float = 1.0) -> SpokenMark:
+        """The mark on a timeline ``scale`` times as fast, ``offset`` samples later."""
+        start = None if self.start is None else round(self.start * scale) + offset
+        return SpokenMark(self.char_end, round(self.sample * scale) + offset, start)
 
 
 @runtime_checkable

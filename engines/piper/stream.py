@@ -111,7 +111,7 @@ class PiperStream:
             while timed is not None:
                 audio, marks = timed
                 if marks:
-                    self.marks.extend(SpokenMark(m.char_end, offset + m.sample) for m in marks)
+                    self.marks.extend(m.moved(offset) for m in marks)
                     self.word_exact = True
                 self.synthesized += 1
                 offset += len(audio)
@@ -170,8 +170,7 @@ class PiperStream:
         marks = None
         if self._timeline is not None and id_samples is not None:
             scale = self.out_rate / synth.sample_rate
-            marks = [SpokenMark(m.char_end, round(m.sample * scale))
-                     for m in self._timeline.sentence_marks(phoneme_ids, id_samples.tolist())]
+            marks = [m.moved(scale=scale) for m in self._timeline.sentence_marks(phoneme_ids, id_samples.tolist())]
         if synth.sample_rate != self.out_rate:
             import soxr
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engines.piper.alignment import PiperTimeline, phoneme_word_ends, word_boundaries
+from engines.piper.alignment import PiperTimeline, match_words, phoneme_word_ends, phoneme_word_spans, word_boundaries
 from engines.timing import SpokenMark
 
 GAP, PAD, BOS, EOS = 3, 0, 1, 2
@@ -32,6 +32,9 @@ def test_words_end_at_each_gap_and_the_last_at_the_sentence_end():
     samples = list(range(1, len(sentence) + 1))
     ends = phoneme_word_ends(sentence, samples, GAP, QUIET)
     assert ends == [sum(samples[:6]), sum(samples[:10]), sum(samples)]
+    # each starts at its first phoneme: the start mark, pads and the gap before it are pauses
+    assert phoneme_word_spans(sentence, samples, GAP, QUIET) == [
+        (sum(samples[:2]), ends[0]), (sum(samples[:8]), ends[1]), (sum(samples[:12]), ends[2])]
 
 
 def test_a_gap_after_nothing_but_quiet_ids_makes_no_word():
@@ -48,8 +51,9 @@ def test_each_sentence_takes_its_words_and_the_last_mark_ends_the_text():
     marks = timeline(text, 2, {"Hi": 2, "there.": 4, "Go": 2, "on!": 3})
     first = ids([10, 11], [12, 13, 14, 15])
     second = ids([16, 17], [18, 19, 20])
-    assert marks.sentence_marks(first, [100] * len(first)) == [SpokenMark(2, 600), SpokenMark(9, 1700)]
-    assert marks.sentence_marks(second, [10] * len(second)) == [SpokenMark(12, 60), SpokenMark(len(text), 150)]
+    assert marks.sentence_marks(first, [100] * len(first)) == [SpokenMark(2, 600, 200), SpokenMark(9, 1700, 800)]
+    assert marks.sentence_marks(second, [10] * len(second)) == [SpokenMark(12, 60, 20),
+                                                                SpokenMark(len(text), 150, 80)]
 
 
 def test_words_espeak_runs_together_end_together():
@@ -103,3 +107,21 @@ async def test_the_bundled_voice_marks_every_word_at_the_end_of_its_audio(graph)
     assert samples == sorted(set(samples)) and samples[-1] == total
     assert samples[6] == first_sentence_samples  # "planks." ends with the first sentence's audio
     assert all(np.diff(samples) >= 1102)  # every word lasts at least 50 ms
+
+
+def test_phoneme_words_pair_with_the_text_words_whose_counts_they_match_in_order():
+    # "It's easy to tell the depth": said alone 3 5 3 4 2 5; in the sentence "to" is reduced (tə, 2)
+    assert match_words([3, 5, 2, 4, 2, 5], [3, 5, 3, 4, 2, 5]) == [0, 1, 2, 3, 4, 5]
+    assert match_words([3, 4, 4], [3, 2, 2, 4]) == [0, 2, 3]  # "sat on the mat.": "on the" said as one
+    assert match_words([2, 5, 3, 4], [2, 9, 4]) == [0, 1, 1, 2]  # "In 42 days": "forty two"
+
+
+def test_a_sentence_takes_its_words_up_to_its_end_when_short_words_said_alone_count_more():
+    text = "A large size is hard to sell. A rod is used."
+    # said alone "A" is ˈeɪ (3), in the sentence ɐ (1): by the counts alone the first sentence stops before "sell."
+    marks = timeline(text, 2, {"A": 3, "large": 7, "size": 5, "is": 2, "hard": 6, "to": 3, "sell.": 5, "rod": 4,
+                               "used.": 5})
+    first = ids([10], [11] * 6, [12] * 5, [13] * 2, [14] * 5, [15] * 2, [16] * 5)
+    assert [m.char_end for m in marks.sentence_marks(first, [1] * len(first))] == [1, 7, 12, 15, 20, 23, 29]
+    second = ids([10], [17] * 3, [13] * 2, [18] * 5)
+    assert [m.char_end for m in marks.sentence_marks(second, [1] * len(second))] == [31, 35, 38, len(text)]

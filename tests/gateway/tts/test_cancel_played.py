@@ -39,13 +39,13 @@ def test_cancel_names_the_words_played_and_stops_compute_within_a_frame(tmp_path
         receive(ws)
         ws.send_json({"type": "speak", "text": TEXT, "id": "a"})
         read_frames(ws, 4)
-        ws.send_json({"type": "cancel", "played_ms": 3 * FRAME_MS + 40})  # word four is half played
+        ws.send_json({"type": "cancel", "played_ms": 3 * FRAME_MS + 40})  # word four played to its midpoint
         cancelled = read_until(ws, "cancelled")
         (stream,) = engine.streams
         produced = stream.produced
         assert cancelled == {"type": "cancelled", "id": "a", "frames_sent": cancelled["frames_sent"],
-                             "played_ms": 280, "text_spoken": "one two three",
-                             "text_remaining": TEXT[len("one two three"):]}
+                             "played_ms": 280, "text_spoken": "one two three four",
+                             "text_remaining": TEXT[len("one two three four"):]}
         assert cancelled["text_spoken"] + cancelled["text_remaining"] == TEXT
         assert stream.cancelled and stream.produced < 200
         ws.send_json({"type": "flush", "id": "f"})
@@ -61,19 +61,21 @@ def test_the_utterance_playing_is_found_across_utterances_and_the_timeline_rebas
         ws.send_json({"type": "speak", "text": "gamma delta epsilon", "id": "b"})  # 3 frames: 160-400 ms
         read_until(ws, "end")
         read_until(ws, "end")
-        ws.send_json({"type": "cancel", "played_ms": 330})  # b's second word ends at 320 ms
-        assert read_until(ws, "cancelled") == {"type": "cancelled", "id": "b", "frames_sent": 3, "played_ms": 330,
+        # b's third word plays 320-400 ms: 1 ms short of its midpoint, it is not heard
+        ws.send_json({"type": "cancel", "played_ms": 359})
+        assert read_until(ws, "cancelled") == {"type": "cancelled", "id": "b", "frames_sent": 3, "played_ms": 359,
                                                "text_spoken": "gamma delta", "text_remaining": " epsilon"}
-        # the timeline now stands at 330 ms: the next audio starts there
+        # the timeline now stands at 359 ms: the next audio starts there; at c's second word's midpoint
+        # (359 + 80 + 40 ms) that word is heard
         ws.send_json({"type": "speak", "text": "zeta eta", "id": "c"})
         read_until(ws, "end")
-        ws.send_json({"type": "cancel", "played_ms": 330 + 160})
-        assert read_until(ws, "cancelled") == {"type": "cancelled", "id": "c", "frames_sent": 2, "played_ms": 490,
+        ws.send_json({"type": "cancel", "played_ms": 359 + 120})
+        assert read_until(ws, "cancelled") == {"type": "cancelled", "id": "c", "frames_sent": 2, "played_ms": 479,
                                                "text_spoken": "zeta eta", "text_remaining": ""}
         ws.send_json({"type": "cancel", "played_ms": 100})
         assert read_until(ws, "error") == {
             "type": "error", "code": "bad_message", "retryable": False, "field": "cancel.played_ms",
-            "message": "cancel.played_ms 100 is before 490, where the previous cancel left this session's audio "
+            "message": "cancel.played_ms 100 is before 479, where the previous cancel left this session's audio "
                        "(played_ms counts the audio played since the session started)"}
 
 

@@ -76,15 +76,16 @@ def test_interrupt_names_the_turns_text_heard_and_left(tmp_path):
         while len(audio) < 2 * 1920 * 8:  # eight words sent: three of the first sentence, five of the second
             message = receive(ws)
             audio += message if isinstance(message, bytes) else b""
-        # played: the first sentence (3 words, 240 ms) and "Then a much" (3 more, 480 ms) and half a word
+        # played: the first sentence (3 words, 240 ms), "Then a much" (3 more, 480 ms) and "longer" to its
+        # midpoint (480-560 ms): heard
         ws.send_json({"type": "Interrupt", "playback_offset": {"type": "time_ms", "value": 520}})
         _, events = read_until(ws, "SpeechInterrupted")
         interrupted = events[-1]
         speech_id = started["speech_id"]
         assert interrupted == {
             "type": "SpeechInterrupted", "audio_played_ms": 520,
-            "text_spoken": "First sentence here. Then a much",
-            "text_remaining": " longer second sentence that goes on and on and on.",
+            "text_spoken": "First sentence here. Then a much longer",
+            "text_remaining": " second sentence that goes on and on and on.",
             "metadata": {"speech_id": speech_id, "audio_duration_ms": interrupted["metadata"]["audio_duration_ms"],
                          "input_character_count": len(turn), "billable_character_count": len(turn),
                          "controls_applied": NO_CONTROLS}}
@@ -96,6 +97,7 @@ def test_interrupt_names_the_turns_text_heard_and_left(tmp_path):
         ws.send_json({"type": "Flush"})
         _, events = read_until(ws, "Flushed")
         assert [e["type"] for e in events] == ["SpeechStarted", "SpeechMetadata", "Flushed"]
+        # "Next" 520-600 ms played, "one." (600-680 ms) short of its midpoint
         ws.send_json({"type": "Interrupt", "playback_offset": {"type": "time_ms", "value": 520 + 80}})
         _, events = read_until(ws, "SpeechInterrupted")
         assert (events[-1]["text_spoken"], events[-1]["text_remaining"]) == ("Next", " one.")
