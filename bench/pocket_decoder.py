@@ -2,7 +2,7 @@
 
     flock /work/wt/bench.lock python bench/pocket_decoder.py [--geometry english,english_18m_2026-10]
         [--rows 1,4,16] [--precisions fp32,bf16,int8] [--threads 1] [--rounds 3] [--frames 25]
-        [--model-dir DIR [--sentences N]]
+        [--model-dir DIR [--sentences N]] [--scheduler 1,4,8 [--scheduler-dir DIR]]
 
 Per geometry (random weights in the released layout, ``engines.pocket.random_checkpoint``;
 ``english_18m_2026-10`` is the English preset with that release's Mimi decoder: a
@@ -27,6 +27,14 @@ precision; the LM's latents do not depend on the decoder, so the precisions deco
 the same latents, and the table gives the SNR against fp32 and the word error rate
 of the gateway's recognizer (tiny.en via the ASR sidecar's decoder, beam 5) per
 precision. Random weights make no words, so this part needs the real ones.
+
+``--scheduler LEVELS`` adds what the decoder precision buys a whole frame: the
+engine's batch scheduler (2 torch threads, pipelined: the LM on one core and Mimi
+on the other, as the gateway runs it; LM int8) on the English random model
+(``--scheduler-dir``, else built in a temporary directory), N streams of
+``bench/pocket_scheduler.py``'s text requested at once with EOS off, for each
+precision in turn for ``--rounds`` rounds: aggregate real-time factor (audio seconds
+/ wall seconds, the best round) and whether every stream stayed real time.
 """
 
 from __future__ import annotations
@@ -167,7 +175,7 @@ def round_trip(model_dir: Path, precisions: list[str], sentences: int) -> None:
         voice = model.load_voice("alba" if "alba" in model.voice_ids() else model.voice_ids()[0])
         with torch.inference_mode():
             audio[p] = [synthesize(model, text, voice, seed=SYNTH_SEED) for text in texts]
-    print(f"\nreal weights ({model_dir}): {len(texts)} Harvard sentences, voice alba, seed {SYNTH_SEED}, LM int8")
+    print(f"\nround trip, weights from {model_dir}: {len(texts)} Harvard sentences, voice alba, seed {SYNTH_SEED}, LM int8")
     print("| precision | SNR vs fp32, median (dB) | tiny.en WER |")
     print("|---|---|---|")
     for p in precisions:
@@ -178,6 +186,54 @@ def round_trip(model_dir: Path, precisions: list[str], sentences: int) -> None:
         wer = sum(e for e, _ in errors) / max(1, sum(n for _, n in errors))
         snr = "same audio" if p == "fp32" else f"{np.median([snr_db(a, r) for a, r in zip(audio[p], audio['fp32'], strict=True)]):.1f}"
         print(f"| {p} | {snr} | {wer:.1%} |", flush=True)
+
+
+def scheduler_rtf(model_dir: Path | None, precisions: list[str], levels: list[int], rounds: int) -> None:
+    """Aggregate RTF of ``levels`` streams through the batch scheduler, per decoder precision."""
+    import asyncio
+    import tempfile
+
+    from bench.pocket_scheduler import NO_EOS, TEXT, run_streams
+    from engines.pocket import load_model
+    from engines.pocket.generation import GenerationSettings
+    from engines.pocket.random_checkpoint import make_random_model_dir
+    from engines.pocket.scheduler import BatchScheduler
+
+    with tempfile.TemporaryDirectory() as tmp:
+        if model_dir is None:
+            model_dir = Path(tmp) / "english"
+            make_random_model_dir(model_dir, "english", SEED)
+        model = load_model(model_dir, quantize=True)
+        voice = model.load_voice("alba")
+    mimis = {p: model.mimi if p == "fp32" else with_precision(model.mimi, p) for p in precisions}
+    settings = GenerationSettings(eos_threshold=NO_EOS)
+    best: dict[tuple[str, int], dict] = {}
+
+    async def one_round(precision: str) -> None:
+        model.mimi = mimis[precision]  # the scheduler's decoder state is made from it
+        sched = BatchScheduler(model, max_streams=max(levels), max_waiting=max(levels), threads=2)
+        sched.start()
+        try:
+            await run_streams(sched, voice, settings, min(2, max(levels)), "Good morning.", 7)  # warm-up
+            for n in levels:
+                result = await run_streams(sched, voice, settings, n, TEXT, 100)
+                if result["rtf"] > best.get((precision, n), {"rtf": 0.0})["rtf"]:
+                    best[precision, n] = result
+        finally:
+            await asyncio.to_thread(sched.close)
+
+    for round_ in range(rounds):
+        for precision in precisions[round_ % len(precisions):] + precisions[:round_ % len(precisions)]:
+            asyncio.run(one_round(precision))
+    model.mimi = mimis["fp32"]
+    print(f"\nbatch scheduler, english random weights, LM int8, 2 threads pipelined, {TEXT!r} with EOS off, "
+          f"best of {rounds} rounds: aggregate RTF (x fp32), every stream real time?")
+    print("| precision | " + " | ".join(f"{n} stream{'s' if n > 1 else ''}" for n in levels) + " |")
+    print("|---" * (len(levels) + 1) + "|")
+    for p in precisions:
+        cells = [f"{best[p, n]['rtf']:.2f} ({best[p, n]['rtf'] / best['fp32', n]['rtf']:.2f}x), "
+                 f"{'yes' if best[p, n]['realtime'] else 'no'}" for n in levels]
+        print(f"| {p} | " + " | ".join(cells) + " |", flush=True)
 
 
 def _csv(raw: str) -> list[str]:
@@ -194,6 +250,8 @@ def main() -> int:
     parser.add_argument("--frames", type=int, default=25, help="frames per stream for the quality figures")
     parser.add_argument("--model-dir", type=Path, help="real Pocket weights: adds the ASR round trip")
     parser.add_argument("--sentences", type=int, default=8, help="Harvard sentences of the round trip (1..16)")
+    parser.add_argument("--scheduler", default="", help="stream counts through the batch scheduler, e.g. 1,4,8")
+    parser.add_argument("--scheduler-dir", type=Path, help="English model directory for --scheduler")
     args = parser.parse_args()
     precisions = _csv(args.precisions)
     if "fp32" not in precisions:
@@ -212,6 +270,8 @@ def main() -> int:
         measure_geometry(name, precisions, [int(r) for r in _csv(args.rows)], args.rounds, args.frames)
     if args.model_dir is not None:
         round_trip(args.model_dir, precisions, max(1, min(16, args.sentences)))
+    if args.scheduler:
+        scheduler_rtf(args.scheduler_dir, precisions, [int(n) for n in _csv(args.scheduler)], args.rounds)
     print(f"\n(bench took {time.monotonic() - started:.0f} s)")
     return 0
 

@@ -116,6 +116,16 @@ def test_a_cpu_without_the_instructions_refuses_at_startup(tmp_path: Path) -> No
     assert PocketEngine(tmp_path, tmp_path / "voices").decoder_precision == "fp32"
 
 
+@pytest.mark.usefixtures("incapable")
+def test_voxgate_serve_refuses_to_start_and_says_why(monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    from gateway.cli.main import main
+
+    monkeypatch.setenv("VOXGATE_POCKET_DECODER_PRECISION", "bf16")
+    assert main(["serve"]) == 2
+    assert capsys.readouterr().err == f"voxgate: configuration error: {BF16_REFUSED}\n"
+
+
 def test_the_engine_refuses_an_unknown_precision(tmp_path: Path) -> None:
     with pytest.raises(DecoderPrecisionError) as refused:
         PocketEngine(tmp_path, tmp_path / "voices", decoder_precision="fp16")
