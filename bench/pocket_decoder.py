@@ -18,7 +18,10 @@ context 50), one table:
   latents, one frame per call as the scheduler streams them): SNR of the audio (dB)
   and the largest absolute sample error (full scale 1.0; the random decoder's RMS is
   printed for scale). These weights are untrained: the SNR is how far the arithmetic
-  moves an untrained decoder's output, not a measure of speech quality.
+  moves an untrained decoder's output, not a measure of speech quality;
+- consistency within each precision (4 streams x 12 frames): SNR between one call of
+  all frames and 12 one-frame calls, and between that call and each stream decoded
+  alone (fp32: rounding only; int8 quantizes its input with one scale per call).
 
 ``--model-dir DIR`` (a real Pocket TTS model directory, ``voxgate models pull pocket``)
 adds the round trip on the trained weights: the engine's model (LM int8, as served)
@@ -129,6 +132,14 @@ def streamed(mimi: Mimi, latents: torch.Tensor) -> torch.Tensor:
     return torch.cat([mimi.decode(latents[:, i:i + 1], state) for i in range(latents.shape[1])], dim=1)
 
 
+def consistency_db(mimi: Mimi) -> tuple[float, float]:
+    """SNR of 12 one-frame calls, and of each stream alone, against one call of 4 streams x 12 frames."""
+    latents = torch.randn(4, 12, mimi.geometry.latent_dim, generator=torch.Generator().manual_seed(3))
+    whole = mimi.decode(latents, mimi.new_decoder_state(4))
+    alone = torch.cat([mimi.decode(latents[r:r + 1], mimi.new_decoder_state(1)) for r in range(4)])
+    return snr_db(streamed(mimi, latents), whole), snr_db(alone, whole)
+
+
 def snr_db(audio: np.ndarray | torch.Tensor, reference: np.ndarray | torch.Tensor) -> float:
     ref, out = np.asarray(reference, dtype=np.float64), np.asarray(audio, dtype=np.float64)
     return float(10 * np.log10(np.sum(ref ** 2) / max(float(np.sum((ref - out) ** 2)), 1e-30)))
@@ -141,19 +152,21 @@ def measure_geometry(name: str, precisions: list[str], rows_list: list[int], rou
     mimis = {p: base if p == "fp32" else with_precision(base, p) for p in precisions}
     latents = torch.randn(2, frames, g.latent_dim, generator=torch.Generator().manual_seed(2))
     audio = {p: streamed(m, latents) for p, m in mimis.items()}
+    consistency = {p: consistency_db(m) for p, m in mimis.items()}
     timings = {rows: speed(mimis, rows, rounds) for rows in rows_list}
     ref = audio["fp32"]
     print(f"\n{name}: decoder {g.decoder.dimension} wide, transformer {g.decoder_transformer.num_layers} x "
           f"{g.decoder_transformer.d_model}; random weights, fp32 audio RMS {float(ref.pow(2).mean().sqrt()):.4f}")
     head = " | ".join(f"{rows} row{'s' if rows > 1 else ''} ms/frame (x fp32)" for rows in rows_list)
-    print(f"| precision | {head} | SNR vs fp32 (dB) | max abs error |")
-    print("|---" * (len(rows_list) + 3) + "|")
+    print(f"| precision | {head} | SNR vs fp32 (dB) | max abs error | SNR 1-frame calls / alone vs one call (dB) |")
+    print("|---" * (len(rows_list) + 4) + "|")
     for p in precisions:
         cells = " | ".join(f"{timings[rows][p]:.2f} ({timings[rows]['fp32'] / timings[rows][p]:.2f}x)"
                            for rows in rows_list)
         quality = ("same audio", "0") if p == "fp32" else (
             f"{snr_db(audio[p], ref):.1f}", f"{float((audio[p] - ref).abs().max()):.4f}")
-        print(f"| {p} | {cells} | {quality[0]} | {quality[1]} |", flush=True)
+        chunks, alone = consistency[p]
+        print(f"| {p} | {cells} | {quality[0]} | {quality[1]} | {chunks:.1f} / {alone:.1f} |", flush=True)
 
 
 def round_trip(model_dir: Path, precisions: list[str], sentences: int) -> None:
