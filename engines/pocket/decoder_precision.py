@@ -16,8 +16,9 @@ user (``VOXGATE_POCKET_DECODER_PRECISION``, docs/engines/pocket.md).
   float32 on the reference machine), and that conv's output is the audio.
 
 Either changes the audio (bench/pocket_decoder.py measures by how much), and
-neither runs where the CPU lacks the instructions that make it fast: the engine
-refuses to start (:func:`unavailable`) rather than fall back.
+neither runs where the CPU lacks the instructions that make it fast: the settings
+(gateway/config.py) and the engine's constructor refuse it with :func:`unavailable`'s
+message rather than fall back.
 """
 
 from __future__ import annotations
