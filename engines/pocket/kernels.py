@@ -85,9 +85,9 @@ class Int8Matrix:
     row; ``x`` quantized at each call, one scale for the whole call (fbgemm's dynamic
     product, float32 in and out).
 
-    ``x`` uses all 8 bits (``reduce_range=False``): exact on VNNI, whose products
-    accumulate in 32 bits, while the AVX2 path's 16-bit sums can saturate; the caller
-    checks the CPU first (``engines.pocket.decoder_precision``). Immutable once made:
+    ``x`` uses all 8 bits (``reduce_range=False``): safe on VNNI, whose products
+    accumulate in 32 bits, while the AVX2 path's 16-bit pair sums can saturate; the
+    caller checks the CPU first (``engines.pocket.decoder_precision``). Immutable once made:
     safe for concurrent calls.
     """
 
