@@ -60,6 +60,7 @@ def build_tts_engines(settings: Settings) -> dict[str, TtsEngine]:
             model_dir=settings.pocket_model_dir,
             voices_dir=settings.voices_dir / "pocket",
             quantize=settings.pocket_quantize,
+            decoder_precision=settings.pocket_decoder_precision,
             threads=settings.tts_threads,
         )
     if "omnivoice" in settings.engines:

@@ -92,6 +92,7 @@ OPTIONS: tuple[Option, ...] = (
            "Default TTS engine for requests that name none; auto: pocket when its weights are on disk, else piper."),
     Option("pocket_dir", _opt_path, "", "Pocket TTS model directory (default: <data_dir>/models/pocket)."),
     Option("pocket_quantize", _choice("none", "int8"), "int8", "Pocket TTS weight quantization of the LM linears."),
+    Option("pocket_decoder_precision", _choice("fp32", "bf16", "int8"), "fp32", "Pocket TTS's Mimi decoder arithmetic: fp32 (the reference's), bf16 or int8 (faster, the audio moves slightly: docs/engines/pocket.md); bf16 needs AVX512_BF16 or AMX, int8 AVX512_VNNI, else the gateway refuses to start."),
     Option("tts_threads", _int_range(0, 256), "0", "Torch threads for TTS (0: all cores)."),
     Option("max_tts_sessions", _int_range(1, 10000), "16", "Concurrent TTS sessions (/v1/tts sockets, HTTP streams, vendor fronts' sessions and ElevenLabs contexts, Wyoming syntheses); above it new ones close 1013 (HTTP: 503)."),
     Option("asr_model", _str, "tiny.en", "ASR model: a bundled id (tiny.en, whisper-base), a faster-whisper name or a CTranslate2 directory."),
@@ -166,6 +167,7 @@ class Settings:
     tts_engine: str = "auto"
     pocket_dir: Path | None = None
     pocket_quantize: str = "int8"
+    pocket_decoder_precision: str = "fp32"
     tts_threads: int = 0
     max_tts_sessions: int = 16
     asr_model: str = "tiny.en"
@@ -239,6 +241,12 @@ class Settings:
         tls_problem = supplied_pair_problem(self.share_cert, self.share_key)
         if tls_problem is not None:
             raise ConfigError(tls_problem)
+        if "pocket" in self.engines and self.pocket_decoder_precision != "fp32":
+            from engines.pocket.decoder_precision import unavailable  # imports torch: only when asked for
+
+            precision_problem = unavailable(self.pocket_decoder_precision)
+            if precision_problem is not None:
+                raise ConfigError(precision_problem)
 
     def with_key_file(self) -> Settings:
         """Read ``api_key_file`` (if set) into ``api_key``; the file wins."""

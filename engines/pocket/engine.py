@@ -57,9 +57,13 @@ class PocketEngine(LoadsInThread):
 
     def __init__(self, model_dir: Path, voices_dir: Path, quantize: str = "none", threads: int = 0, *,
                  max_streams: int = 8, max_waiting: int = 32, decode_chunk: int = 4,
-                 decode_lead_s: float | None = None) -> None:
+                 decode_lead_s: float | None = None, decoder_precision: str = "fp32") -> None:
         if quantize not in ("none", "int8"):
             raise ValueError(f"quantize: must be 'none' or 'int8', got {quantize!r}")
+        from engines.pocket.decoder_precision import check
+
+        check(decoder_precision)  # refused here, at startup, not when the model loads
+        self.decoder_precision = decoder_precision
         self.model_dir, self.voices_dir = Path(model_dir), Path(voices_dir)
         self.quantize, self.threads = quantize, threads
         self.max_streams, self.max_waiting = max_streams, max_waiting
@@ -83,6 +87,10 @@ class PocketEngine(LoadsInThread):
             return
         try:
             model = load_model(self.model_dir, quantize=self.quantize == "int8")
+            if self.decoder_precision != "fp32":
+                from engines.pocket.decoder_precision import apply_decoder_precision
+
+                apply_decoder_precision(model.mimi, self.decoder_precision)
             builtin = {voice_id: model.load_voice(voice_id) for voice_id in model.voice_ids()}
         except PocketModelError as exc:
             state = EngineState.MISSING if exc.code == "model_file_missing" else EngineState.FAILED

@@ -8,10 +8,14 @@ only the summation order differs (relative differences around 1e-7).
 
 :func:`linear` is a drop-in for ``F.linear`` and falls back to it where the oneDNN
 op is missing (other builds of torch) or does not apply (other dtypes, autograd).
+
+:class:`Int8Matrix` is the opt-in int8 product of Mimi's decoder
+(``engines.pocket.decoder_precision``).
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 
 import torch
@@ -74,3 +78,43 @@ class DerivedTensor:
                 self.value = self.derive(weight.detach()).contiguous()
             self.key = key
         return self.value
+
+
+class Int8Matrix:
+    """``linear(x, weight, bias)`` on int8: the weight quantized once, one scale per output
+    row; ``x`` quantized at each call, one scale for the whole call (fbgemm's dynamic
+    product, float32 in and out).
+
+    ``x`` uses all 8 bits (``reduce_range=False``): safe on VNNI, whose products
+    accumulate in 32 bits, while the AVX2 path's 16-bit pair sums can saturate; the
+    caller checks the CPU first (``engines.pocket.decoder_precision``). Immutable once made:
+    safe for concurrent calls.
+    """
+
+    def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None = None) -> None:
+        weight = weight.detach().to(torch.float32)
+        self.out_features, self.in_features = weight.shape
+        scales = weight.abs().amax(dim=1).clamp_min(1e-12) / 127
+        zeros = torch.zeros(self.out_features, dtype=torch.long)
+        with warnings.catch_warnings():
+            # torch.ao's quantized tensors are deprecated in favour of torchao, not a dependency here
+            warnings.filterwarnings("ignore", message=r".*quantize_per_tensor.*deprecated", category=UserWarning)
+            quantized = torch.quantize_per_channel(weight, scales, zeros, 0, torch.qint8)
+            float_bias = None if bias is None else bias.detach().to(torch.float32)
+            self._packed = torch.ops.quantized.linear_prepack(quantized, float_bias)
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        lead = x.shape[:-1]
+        y = torch.ops.quantized.linear_dynamic(x.reshape(-1, self.in_features), self._packed, False)
+        return y.view(*lead, self.out_features)
+
+
+class Int8Linear(nn.Module):
+    """An ``nn.Linear`` computed by :class:`Int8Matrix` (no parameters left to load)."""
+
+    def __init__(self, linear: nn.Linear) -> None:
+        super().__init__()
+        self.matrix = Int8Matrix(linear.weight, linear.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.matrix(x)

@@ -89,10 +89,11 @@ class RowKvCache:
 class RingKvCache:
     """Sliding attention window of ``context`` steps, one ring per row."""
 
-    def __init__(self, layers: int, rows: int, context: int, heads: int, head_dim: int) -> None:
+    def __init__(self, layers: int, rows: int, context: int, heads: int, head_dim: int,
+                 dtype: torch.dtype = torch.float32) -> None:
         self.context = context
-        self.keys = torch.zeros(layers, rows, context, heads, head_dim)
-        self.values = torch.zeros(layers, rows, context, heads, head_dim)
+        self.keys = torch.zeros(layers, rows, context, heads, head_dim, dtype=dtype)
+        self.values = torch.zeros(layers, rows, context, heads, head_dim, dtype=dtype)
         self.slot_pos = torch.full((layers, rows, context), -1, dtype=torch.long)
         self.steps = torch.zeros(rows, dtype=torch.long)
         self._layout_for: torch.Tensor | None = None

@@ -4,6 +4,10 @@ Decoding is streaming and batched: :class:`DecoderState` holds, per stream row, 
 conv carry-overs and a ring of the decoder transformer's attention window. Decoding
 N frames in one call equals N one-frame calls. Encoding (for voice cloning) runs a
 whole clip at once.
+
+The decoder computes in ``decoder_dtype`` (float32 unless
+``engines.pocket.decoder_precision`` made it bf16), and so does its state; latents go
+in and audio comes out as float32 whatever it is.
 """
 
 from __future__ import annotations
@@ -116,6 +120,11 @@ class Mimi(nn.Module):
         self.upsample = _Resample()
         self.upsample.convtr = StreamingConvTranspose(g.outer_dim, g.decoder.dimension, 2 * stride,
                                                       stride, groups=g.decoder.dimension, bias=False)
+        self.decoder_dtype = torch.float32
+
+    def decoder_path(self) -> list[nn.Module]:
+        """The modules :meth:`decode` runs, in order."""
+        return [self.quantizer, self.upsample, self.decoder_transformer, self.decoder]
 
     @property
     def frame_samples(self) -> int:
@@ -127,23 +136,24 @@ class Mimi(nn.Module):
     def new_decoder_state(self, rows: int) -> DecoderState:
         t = self.geometry.decoder_transformer
         up = self.upsample.convtr
+        dtype = self.decoder_dtype
         return DecoderState(
-            upsample=torch.zeros(rows, *up.state_shape()),
-            convs=self.decoder.new_step_state(rows),
-            attention=RingKvCache(t.num_layers, rows, t.context, t.num_heads, t.d_model // t.num_heads))
+            upsample=torch.zeros(rows, *up.state_shape(), dtype=dtype),
+            convs=self.decoder.new_step_state(rows, dtype),
+            attention=RingKvCache(t.num_layers, rows, t.context, t.num_heads, t.d_model // t.num_heads, dtype))
 
     def decode(self, latents: torch.Tensor, state: DecoderState) -> torch.Tensor:
         """Latents [B, T, latent_dim] -> audio [B, T * frame_samples].
 
         The latents are in Mimi's scale: the flow head's output * emb_std + emb_mean.
         """
-        x = self.quantizer.output_proj(latents.transpose(1, 2))
+        x = self.quantizer.output_proj(latents.transpose(1, 2).to(self.decoder_dtype))
         x = self.upsample.convtr(x, state.upsample)
         steps = x.shape[-1]
         x = self.decoder_transformer.channels_last(x.transpose(1, 2), state.attention.positions(steps),
                                                    state.attention)
         state.attention.advance(steps)
-        return self.decoder.step(x, state.convs)[..., 0]
+        return self.decoder.step(x, state.convs)[..., 0].to(torch.float32)
 
     def encode(self, audio: torch.Tensor) -> torch.Tensor:
         """Audio [B, samples] at 24 kHz -> latents [B, T, inner_dim] (T = ceil(samples / frame))."""

@@ -13,6 +13,10 @@ overlap-adds the k / stride blocks of each output. Those products go through
 :func:`engines.pocket.kernels.linear`; torch's own conv kernels are two to three
 times slower here for these few-step inputs (its transposed conv has no fast
 path at all on this CPU).
+
+Other precisions (``engines.pocket.decoder_precision``): ``step`` runs in the dtype
+of its input and state (bf16 with bf16 weights), and a conv given an ``int8``
+matrix multiplies through it instead.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import torch
 from torch import nn
 
 from engines.pocket.geometry import SeanetGeometry
-from engines.pocket.kernels import DerivedTensor, linear
+from engines.pocket.kernels import DerivedTensor, Int8Matrix, linear
 
 
 @dataclass
@@ -53,6 +57,11 @@ class StreamingConv(nn.Module):
         self.replicate = replicate  # pad the first window with the first sample, not zeros
         # weight [out, in, k] -> [out, k * in], taps side by side as ``step`` lays them out
         self._matrix = DerivedTensor(lambda w: w.permute(0, 2, 1).reshape(w.shape[0], -1))
+        self.int8: Int8Matrix | None = None  # ``step``'s product on int8, when set
+
+    def step_matrix(self) -> torch.Tensor:
+        """The weight as ``step`` multiplies it: [out, k * in]."""
+        return self._matrix.get(self.conv.weight)
 
     def state_shape(self) -> tuple[int, int]:
         return (self.conv.in_channels, self.carry)
@@ -72,7 +81,9 @@ class StreamingConv(nn.Module):
         kernel, dilation, steps = self.conv.kernel_size[0], self.conv.dilation[0], x.shape[1]
         taps = x_full if kernel == 1 else torch.cat(
             [x_full[:, j * dilation: j * dilation + steps] for j in range(kernel)], dim=-1)
-        return linear(taps, self._matrix.get(self.conv.weight), self.conv.bias)
+        if self.int8 is not None:
+            return self.int8(taps)
+        return linear(taps, self.step_matrix(), self.conv.bias)
 
     def forward(self, x: torch.Tensor, state: torch.Tensor | None) -> torch.Tensor:
         if self.carry == 0:
@@ -98,6 +109,11 @@ class StreamingConvTranspose(nn.Module):
         self._overlap_add = groups == in_ch == out_ch and kernel == 2 * stride and not bias
         # weight [in, out, k] -> [k * out, in]: one product gives every tap of every output
         self._matrix = DerivedTensor(lambda w: w.permute(2, 1, 0).reshape(-1, w.shape[0]))
+        self.int8: Int8Matrix | None = None  # ``step``'s product on int8 (bias excluded), when set
+
+    def step_matrix(self) -> torch.Tensor:
+        """The weight as ``step`` multiplies it: [k * out, in]."""
+        return self._matrix.get(self.convtr.weight)
 
     def state_shape(self) -> tuple[int, int]:
         return (self.convtr.out_channels, self.carry)
@@ -113,7 +129,8 @@ class StreamingConvTranspose(nn.Module):
         b, steps, _ = x.shape
         blocks, channels = kernel // stride, self.convtr.out_channels
         # parts[:, t, i] lands on output block t + i: blocks overlap-add
-        parts = linear(x, self._matrix.get(self.convtr.weight)).view(b, steps, blocks, stride, channels)
+        product = self.int8(x) if self.int8 is not None else linear(x, self.step_matrix())
+        parts = product.view(b, steps, blocks, stride, channels)
         y = x.new_empty(b, steps + blocks - 1, stride, channels)
         y[:, :steps] = parts[:, :, 0]
         y[:, steps:] = 0
@@ -200,8 +217,8 @@ class _Seanet(nn.Module):
 class SeanetDecoder(_Seanet):
     """Streams with :meth:`step` (channels last) on a :meth:`new_step_state`."""
 
-    def new_step_state(self, rows: int) -> ConvState:
-        return ConvState([torch.zeros(rows, *m.step_state_shape()) for m in self.streaming_modules()])
+    def new_step_state(self, rows: int, dtype: torch.dtype = torch.float32) -> ConvState:
+        return ConvState([torch.zeros(rows, *m.step_state_shape(), dtype=dtype) for m in self.streaming_modules()])
 
     def step(self, x: torch.Tensor, state: ConvState) -> torch.Tensor:
         """[B, T, dimension] -> [B, T * hop, channels]."""
