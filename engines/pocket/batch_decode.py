@@ -153,8 +153,8 @@ class BatchDecoder:
                 self._keep(work.run(from_back=True))  # rather than idle: decode what the helper has not begun
             self._keep(job.result())
             if work is not None:
-                for frames, seconds in work.timings:
-                    self.costs.add_decode(frames, seconds)
+                for frames, seconds, on_helper in work.timings:
+                    self.costs.add_decode(frames, seconds, on_helper)
         finally:
             self._job_work = None
             for row in self._job_rows:

@@ -37,36 +37,47 @@ def frames_per_call(decoder_width: int) -> int:
     return TASK_FRAMES * min(4, max(1, WIDE_DECODER // decoder_width))
 
 
-def helper_share(frames: int, lm_s: float, frame_s: float) -> float:
+def helper_share(frames: int, lm_s: float, helper_frame_s: float, own_frame_s: float) -> float:
     """Frames of a job of ``frames`` for the helper, so that both threads end together.
 
-    The helper decodes from the job's start; the stepping thread first runs the LM
-    step (``lm_s``), then decodes the rest: h * frame_s = lm_s + (frames - h) * frame_s.
+    The helper decodes from the job's start at ``helper_frame_s`` a frame; the stepping
+    thread first runs the LM step (``lm_s``), then decodes the rest at ``own_frame_s``:
+    h * helper_frame_s = lm_s + (frames - h) * own_frame_s. (The helper's frames cost
+    more: its decodes share the memory bus with the LM step's.) A rate not measured
+    yet (0) is taken to be the other one; with neither, the job is halved.
     """
-    if frame_s <= 0:
+    helper_frame_s, own_frame_s = helper_frame_s or own_frame_s, own_frame_s or helper_frame_s
+    if helper_frame_s <= 0:
         return frames / 2
-    return min(float(frames), (frames + lm_s / frame_s) / 2)
+    return min(float(frames), (lm_s + frames * own_frame_s) / (helper_frame_s + own_frame_s))
+
+
+def _smoothed(estimate: float, sample: float) -> float:
+    return sample if estimate == 0 else estimate + COST_SMOOTHING * (sample - estimate)
 
 
 class DecodeCosts:
-    """Running estimates (wall seconds) of the LM step and of Mimi per frame.
+    """Running estimates (wall seconds) of the LM step and of Mimi per frame on each thread.
 
     Only the thread that steps the batch updates and reads them.
     """
 
     def __init__(self) -> None:
         self.lm_s = 0.0
-        self.frame_s = 0.0  # 0: nothing measured yet
+        self.helper_frame_s = 0.0  # 0: nothing measured yet
+        self.own_frame_s = 0.0  # ... on the thread stepping the batch
 
     def add_lm(self, seconds: float) -> None:
-        self.lm_s = seconds if self.lm_s == 0 else self.lm_s + COST_SMOOTHING * (seconds - self.lm_s)
+        self.lm_s = _smoothed(self.lm_s, seconds)
 
-    def add_decode(self, frames: int, seconds: float) -> None:
-        per_frame = seconds / frames
-        self.frame_s = per_frame if self.frame_s == 0 else self.frame_s + COST_SMOOTHING * (per_frame - self.frame_s)
+    def add_decode(self, frames: int, seconds: float, on_helper: bool) -> None:
+        if on_helper:
+            self.helper_frame_s = _smoothed(self.helper_frame_s, seconds / frames)
+        else:
+            self.own_frame_s = _smoothed(self.own_frame_s, seconds / frames)
 
     def helper_share(self, frames: int) -> float:
-        return helper_share(frames, self.lm_s, self.frame_s)
+        return helper_share(frames, self.lm_s, self.helper_frame_s, self.own_frame_s)
 
 
 @dataclass
@@ -109,7 +120,7 @@ class DecodeJob:
         self._groups, self._decode = groups, decode
         self._front, self._back = 0, len(groups)
         self._lock = threading.Lock()
-        self.timings: list[tuple[int, float]] = []  # (frames, wall seconds) of every decode run
+        self.timings: list[tuple[int, float, bool]] = []  # (frames, wall seconds, from the front) a decode
 
     def left(self) -> bool:
         """Whether some decode is not claimed yet."""
@@ -132,4 +143,4 @@ class DecodeJob:
             start = time.perf_counter()
             out.update(self._decode(group))
             with self._lock:
-                self.timings.append((group.frames, time.perf_counter() - start))
+                self.timings.append((group.frames, time.perf_counter() - start, not from_back))

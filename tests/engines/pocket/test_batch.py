@@ -223,7 +223,7 @@ class _EvenSplit(DecodeCosts):
     def add_lm(self, seconds: float) -> None:
         pass
 
-    def add_decode(self, frames: int, seconds: float) -> None:
+    def add_decode(self, frames: int, seconds: float, on_helper: bool) -> None:
         pass
 
 
@@ -271,7 +271,7 @@ def test_the_lm_thread_decodes_the_jobs_unbegun_decodes_when_mimi_is_behind(tiny
 class _FixedCosts(_EvenSplit):
     def __init__(self, lm_s: float, frame_s: float) -> None:
         super().__init__()
-        self.lm_s, self.frame_s = lm_s, frame_s
+        self.lm_s, self.helper_frame_s, self.own_frame_s = lm_s, frame_s, frame_s
 
 
 @pytest.mark.parametrize(("lm_s", "pieces"), [
@@ -288,7 +288,10 @@ def test_a_pipelined_job_gives_the_helper_the_larger_part_by_the_lm_step(tiny_mo
     batch.close()
     assert [len(rows) for _, rows in tasks] == pieces
     assert [row for _, rows in tasks for row in rows] == list(range(32))
-    assert helper_share(32, 0.027, 0.00375) == pytest.approx(19.6)
+    assert helper_share(32, 0.027, 0.00375, 0.00375) == pytest.approx(19.6)
+    # the helper's frames cost more (its decodes overlap the LM step): it takes fewer
+    assert helper_share(24, 0.026, 0.0056, 0.0047) == pytest.approx((0.026 + 24 * 0.0047) / 0.0103)
+    assert helper_share(24, 0.026, 0.0, 0.0047) == helper_share(24, 0.026, 0.0047, 0.0047)
 
 
 def test_a_job_is_claimed_from_both_ends() -> None:
@@ -308,4 +311,4 @@ def test_a_job_is_claimed_from_both_ends() -> None:
     side = "front"
     assert job.run().keys() == {100, 101, 102, 103}
     assert order == [("front", 0), ("front", 1), ("front", 2), ("front", 3)]
-    assert [frames for frames, _ in job.timings] == [1, 1, 1, 1] and not job.left()
+    assert [(frames, front) for frames, _, front in job.timings] == [(1, True)] * 4 and not job.left()
