@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 import torch
 
-from engines.pocket.decode_tasks import TASK_FRAMES, DecodeCosts, cut, frames_per_call
+from engines.pocket.decode_tasks import TASK_FRAMES, DecodeCosts, frames_per_call, split_job
 from engines.pocket.decode_tasks import DecodeGroup as _DecodeGroup
 from engines.pocket.decode_tasks import DecodeJob as _DecodeJob
 from engines.pocket.generation import Utterance
@@ -262,24 +262,9 @@ class BatchDecoder:
         return groups
 
     def _split_job(self, by_count: dict[int, list[int]]) -> list[tuple[int, list[int]]]:
-        """A pipelined job's decodes: the helper's part first, the stepping thread's last.
-
-        The helper's part is sized by :meth:`DecodeCosts.helper_share`; a part smaller
-        than ``TASK_FRAMES`` frames costs more per frame than it saves, so it goes to the
-        helper. A part is cut into decodes of at most 1.5 ``frames_per_call`` frames
-        (one call rather than two small ones).
-        """
+        """A pipelined job's decodes (count, rows): the helper's part first (:func:`split_job`)."""
         units = [(count, index) for count, indices in by_count.items() for index in indices]
-        due = sum(count for count, _ in units)
-        share = self.costs.helper_share(due)
-        if due - share < TASK_FRAMES:
-            share = due
-        front, taken = 0, 0
-        while front < len(units) and taken + units[front][0] / 2 <= share:
-            taken += units[front][0]
-            front += 1
-        limit = self.task_frames * 3 // 2
-        return cut(units[:front], limit) + cut(units[front:], limit)
+        return split_job(units, self.costs.helper_share(sum(count for count, _ in units)), self.task_frames)
 
     @torch.no_grad()
     def _decode_group(self, group: _DecodeGroup) -> dict[int, np.ndarray]:

@@ -112,6 +112,24 @@ def cut(units: list[tuple[int, int]], limit: int) -> list[tuple[int, list[int]]]
     return pieces
 
 
+def split_job(units: list[tuple[int, int]], share: float, task_frames: int) -> list[tuple[int, list[int]]]:
+    """``units`` (latent count, row) cut into decodes, the helper's ``share`` of frames first.
+
+    A part smaller than ``TASK_FRAMES`` frames costs more per frame than it saves, so it
+    goes to the helper. A part is cut into decodes of at most 1.5 ``task_frames`` frames
+    (one call rather than two small ones).
+    """
+    due = sum(count for count, _ in units)
+    if due - share < TASK_FRAMES:
+        share = due
+    front, taken = 0, 0
+    while front < len(units) and taken + units[front][0] / 2 <= share:
+        taken += units[front][0]
+        front += 1
+    limit = task_frames * 3 // 2
+    return cut(units[:front], limit) + cut(units[front:], limit)
+
+
 class DecodeJob:
     """Decodes (disjoint rows each) that threads claim one at a time: the helper from the
     front, the stepping thread from the back."""
