@@ -106,7 +106,7 @@ def cut(units: list[tuple[int, int]], limit: int) -> list[tuple[int, list[int]]]
             runs.append((count, [row]))
     pieces = []
     for count, rows in runs:
-        parts = math.ceil(len(rows) * count / max(1, limit))
+        parts = math.ceil(len(rows) / max(1, limit // count))
         size = math.ceil(len(rows) / parts)
         pieces += [(count, rows[i : i + size]) for i in range(0, len(rows), size)]
     return pieces

@@ -10,7 +10,7 @@ import torch
 
 from engines.base import EngineError
 from engines.pocket.batch import StreamBatch
-from engines.pocket.decode_tasks import DecodeCosts, DecodeGroup, DecodeJob, helper_share
+from engines.pocket.decode_tasks import DecodeCosts, DecodeGroup, DecodeJob, cut, helper_share
 from engines.pocket.stream import PocketStream
 
 ATOL = 1e-5  # batched matmuls round differently from single-row ones
@@ -292,6 +292,13 @@ def test_a_pipelined_job_gives_the_helper_the_larger_part_by_the_lm_step(tiny_mo
     # the helper's frames cost more (its decodes overlap the LM step): it takes fewer
     assert helper_share(24, 0.026, 0.0056, 0.0047) == pytest.approx((0.026 + 24 * 0.0047) / 0.0103)
     assert helper_share(24, 0.026, 0.0, 0.0047) == helper_share(24, 0.026, 0.0047, 0.0047)
+
+
+def test_a_part_is_cut_into_even_decodes_within_the_frame_limit() -> None:
+    assert [len(rows) for _, rows in cut([(1, i) for i in range(28)], 24)] == [14, 14]
+    assert [len(rows) for _, rows in cut([(1, i) for i in range(20)], 24)] == [20]
+    # rows of 4 frames (the 512-wide decoder's calls): one row a decode under a limit of 6
+    assert cut([(4, 0), (4, 1), (4, 2), (2, 3), (2, 4)], 6) == [(4, [0]), (4, [1]), (4, [2]), (2, [3, 4])]
 
 
 def test_a_job_is_claimed_from_both_ends() -> None:
