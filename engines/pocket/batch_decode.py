@@ -17,14 +17,16 @@ on its own core, while the LM keeps stepping. When the helper is free and enough
 latents are queued (:meth:`BatchDecoder._worth_a_call`), a step hands it every
 latent accepted since its last job (up to ``decode_chunk`` per stream) and returns
 whatever the helper has finished, so the LM runs ahead while Mimi decodes several
-frames per call. A job is a list of small independent decodes (disjoint rows, about
-``TASK_FRAMES`` frames each, more for a narrow decoder: :func:`frames_per_call`);
-when the LM has to wait for the helper (a stream has ``2 * decode_chunk`` latents
-queued, or nothing is left to step) or finds decodes of the job not begun after its
-step (Mimi is behind), it takes the job's remaining decodes itself, so with many
-streams, where Mimi costs more than the LM, both cores decode. The audio
-is the same; it arrives at least one step later. :meth:`BatchDecoder.close` stops
-the helper.
+frames per call. A job is a list of independent decodes (disjoint rows, at most
+about ``frames_per_call`` frames each), in two parts: the helper claims decodes from
+the front, and when the LM has to wait for the helper (a stream has
+``2 * decode_chunk`` latents queued, or nothing is left to step) or finds decodes of
+the job not begun after its step (Mimi is behind), the stepping thread claims them
+from the back. So with many streams, where Mimi costs more than the LM, both cores
+decode; the helper's part is the larger by what the LM step costs
+(:func:`engines.pocket.decode_tasks.helper_share`), so that both end together. The
+audio is the same; it arrives at least one step later. :meth:`BatchDecoder.close`
+stops the helper.
 
 Not thread-safe: the thread that steps the batch owns its decoder (the helper only
 runs the decodes it is handed).
@@ -32,6 +34,7 @@ runs the decodes it is handed).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Protocol
@@ -39,7 +42,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 import torch
 
-from engines.pocket.decode_tasks import JOB_TASKS, TASK_FRAMES, frames_per_call
+from engines.pocket.decode_tasks import TASK_FRAMES, DecodeCosts, frames_per_call, split_job
 from engines.pocket.decode_tasks import DecodeGroup as _DecodeGroup
 from engines.pocket.decode_tasks import DecodeJob as _DecodeJob
 from engines.pocket.generation import Utterance
@@ -70,6 +73,7 @@ class BatchDecoder:
         self.decode_chunk, self.eager_frames, self.decode_budget = decode_chunk, eager_frames, decode_budget
         self.state = model.mimi.new_decoder_state(max_streams)  # row i: the batch's row i
         self.task_frames = frames_per_call(model.geometry.decoder.dimension)
+        self.costs = DecodeCosts()  # what the helper's share of a job is sized by
         self._decoder: ThreadPoolExecutor | None = None
         self._job: Future[dict[int, np.ndarray]] | None = None  # the helper's current decode
         self._job_work: _DecodeJob | None = None  # ... its decodes, which this thread may help with
@@ -94,7 +98,10 @@ class BatchDecoder:
         if any(len(row.pending) >= 2 * self.decode_chunk for row in rows):
             self._harvest(wait=True)  # bounded queue: the LM waits for Mimi to catch up
             self._start_decode(rows)
+        start = time.perf_counter()
         lm_ran = advance_lm()
+        if lm_ran:
+            self.costs.add_lm(time.perf_counter() - start)
         if self._job is not None and (self._job_eager or not lm_ran or self._job_work_left()):
             # a stream's first frames are returned by this call (time to first audio);
             # with nothing left for the LM, waiting for the audio is all there is to do;
@@ -140,10 +147,14 @@ class BatchDecoder:
         if job is None or not (wait or job.done()):
             return
         self._job = None
+        work = self._job_work
         try:
-            if wait and self._job_work is not None:
-                self._keep(self._job_work.run())  # rather than idle: decode what the helper has not begun
+            if wait and work is not None:
+                self._keep(work.run(from_back=True))  # rather than idle: decode what the helper has not begun
             self._keep(job.result())
+            if work is not None:
+                for frames, seconds, on_helper in work.timings:
+                    self.costs.add_decode(frames, seconds, on_helper)
         finally:
             self._job_work = None
             for row in self._job_rows:
@@ -224,15 +235,13 @@ class BatchDecoder:
             if count:
                 by_count.setdefault(count, []).append(index)
         groups = []
-        tasks = []
-        # Pipelined, a job is split into at least JOB_TASKS decodes (never below
-        # TASK_FRAMES frames each): the LM thread, once its step is done, takes its
-        # share of them rather than wait for the helper with nothing to do.
-        due = sum(count * len(indices) for count, indices in by_count.items())
-        task_frames = max(TASK_FRAMES, min(self.task_frames, due // JOB_TASKS)) if self.pipelined else self.task_frames
-        for count, indices in by_count.items():
-            per_task = max(1, task_frames // count)
-            tasks += [(count, indices[i : i + per_task]) for i in range(0, len(indices), per_task)]
+        if self.pipelined:
+            tasks = self._split_job(by_count)
+        else:
+            tasks = []
+            for count, indices in by_count.items():
+                per_task = max(1, self.task_frames // count)
+                tasks += [(count, indices[i : i + per_task]) for i in range(0, len(indices), per_task)]
         for count, task_rows in tasks:
             lo, hi = task_rows[0], task_rows[-1] + 1
             members = set(task_rows)
@@ -251,6 +260,11 @@ class BatchDecoder:
                 row.in_flight += count if self.pipelined else 0
                 row.pending, row.starts = row.pending[count:], row.starts[count:]
         return groups
+
+    def _split_job(self, by_count: dict[int, list[int]]) -> list[tuple[int, list[int]]]:
+        """A pipelined job's decodes (count, rows): the helper's part first (:func:`split_job`)."""
+        units = [(count, index) for count, indices in by_count.items() for index in indices]
+        return split_job(units, self.costs.helper_share(sum(count for count, _ in units)), self.task_frames)
 
     @torch.no_grad()
     def _decode_group(self, group: _DecodeGroup) -> dict[int, np.ndarray]:

@@ -1,7 +1,8 @@
 """One utterance handed out by the scheduler: frames cross from its worker thread to an event loop.
 
-The worker delivers each frame (and at the end an end marker, or the error that
-ended the stream) with ``loop.call_soon_threadsafe``; the consumer iterates
+The worker hands a step's frames (and at the end an end marker, or the error that
+ended the stream) to every stream at once, with one ``loop.call_soon_threadsafe``
+per event loop (:func:`hand_over`), not one per frame; the consumer iterates
 :meth:`ScheduledStream.frames` on the loop the stream was opened on. The stream
 counts the frames waiting for its consumer (``buffered``), which the scheduler reads
 to pause it (back-pressure), and wakes the scheduler whenever the consumer takes
@@ -9,7 +10,7 @@ one or goes away.
 
 Concurrency contract: ``cancel`` and ``buffered`` may be called from any thread,
 ``frames()`` on the stream's loop only, ``deliver`` and ``finish`` on the worker
-thread only.
+thread only, and so is :func:`hand_over`.
 """
 
 from __future__ import annotations
@@ -116,26 +117,55 @@ class ScheduledStream:
 
     # ---- producer side (the worker thread)
     def deliver(self, item: Any) -> None:
-        if item is not _END and not isinstance(item, BaseException):
-            with self._lock:
-                self._buffered += 1
-            self.delivered += 1
-            if self.first_frame_at is None:
-                self.first_frame_at = time.monotonic()
-        else:
-            self.finished = True
-        try:
-            self._loop.call_soon_threadsafe(self._put, item)
-        except RuntimeError:  # the loop is closed: nobody will read this stream again
-            self.cancelled = True
+        """Hand one frame, or the error that ends the stream, to the consumer."""
+        hand_over([(self, [item], False)])
 
     def finish(self) -> None:
         """End the stream: ``frames()`` ends after the frames already delivered."""
-        self.deliver(_END)
+        hand_over([(self, [], True)])
+
+    def _record(self, items: list[Any]) -> None:
+        """Count the frames among ``items`` as buffered; an end marker or error finishes the stream."""
+        frames = sum(1 for item in items if item is not _END and not isinstance(item, BaseException))
+        if frames:
+            with self._lock:
+                self._buffered += frames
+            self.delivered += frames
+            if self.first_frame_at is None:
+                self.first_frame_at = time.monotonic()
+        if len(items) > frames:
+            self.finished = True
 
     def _put(self, item: Any) -> None:
         try:
             self._queue.put_nowait(item)
         except asyncio.QueueFull:  # an invariant broke; drop rather than block the loop
             log.error("stream queue overflow; frame dropped")
+
+
+def hand_over(deliveries: list[tuple[ScheduledStream, list[Any], bool]]) -> None:
+    """Give each stream its items (frames, or an error) and, if ``True``, its end marker.
+
+    One ``call_soon_threadsafe`` per event loop for all its streams: each call wakes
+    the loop, so one per frame costs the loop and the worker a thread switch per row.
+    """
+    by_loop: dict[asyncio.AbstractEventLoop, list[tuple[ScheduledStream, list[Any]]]] = {}
+    for stream, items, end in deliveries:
+        items = [*items, _END] if end else items
+        if not items:
+            continue
+        stream._record(items)
+        by_loop.setdefault(stream._loop, []).append((stream, items))
+    for loop, batch in by_loop.items():
+        try:
+            loop.call_soon_threadsafe(_put_all, batch)
+        except RuntimeError:  # the loop is closed: nobody will read these streams again
+            for stream, _ in batch:
+                stream.cancelled = True
+
+
+def _put_all(batch: list[tuple[ScheduledStream, list[Any]]]) -> None:
+    for stream, items in batch:
+        for item in items:
+            stream._put(item)
 

@@ -3,8 +3,8 @@
 Every iteration the worker (1) admits waiting streams into the batch (their text
 prompt runs then), (2) drops cancelled ones, (3) runs queued exclusive jobs (voice
 cloning), then (4) takes the next frame of every active, unpaused stream in ONE
-batched forward (``engines.pocket.batch``) and hands each frame to its stream
-(``engines.pocket.scheduled_stream``), which passes it to the stream's event loop.
+batched forward (``engines.pocket.batch``) and hands the step's frames to their
+streams (``engines.pocket.scheduled_stream``): one hand-off per event loop and step.
 
 Back-pressure: a stream whose consumer has ``high_water`` frames waiting is
 paused (its row is left out of the step) until the consumer has read down to
@@ -44,7 +44,7 @@ import torch
 from engines.base import EngineError, EngineUnavailable
 from engines.pocket.batch import PausableBatch
 from engines.pocket.generation import GenerationSettings
-from engines.pocket.scheduled_stream import ScheduledStream
+from engines.pocket.scheduled_stream import ScheduledStream, hand_over
 from engines.pocket.voice import VoiceState
 
 if TYPE_CHECKING:
@@ -167,12 +167,9 @@ class BatchScheduler:
                     continue
                 self.steps += 1
                 self.rows_stepped += len(outputs)
+                hand_over([(self._active[out.stream_id], out.frames, out.done) for out in outputs])
                 for out in outputs:
-                    stream = self._active[out.stream_id]
-                    for frame in out.frames:
-                        stream.deliver(frame)
                     if out.done:
-                        stream.finish()
                         del self._active[out.stream_id]
         finally:
             batch.close()

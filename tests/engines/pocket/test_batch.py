@@ -6,9 +6,11 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+import torch
 
 from engines.base import EngineError
 from engines.pocket.batch import StreamBatch
+from engines.pocket.decode_tasks import DecodeCosts, DecodeGroup, DecodeJob, cut, helper_share
 from engines.pocket.stream import PocketStream
 
 ATOL = 1e-5  # batched matmuls round differently from single-row ones
@@ -215,6 +217,16 @@ def test_frames_per_mimi_call_grow_as_the_decoder_narrows() -> None:
     assert [frames_per_call(width) for width in (1024, 512, 256, 128, 64)] == [4, 4, 8, 16, 16]
 
 
+class _EvenSplit(DecodeCosts):
+    """Costs that split every pipelined job in two even halves."""
+
+    def add_lm(self, seconds: float) -> None:
+        pass
+
+    def add_decode(self, frames: int, seconds: float, on_helper: bool) -> None:
+        pass
+
+
 def test_the_lm_thread_decodes_the_jobs_unbegun_decodes_when_mimi_is_behind(tiny_model) -> None:
     """With many streams a pipelined job is cut into several decodes; after its LM step the
     stepping thread runs those the helper has not begun, rather than step ahead."""
@@ -225,11 +237,11 @@ def test_the_lm_thread_decodes_the_jobs_unbegun_decodes_when_mimi_is_behind(tiny
     decode_group = decoder._decode_group
     stepping = threading.current_thread()
     slow_helper, ran_here = threading.Event(), threading.Event()
-    threads: list[tuple[bool, int]] = []  # (on the stepping thread, rows) per decode
+    threads: list[tuple[bool, list[int]]] = []  # (on the stepping thread, rows) per decode
 
     def recording(group):
         here = threading.current_thread() is stepping
-        threads.append((here, len(group.rows)))
+        threads.append((here, group.rows))
         if here:
             ran_here.set()
         elif slow_helper.is_set():  # it lets the stepping thread claim the rest first
@@ -237,6 +249,7 @@ def test_the_lm_thread_decodes_the_jobs_unbegun_decodes_when_mimi_is_behind(tiny
         return decode_group(group)
 
     decoder._decode_group = recording
+    decoder.costs = _EvenSplit()  # the measured LM time would size the helper's part
     voice = tiny_model.load_voice("alba")
     for seed in range(8):
         batch.add("Rain in spain stays mainly in the plain.", voice, seed=seed)
@@ -247,10 +260,62 @@ def test_the_lm_thread_decodes_the_jobs_unbegun_decodes_when_mimi_is_behind(tiny
     threads.clear()
     ran_here.clear()
     slow_helper.set()
-    # the helper takes the eight frames queued (two decodes of four streams) and stalls;
-    # the LM steps, then finds a decode not begun and runs it
+    # the helper takes the eight frames queued (two decodes of four streams) from the front
+    # and stalls; the LM steps, then finds a decode not begun and runs it, from the back
     batch.step()
-    on_stepping_thread = [here for here, _ in threads]
     batch.close()
-    assert any(on_stepping_thread)
-    assert {rows for _, rows in threads} == {4}
+    assert sorted(rows for _, rows in threads) == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    assert next(rows for here, rows in threads if here) == [4, 5, 6, 7]
+
+
+class _FixedCosts(_EvenSplit):
+    def __init__(self, lm_s: float, frame_s: float) -> None:
+        super().__init__()
+        self.lm_s, self.helper_frame_s, self.own_frame_s = lm_s, frame_s, frame_s
+
+
+@pytest.mark.parametrize(("lm_s", "pieces"), [
+    (0.0, [16, 16]),  # nothing measured yet: halves
+    (0.027, [20, 12]),  # the LM step costs 7.2 frames of Mimi: the helper takes 3.6 more
+    (0.200, [16, 16]),  # the LM step outlasts the job: all to the helper, in two calls
+    (0.095, [16, 16]),  # the stepping thread's part would be 3.3 frames, under 4: none
+])
+def test_a_pipelined_job_gives_the_helper_the_larger_part_by_the_lm_step(tiny_model, lm_s, pieces) -> None:
+    batch = StreamBatch(tiny_model, 32, pipelined=True)
+    decoder = batch._decoder
+    decoder.costs, decoder.task_frames = _FixedCosts(lm_s, 0.00375), 16
+    tasks = decoder._split_job({1: list(range(32))})
+    batch.close()
+    assert [len(rows) for _, rows in tasks] == pieces
+    assert [row for _, rows in tasks for row in rows] == list(range(32))
+    assert helper_share(32, 0.027, 0.00375, 0.00375) == pytest.approx(19.6)
+    # the helper's frames cost more (its decodes overlap the LM step): it takes fewer
+    assert helper_share(24, 0.026, 0.0056, 0.0047) == pytest.approx((0.026 + 24 * 0.0047) / 0.0103)
+    assert helper_share(24, 0.026, 0.0, 0.0047) == helper_share(24, 0.026, 0.0047, 0.0047)
+
+
+def test_a_part_is_cut_into_even_decodes_within_the_frame_limit() -> None:
+    assert [len(rows) for _, rows in cut([(1, i) for i in range(28)], 24)] == [14, 14]
+    assert [len(rows) for _, rows in cut([(1, i) for i in range(20)], 24)] == [20]
+    # rows of 4 frames (the 512-wide decoder's calls): one row a decode under a limit of 6
+    assert cut([(4, 0), (4, 1), (4, 2), (2, 3), (2, 4)], 6) == [(4, [0]), (4, [1]), (4, [2]), (2, [3, 4])]
+
+
+def test_a_job_is_claimed_from_both_ends() -> None:
+    groups = [DecodeGroup([i], [100 + i], [False], torch.zeros(1, 1, 2), None) for i in range(4)]
+    order: list[tuple[str, int]] = []
+
+    def decode(group: DecodeGroup) -> dict[int, np.ndarray]:
+        order.append((side, group.rows[0]))
+        return {group.stream_ids[0]: np.zeros(1)}
+
+    job = DecodeJob(groups, decode)
+    side = "back"
+    assert job.run(from_back=True).keys() == {100, 101, 102, 103}
+    assert order == [("back", 3), ("back", 2), ("back", 1), ("back", 0)]
+    order.clear()
+    job = DecodeJob(groups, decode)
+    side = "front"
+    assert job.run().keys() == {100, 101, 102, 103}
+    assert order == [("front", 0), ("front", 1), ("front", 2), ("front", 3)]
+    assert [(frames, front) for frames, _, front in job.timings] == [(1, True)] * 4 and not job.left()

@@ -230,3 +230,29 @@ async def test_a_frame_that_does_not_come_times_out(model):
     finally:
         release.set()
         await asyncio.to_thread(sched.close)
+
+
+def test_a_steps_frames_reach_every_stream_of_a_loop_in_one_hand_off():
+    from engines.pocket.scheduled_stream import hand_over
+
+    class RecordingLoop:
+        def __init__(self) -> None:
+            self.calls: list[tuple] = []
+
+        def call_soon_threadsafe(self, callback, *args) -> None:
+            self.calls.append((callback, args))
+
+    owner = SimpleNamespace(high_water=8, decode_chunk=4, frame_timeout_s=1.0, wake=lambda: None)
+    loops = [RecordingLoop(), RecordingLoop()]
+    streams = [ScheduledStream(owner, "text", None, None, i, loops[i % 2]) for i in range(5)]
+    frames = [np.full(1920, i, np.float32) for i in range(5)]
+    hand_over([(stream, [frames[i]] * (1 + i % 2), i == 4) for i, stream in enumerate(streams)])
+    assert [len(loop.calls) for loop in loops] == [1, 1]
+    assert [s.buffered for s in streams] == [1, 2, 1, 2, 1] and [s.finished for s in streams] == [False] * 4 + [True]
+    for loop in loops:
+        callback, args = loop.calls[0]
+        callback(*args)
+    queued = [[s._queue.get_nowait() for _ in range(s._queue.qsize())] for s in streams]
+    assert [len(q) for q in queued] == [1, 2, 1, 2, 2]  # the last one: its frame, then its end
+    assert all(float(q[0][0]) == i for i, q in enumerate(queued))
+    assert not isinstance(queued[4][1], np.ndarray)
