@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import threading
 
+import numpy as np
 import pytest
 import torch
 from torch.nn import functional as F
 
 from engines.pocket import kernels
 from engines.pocket.batch_decode import _DecodeJob
+from engines.pocket.decode_tasks import DecodeGroup
 from engines.pocket.flow_head import FlowHead
 from engines.pocket.kernels import DerivedTensor, Linear, linear
 from engines.pocket.seanet import StreamingConv, StreamingConvTranspose
@@ -126,19 +128,22 @@ def test_decode_job_runs_every_group_once_across_threads() -> None:
     seen: list[int] = []
     lock = threading.Lock()
 
-    def decode(group: int) -> dict[int, int]:
+    def decode(group: DecodeGroup) -> dict[int, np.ndarray]:
         with lock:
-            seen.append(group)
-        return {group: group * 10}
+            seen.append(group.rows[0])
+        return {group.stream_ids[0]: np.full(1, group.rows[0] * 10.0)}
 
-    job = _DecodeJob(list(range(50)), decode)
+    groups = [DecodeGroup([g], [1000 + g], [False], torch.zeros(1, 1, 2), None) for g in range(50)]
+    job = _DecodeJob(groups, decode)
     results: list[dict] = []
-    threads = [threading.Thread(target=lambda: results.append(job.run())) for _ in range(3)]
+    threads = [threading.Thread(target=lambda back=back: results.append(job.run(from_back=back)))
+               for back in (False, True, False)]
     for t in threads:
         t.start()
     for t in threads:
         t.join(timeout=10)
-    merged = {k: v for part in results for k, v in part.items()}
+    merged = {k: float(v[0]) for part in results for k, v in part.items()}
     assert sorted(seen) == list(range(50))
-    assert merged == {g: g * 10 for g in range(50)}
+    assert merged == {1000 + g: g * 10.0 for g in range(50)}
+    assert len(job.timings) == 50
     assert job.run() == {}  # nothing left
