@@ -40,7 +40,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.resume_tts import run_tts  # noqa: E402
+from bench.resume_tts import after_resume, run_tts  # noqa: E402
 from gateway.client.dictation import DictationClient  # noqa: E402
 from tests.e2e.gateway_process import running_gateway  # noqa: E402
 from tests.support.cut_relay import CutRelay  # noqa: E402
@@ -69,15 +69,10 @@ def clip(index: int) -> np.ndarray:
 async def one_stream(port: int, audio: np.ndarray, cut: str | None) -> Run:
     relay = CutRelay("127.0.0.1", port)
     await relay.start()
-    back_at: list[float] = []
-    breaking: list[asyncio.Task[None]] = []
-
-    async def breaker() -> None:
-        back_at.append(await relay.break_path(cut))
 
     def on_chunk_sent(sent_s: float) -> None:
-        if cut is not None and sent_s >= BREAK_AT_S and not breaking:
-            breaking.append(asyncio.create_task(breaker()))
+        if cut is not None and sent_s >= BREAK_AT_S:
+            relay.break_once(cut)
 
     try:
         client = await DictationClient.connect(relay.url, resume=True, ping_s=PING_S)
@@ -91,14 +86,11 @@ async def one_stream(port: int, audio: np.ndarray, cut: str | None) -> Run:
             async for event in client.events():
                 events.append((time.monotonic(), event))
             await sender
-        await asyncio.gather(*breaking)
+        mended = await relay.mended_at()
     finally:
         await relay.aclose()
-    resumed = client.resumed_at
-    after = [at for at, _ in events if resumed is not None and at >= resumed]
     return Run([words(e["text"]) for _, e in events if e["type"] == "final"], client.resumes,
-               after[0] - resumed if after and resumed is not None else None,
-               resumed - back_at[0] if resumed is not None and back_at and cut != "stall" else None)
+               *after_resume([at for at, _ in events], client.resumed_at, mended, cut))
 
 
 def summary(values: list[float]) -> str:

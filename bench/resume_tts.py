@@ -55,12 +55,6 @@ def tts_gateway(streams: int) -> Iterator[int]:
 async def speak_through(port: int, cut: str | None) -> TtsRun:
     relay = CutRelay("127.0.0.1", port)
     await relay.start()
-    back_at: list[float] = []
-    breaking: list[asyncio.Task[None]] = []
-
-    async def breaker() -> None:
-        back_at.append(await relay.break_path(cut))
-
     frames: list[tuple[float, bytes]] = []
     try:
         tts = await TtsClient.connect(relay.url, voice=VOICE, resume=True, ping_s=PING_S)
@@ -70,21 +64,29 @@ async def speak_through(port: int, cut: str | None) -> TtsRun:
                 message = await tts.receive(TIMEOUT_S)
                 if isinstance(message, bytes):
                     frames.append((time.monotonic(), message))
-                    if cut is not None and not breaking:
-                        breaking.append(asyncio.create_task(breaker()))
+                    if cut is not None:
+                        relay.break_once(cut)
                 elif message["type"] == "end":
                     break
             closed = await tts.close(TIMEOUT_S)
             if closed is None:
                 raise RuntimeError("the session ended without a closed event")
-        await asyncio.gather(*breaking)
+        mended = await relay.mended_at()
     finally:
         await relay.aclose()
-    resumed = tts.resumed_at
-    after = [at for at, _ in frames if resumed is not None and at >= resumed]
     return TtsRun(b"".join(frame for _, frame in frames), tts.resumes,
-                  after[0] - resumed if after and resumed is not None else None,
-                  resumed - back_at[0] if resumed is not None and back_at and cut != "stall" else None)
+                  *after_resume([at for at, _ in frames], tts.resumed_at, mended, cut))
+
+
+def after_resume(arrivals: list[float], resumed: float | None, mended: float | None,
+                 cut: str | None) -> tuple[float | None, float | None]:
+    """(resumed ``ready`` to the first message after it, the path carrying again to the
+    resumed ``ready``; a stall has no moment it carries again) from ``time.monotonic`` times."""
+    if resumed is None:
+        return None, None
+    after = [at for at in arrivals if at >= resumed]
+    return (after[0] - resumed if after else None,
+            resumed - mended if mended is not None and cut != "stall" else None)
 
 
 async def tts_level(port: int, streams: int, cuts: list[str], summary: Summary) -> None:

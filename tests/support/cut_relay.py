@@ -64,6 +64,7 @@ class CutRelay:
         self.connections = 0  # carried so far
         self.upstream_bytes = 0  # client to server, forwarded so far
         self._server: asyncio.Server | None = None
+        self._breaking: asyncio.Task[float] | None = None  # break_once's
 
     @property
     def url(self) -> str:
@@ -100,13 +101,22 @@ class CutRelay:
         for pipe in self.pipes:
             pipe.stalled = True
 
-    async def break_path(self, how: str | None) -> float:
-        """Break the path the way a benchmark names it: ``stall`` (no close) or a cut of
-        that many seconds; when it carries again (``time.monotonic``; a stall at once)."""
+    def break_once(self, how: str) -> None:
+        """Break the path the way a benchmark names it, in the background and the first
+        time only: ``stall`` (no close) or a cut of that many seconds."""
+        if self._breaking is None:
+            self._breaking = asyncio.create_task(self._break(how))
+
+    async def mended_at(self) -> float | None:
+        """When the path ``break_once`` broke carried again (``time.monotonic``; a stall: at
+        once), once it has; None when it was never broken."""
+        return None if self._breaking is None else await self._breaking
+
+    async def _break(self, how: str) -> float:
         if how == "stall":
             self.stall()
         else:
-            await self.cut(float(how or 0))
+            await self.cut(float(how))
         return time.monotonic()
 
     async def _stop(self) -> None:
@@ -121,4 +131,8 @@ class CutRelay:
             await asyncio.wait_for(server.wait_closed(), 10)
 
     async def aclose(self) -> None:
+        if self._breaking is not None and not self._breaking.done():
+            self._breaking.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._breaking
         await self._stop()
