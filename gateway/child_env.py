@@ -1,7 +1,7 @@
 """The environment the gateway's child processes start with (the ASR sidecar,
 the upload decoders): the one the settings were read from (``Settings.environ``), less
 what a child must not see.
-Nothing here reads ``os.environ``: the caller at the edge passes it.
+Nothing here reads the process environment: the caller at the settings edge passes it in.
 """
 
 from __future__ import annotations
