@@ -87,7 +87,7 @@ class PendingFinals:
         event: dict[str, Any] = {
             "ev": "final", "stream": self.stream, "utterance": c.index, "text": text,
             "start": round(c.speech_start / SAMPLE_RATE, 3), "end": round(c.end / SAMPLE_RATE, 3),
-            "language": r.language, "lag_s": round(lag_s, 3), "end_sample": c.cut}
+            "language": r.language, "lag_s": round(lag_s, 3), "end_sample": c.cut, "endpoint": c.endpointed}
         if self.word_timestamps:
             event["words"] = [w.to_dict() for w in words]
         return event

@@ -118,7 +118,7 @@ class StreamPolicy:
             events.extend(self.speculation.on_silence(u, silent, now))
             if silent >= self.options.silence_ms * RATE // 1000:
                 self._close(min(u.silence_since + samples(t.speech_pad_s), start + WINDOW), u.silence_since, now,
-                            forced=False, audio_end=u.silence_since + self.speculation.tail)
+                            forced=False, endpointed=True, audio_end=u.silence_since + self.speculation.tail)
                 return
         if start + WINDOW - u.start > samples(t.max_utterance_s):
             self._force_cut(now, events)
@@ -140,8 +140,8 @@ class StreamPolicy:
         events.append({"ev": "speech_started", "stream": self.stream, "utterance": u.index,
                        "at": round(speech_start / RATE, 3), "start_sample": start})
 
-    def _close(self, end: int, speech_end: int, now: float, *, forced: bool, keep_stable: bool = True,
-               audio_end: int | None = None) -> None:
+    def _close(self, end: int, speech_end: int, now: float, *, forced: bool, endpointed: bool = False,
+               keep_stable: bool = True, audio_end: int | None = None) -> None:
         """``end``: where the next utterance may start; ``audio_end``: where the audio
         its final decodes ends (default ``end``)."""
         u = self.utterance
@@ -150,7 +150,7 @@ class StreamPolicy:
         self._prev_end = end
         closed = ClosedUtterance(index=u.index, start=u.start, speech_start=u.speech_start, end=speech_end, cut=end,
                                  stable=u.agreement.stable if keep_stable else "", language=u.language,
-                                 forced=forced, since=now, audio=None)
+                                 forced=forced, endpointed=endpointed, since=now, audio=None)
         if not self.speculation.hand_over(closed):
             closed.audio = self.audio.slice(u.start, end if audio_end is None else min(end, audio_end))
         self.speculation.reset()

@@ -91,6 +91,7 @@ class ClosedUtterance:
     stable: str
     language: str | None
     forced: bool  # closed by finalize/end: a final even when empty
+    endpointed: bool  # closed by the silence that ends a turn (not a request, not a length cut)
     since: float
     audio: np.ndarray | None  # None while waiting for the speculative decode
     awaits: int = -1  # the generation of the speculative decode that answers for it (audio None)

@@ -232,6 +232,7 @@ class Final(WireMessage):
     words: list[dict[str, Any]] | None = field(default=None, metadata=OMIT_NONE)
     lag_s: float = internal(0.0, compare=False)  # how far the recognizer was behind
     end_sample: int = internal(0, compare=False)  # where its audio ends (at ASR_RATE)
+    endpoint: bool = internal(False, compare=False)  # closed by the pause that ends a turn, not a request
     type: Literal["final"] = "final"
 
 

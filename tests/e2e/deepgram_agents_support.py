@@ -11,7 +11,9 @@ import pytest
 
 from gateway.audio import write_wav
 from tests.e2e.gateway_process import running_gateway
-from tests.support.speech import pcm16, piper_say, resample, silence, wer
+from tests.support.speech import pcm16, piper_say, resample, silence
+from tests.support.speech import word_errors as edit_errors
+from tests.support.spoken import expand_contractions
 
 FIRST = "It's easy to tell the depth of a well."
 SECOND = "Glue the sheet to the dark blue background."
@@ -28,8 +30,9 @@ def gateway_server(tmp_path_factory):
         yield gw.url
 
 
-def word_errors(want: str, got: str) -> float:
-    return round(wer(want, got) * len(want.split()), 6)
+def word_errors(want: str, got: str) -> int:
+    """Words ``got`` has wrong against ``want`` (a contraction written out is not wrong)."""
+    return edit_errors(expand_contractions(want), expand_contractions(got))[0]
 
 
 def speech(*texts: str, tail_s: float = 1.5, multiple_of: int = 2) -> bytes:

@@ -1,5 +1,5 @@
-"""Numbers as they are spoken, so a word error rate does not count "15%" against
-"fifteen percent".
+"""Numbers and contractions as they are spoken, so a word error rate does not
+count "15%" against "fifteen percent", nor "here's" against "here is".
 
 Whisper writes many spoken numbers as digits ("9:30", "$40", "1950", "5th").
 ``spell_numbers`` turns such tokens back into words the way an American
@@ -88,4 +88,23 @@ def spell_numbers(text: str) -> str:
             out.append(spell_token(core))
         else:
             out.append(SPOKEN_ABBREVIATIONS.get(core.lower(), raw))
+    return " ".join(out)
+
+
+# "'s" is "is" only after these; after a noun it is a possessive and stays
+_IS_AFTER = ("it", "that", "what", "here", "there", "he", "she", "who", "where", "how")
+_CONTRACTIONS = {"won't": "will not", "can't": "can not", "let's": "let us",
+                 **{f"{w}'s": f"{w} is" for w in _IS_AFTER}}
+_SUFFIXES = (("n't", " not"), ("'re", " are"), ("'ll", " will"), ("'ve", " have"), ("'m", " am"), ("'d", " would"))
+
+
+def expand_contractions(text: str) -> str:
+    """Lower-case ``text`` with its contractions written out: "Here's what we'll do" -> "here is what we will do"."""
+    out = []
+    for token in text.lower().replace("\u2019", "'").split():
+        core = token.strip(".,!?;:\"")
+        full = _CONTRACTIONS.get(core)
+        if full is None:
+            full = next((core[:-len(s)] + w for s, w in _SUFFIXES if core.endswith(s) and len(core) > len(s)), core)
+        out.append(token.replace(core, full) if core else token)
     return " ".join(out)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.support.speech import word_errors, words
-from tests.support.spoken import cardinal, ordinal
+from tests.support.spoken import cardinal, expand_contractions, ordinal
 
 
 @pytest.mark.parametrize(("written", "spoken"), [
@@ -34,3 +34,14 @@ def test_cardinals_and_ordinals():
         "zero", "thirteen", "forty", "one hundred one", "two thousand twenty four"]
     assert [ordinal(n) for n in (1, 2, 3, 5, 12, 20, 21)] == [
         "first", "second", "third", "fifth", "twelfth", "twentieth", "twenty first"]
+
+
+@pytest.mark.parametrize(("written", "spoken"), [
+    ("And here's the second sentence.", "and here is the second sentence."),
+    ("We won't stop, they can't, I'm sure you're right and we'll see what they've done.",
+     "we will not stop, they can not, i am sure you are right and we will see what they have done."),
+    ("Let\u2019s go; it's late.", "let us go; it is late."),
+    ("The dog's bowl isn't empty.", "the dog's bowl is not empty."),  # a possessive stays
+])
+def test_contractions_are_written_out_and_possessives_kept(written, spoken):
+    assert expand_contractions(written) == spoken

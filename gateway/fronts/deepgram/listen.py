@@ -12,8 +12,14 @@ Finalize: every ``Finalize`` is answered by exactly one ``Results`` with
 ``from_finalize: true``. The session answers a finalize with an id by a
 ``finalized`` event right after the final of the utterance it closed (or at
 once when none was open). The final of the newest utterance, while a Finalize
-waits, is that answer; a ``finalized`` whose Finalize was not answered that way
-becomes an empty ``Results`` with ``from_finalize: true``.
+waits, is that answer unless the pause had already ended it; a ``finalized``
+whose Finalize was not answered that way becomes an empty ``Results`` with
+``from_finalize: true``.
+
+``speech_final`` is where the audio says so: on a final the pause closed
+(the sidecar marks it), however late it comes, and never on one a Finalize,
+the end of the stream or a length cut closed. So a Finalize sent after the
+speaker's pause does not take the endpoint from a final still being decoded.
 """
 
 from __future__ import annotations
@@ -71,7 +77,6 @@ class ListenTransport:
         self._last_end = 0.0  # where the last Results ended (seconds)
         self._audio_bytes = 0
         self._sha = hashlib.sha256()
-        self._closing = False
 
     @property
     def audio_s(self) -> float:
@@ -86,7 +91,6 @@ class ListenTransport:
             return None
         if isinstance(text, bytes):
             if not text:  # Deepgram's older clients end a stream with an empty binary frame
-                self._closing = True
                 return End()
             self._audio_bytes += len(text)
             self._sha.update(text)
@@ -98,7 +102,6 @@ class ListenTransport:
             mark = f"f{next(self._marks)}"
             self._waiting.append(mark)
             return Finalize(id=mark)
-        self._closing = True
         return End()
 
     # ---- session -> client
@@ -117,11 +120,11 @@ class ListenTransport:
                 return []
             return [self._results(event.text, event.start, event.end, is_final=False)]
         if isinstance(event, Final):
-            from_finalize = bool(self._waiting) and event.utterance >= self._newest
+            from_finalize = bool(self._waiting) and event.utterance >= self._newest and not event.endpoint
             if from_finalize:
                 self._answered.add(self._waiting.popleft())
             out = [self._results(event.text, event.start, event.end, is_final=True,
-                                 from_finalize=from_finalize)]
+                                 endpoint=event.endpoint, from_finalize=from_finalize)]
             if p.utterance_end_ms is not None and event.text:
                 out.append(dg.utterance_end(event.end))
             return out
@@ -141,11 +144,11 @@ class ListenTransport:
             return [dg.listen_error(event.code, event.message)]
         return []  # ready: Deepgram says nothing when a stream opens; eager finals are not asked for
 
-    def _results(self, text: str, start: float, end: float, *, is_final: bool,
+    def _results(self, text: str, start: float, end: float, *, is_final: bool, endpoint: bool = False,
                  from_finalize: bool = False) -> dict[str, Any]:
         if is_final:
             self._last_end = max(self._last_end, float(end))
-        speech_final = is_final and self.params.endpointing and not from_finalize and not self._closing
+        speech_final = is_final and endpoint and self.params.endpointing
         return dg.results(request_id=self.request_id, model=self.model, text=text, start=float(start),
                           end=float(end), is_final=is_final, speech_final=speech_final, from_finalize=from_finalize)
 

@@ -454,8 +454,8 @@ def test_a_finalize_mark_follows_the_final_of_the_utterance_it_closed():
     assert policy.settle() == []
     job = policy.take_job()
     events = policy.on_result(job, result("hello world"), now[0])
-    assert [(e["ev"], e.get("text"), e.get("id"), e["utterance"]) for e in events] == [
-        ("final", "hello world", None, 0), ("finalized", None, "f1", 0)]
+    assert [(e["ev"], e.get("text"), e.get("id"), e["utterance"], e.get("endpoint")) for e in events] == [
+        ("final", "hello world", None, 0, False), ("finalized", None, "f1", 0, None)]
 
 
 def test_a_finalize_mark_waits_for_an_earlier_utterance_closed_by_silence():
@@ -466,7 +466,8 @@ def test_a_finalize_mark_waits_for_an_earlier_utterance_closed_by_silence():
     policy.finalize(now[0], "f1")
     assert policy.settle() == []
     events = policy.on_result(job, result("hello"), now[0])
-    assert [(e["ev"], e["utterance"]) for e in events] == [("final", 0), ("finalized", None)]
+    assert [(e["ev"], e["utterance"], e.get("endpoint")) for e in events] == [
+        ("final", 0, True), ("finalized", None, None)]  # the pause closed it, not the finalize
 
 
 # ---- the tuning passed in (defaults above; each knob changes what the policy does)
@@ -520,6 +521,9 @@ def test_the_tuning_sets_the_longest_utterance():
     events = feed_seconds(policy, 10.5, [0.0], chunk_s=0.5)
     assert [e["ev"] for e in events] == ["speech_started", "speech_started"]
     assert events[1]["start_sample"] == dip_window * WINDOW + WINDOW // 2
+    job = policy.take_job()
+    finals = [e for e in policy.on_result(job, result("the first part"), 10.5) if e["ev"] == "final"]
+    assert [(e["utterance"], e["endpoint"]) for e in finals] == [(0, False)]  # a length cut is no end of turn
 
 
 @pytest.mark.parametrize(("after_s", "kept"), [(2.0, None), (0.5, "de")])

@@ -57,7 +57,8 @@ def test_interim_and_final_results_speech_started_and_utterance_end(tmp_path):
         fake.play_from_thread(client, {"ev": "speech_started", "utterance": 0, "at": 0.5, "start_sample": 0},
                               {"ev": "partial", "utterance": 0, "text": "Hello", "stable": "", "start": 0.5, "end": 1.0},
                               {"ev": "partial", "utterance": 0, "text": "Hello world", "stable": "Hello", "start": 0.5, "end": 1.6},
-                              {"ev": "final", "utterance": 0, "text": "Hello world.", "start": 0.5, "end": 1.6, "language": "en"})
+                              {"ev": "final", "utterance": 0, "text": "Hello world.", "start": 0.5, "end": 1.6, "language": "en",
+                               "endpoint": True})
         assert receive(ws) == {"type": "SpeechStarted", "channel": [0], "timestamp": 0.5}
         first = receive(ws)
         rid = first["metadata"]["request_id"]
@@ -109,13 +110,35 @@ def test_a_final_of_an_older_utterance_does_not_answer_a_finalize(tmp_path):
         ws.send_json({"type": "Finalize"})
         sync(ws)
         fake.play_from_thread(client,
-                              {"ev": "final", "utterance": 0, "text": "one", "start": 0.1, "end": 0.5, "language": "en"},
+                              {"ev": "final", "utterance": 0, "text": "one", "start": 0.1, "end": 0.5, "language": "en",
+                               "endpoint": True},
                               {"ev": "final", "utterance": 1, "text": "two", "start": 0.8, "end": 1.0, "language": "en"},
                               {"ev": "finalized", "id": "f1", "utterance": 1})
         ws.send_json({"type": "CloseStream"})
         got = [receive(ws) for _ in range(3)]
         assert [(m["type"], m.get("from_finalize"), m.get("speech_final")) for m in got] == [
             ("Results", False, True), ("Results", True, False), ("Metadata", None, None)]
+
+
+def test_a_final_the_pause_closed_keeps_its_endpoint_when_a_finalize_came_before_it(tmp_path):
+    """The speaker paused, then a Finalize came while that utterance's final was still
+    being decoded: the final is the endpoint, and the Finalize gets its own empty answer."""
+    fake = FakeSidecar()
+    with dictation_client(tmp_path, fake) as client, client.websocket_connect("/v1/listen") as ws:
+        ws.send_bytes(b"\0\0" * 16000)
+        sync(ws)
+        fake.play_from_thread(client, {"ev": "speech_started", "utterance": 0, "at": 0.1, "start_sample": 0})
+        ws.send_json({"type": "Finalize"})
+        sync(ws)
+        fake.play_from_thread(client,
+                              {"ev": "final", "utterance": 0, "text": "one", "start": 0.1, "end": 0.5, "language": "en",
+                               "endpoint": True},
+                              {"ev": "finalized", "id": "f1", "utterance": None})
+        ws.send_json({"type": "CloseStream"})
+        got = [receive(ws) for _ in range(3)]
+        assert [(m["type"], m.get("from_finalize"), m.get("speech_final"),
+                 m.get("channel", {}).get("alternatives", [{}])[0].get("transcript")) for m in got] == [
+            ("Results", False, True, "one"), ("Results", True, False, ""), ("Metadata", None, None, None)]
 
 
 @pytest.mark.parametrize("closing", [{"type": "CloseStream"}, b""])
