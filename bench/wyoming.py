@@ -16,6 +16,11 @@ int8 by default; wyoming-piper always runs float32): rounds of N clients at
 once (levels 1 and 4 by default), each
 client sending one ``synthesize`` of two Harvard sentences; the servers take
 turns round by round, so the load of a shared machine drifts over both alike.
+Each round starts ``--settle-s`` after the previous one ended: a request that
+follows the other server's at once pays for what that server leaves behind
+(wyoming-piper's ONNX threads spin on for tens of milliseconds of CPU after a
+request, and the other voice's weights have the caches), and a satellite's
+request comes to a server that has been idle.
 Reported per server and level: time to first audio (request written -> first
 ``audio-chunk``; median and p95), throughput (seconds of audio delivered per
 wall second, all clients together) and the server's CPU seconds per second of
@@ -223,6 +228,7 @@ class AsrRun:
     latency_s: list[float] = field(default_factory=list)
     errors: int = 0
     words: int = 0
+    texts: list[str] = field(default_factory=list)  # per clip, in clip order
 
 
 @dataclass
@@ -285,6 +291,7 @@ async def asr_runs(ports: dict[str, int], clips: list[tuple[str, bytes]], traili
             errors, words = word_errors(reference, result.text)
             run = runs[server]
             run.latency_s.append(result.stop_to_transcript_s)
+            run.texts.append(result.text)
             run.errors, run.words = run.errors + errors, run.words + words
     return list(runs.values())
 
@@ -386,7 +393,24 @@ def asr_table(runs: list[AsrRun]) -> str:
                      f"{pct(b.latency_s, 0.95) * 1000:.0f} | {la / lb:.2f} | {a.errors / a.words:.1%} "
                      f"({a.errors} / {a.words}) | {b.errors / b.words:.1%} ({b.errors} / {b.words}) | "
                      f"{a.errors / max(b.errors, 1):.2f}x |")
-    return "\n".join(lines)
+    return "\n".join(lines + differing_transcripts(runs))
+
+
+def differing_transcripts(runs: list[AsrRun]) -> list[str]:
+    """The clips whose transcripts differ between the servers, with each one's word errors."""
+    lines = []
+    for trailing in sorted({r.trailing_s for r in runs}):
+        a = next(r for r in runs if r.trailing_s == trailing and r.server == "voxgate")
+        b = next(r for r in runs if r.trailing_s == trailing and r.server == "wyoming-faster-whisper")
+        differ = [(i, x, y) for i, (x, y) in enumerate(zip(a.texts, b.texts, strict=True))
+                  if word_errors(x, y)[0]]
+        lines.append(f"\n{trailing:g} s: {len(differ)} of {len(a.texts)} clips transcribed differently "
+                     f"(reference sentence, then voxgate / wyoming-faster-whisper with their word errors):")
+        for i, x, y in differ:
+            reference = ASR_SENTENCES[i % len(ASR_SENTENCES)]
+            lines.append(f"  {reference}\n    {x!r} ({word_errors(reference, x)[0]}) / "
+                         f"{y!r} ({word_errors(reference, y)[0]})")
+    return lines
 
 
 def streaming_table(chunks: list[list[float]], partials: list[list[float]], utterance_s: float) -> str:
@@ -472,6 +496,7 @@ async def tts_levels(args: argparse.Namespace, levels: list[int], ports: dict[st
         pair = {server: TtsLevel(server, clients, precision) for server in pids}
         for r in range(args.rounds):  # round by round, so drifting load hits both servers alike
             for server in pids:
+                await asyncio.sleep(args.settle_s)
                 await tts_round(pair[server], ports[server], pids[server], r)
         tts.extend(pair.values())
     return tts
@@ -492,6 +517,8 @@ def main() -> int:
                         help="concurrent synthesis clients per level (default 1,4; empty: no synthesis part)")
     parser.add_argument("--rounds", type=int, default=8,
                         help="synthesis rounds per level, servers alternating (default 8)")
+    parser.add_argument("--settle-s", type=float, default=0.5,
+                        help="idle seconds before each synthesis round (default 0.5; 0: back to back)")
     parser.add_argument("--trailing", default="0.5,1.0",
                         help="seconds of silence before audio-stop, one run each (default 0.5,1.0; empty: no "
                              "transcription part)")

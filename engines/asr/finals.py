@@ -83,11 +83,14 @@ class PendingFinals:
         assert r is not None
         if not r.text and not c.stable and not c.forced:
             return {"ev": "discarded", "stream": self.stream, "utterance": c.index, "end_sample": c.cut}
-        text, words = respell_transcript(*keep_stable_words(c.stable, r.text, r.words), self.context.terms)
+        kept, kept_words = keep_stable_words(c.stable, r.text, r.words)
+        text, words = respell_transcript(kept, kept_words, self.context.terms)
         event: dict[str, Any] = {
             "ev": "final", "stream": self.stream, "utterance": c.index, "text": text,
             "start": round(c.speech_start / SAMPLE_RATE, 3), "end": round(c.end / SAMPLE_RATE, 3),
             "language": r.language, "lag_s": round(lag_s, 3), "end_sample": c.cut, "endpoint": c.endpointed}
+        if kept != r.text:  # the committed words overrode the decode: a client that needs no prefix may want its own
+            event["decoded"] = respell_transcript(r.text, r.words, self.context.terms)[0]
         if self.word_timestamps:
             event["words"] = [w.to_dict() for w in words]
         return event

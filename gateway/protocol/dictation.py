@@ -233,6 +233,8 @@ class Final(WireMessage):
     lag_s: float = internal(0.0, compare=False)  # how far the recognizer was behind
     end_sample: int = internal(0, compare=False)  # where its audio ends (at ASR_RATE)
     endpoint: bool = internal(False, compare=False)  # closed by the pause that ends a turn, not a request
+    # the utterance's own decode where the words committed by partials overrode it (None: ``text`` is it)
+    decoded: str | None = internal(None, compare=False)
     type: Literal["final"] = "final"
 
 

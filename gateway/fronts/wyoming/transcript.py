@@ -13,7 +13,8 @@ once the session reads no more (it ended, or the answer is out).
 Server side: ``transcript-start`` at the first speech (once per
 transcription), a ``transcript-chunk`` whenever a partial or a final adds
 words (chunks.py says which), then the ``transcript`` event (all finals,
-space-joined: the answer) and ``transcript-stop``.
+space-joined: the answer; each the utterance's own decode, even where the
+streamed words kept a partial's committed word) and ``transcript-stop``.
 
 Endpointing (``endpoint`` true, from ``vad_sensitivity``): the first final that
 holds words is the answer, sent at once; then ``receive`` tells the session
@@ -143,9 +144,12 @@ class TranscriptTransport:
         if final.language:
             self._language = final.language
         await self._chunk(self._chunks.final(text))
-        if text:
-            self._finals.append(text)
-        if text and self.endpoint:
+        # the answer is the utterance's own decode (Whisper's whole window, as offline), not the
+        # streamed words it promised to keep: the chunks already carry those
+        answer = final.decoded.strip() if final.decoded is not None else text
+        if answer:
+            self._finals.append(answer)
+        if answer and self.endpoint:
             await self.answer()
 
     async def answer(self) -> None:

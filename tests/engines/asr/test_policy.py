@@ -288,8 +288,22 @@ def test_a_final_is_decoded_freely_and_keeps_the_stable_words_in_front():
     assert (job.kind, job.prefix) == ("final", "")
     events = policy.on_result(job, result("a quick brown fox jumps over the lazy dog and runs off into the woods."),
                               now[0])
-    assert [e["text"] for e in events if e["ev"] == "final"] == [
-        "the quick brown fox jumps over the lazy dog and runs off into the woods."]
+    assert [(e["text"], e["decoded"]) for e in events if e["ev"] == "final"] == [
+        ("the quick brown fox jumps over the lazy dog and runs off into the woods.",
+         "a quick brown fox jumps over the lazy dog and runs off into the woods.")]  # its own decode, beside it
+
+
+def test_a_final_whose_decode_kept_the_stable_words_carries_no_second_text():
+    policy = make([(0.5, 3.0)], silence_ms=300)
+    now = [0.0]
+    feed_seconds(policy, 1.1, now)
+    for text in ("the quick brown fox", "the quick brown fox jumps", "the quick brown fox jumps"):
+        policy.on_result(policy.take_job(), result(text), now[0])
+        feed_seconds(policy, 0.5, now)
+    feed_seconds(policy, 1.3, now)
+    events = policy.on_result(policy.take_job(), result("the quick brown fox jumps over."), now[0])
+    finals = [e for e in events if e["ev"] == "final"]
+    assert [(e["text"], "decoded" in e) for e in finals] == [("the quick brown fox jumps over.", False)]
 
 
 def test_an_older_speculative_decode_finishing_after_the_close_does_not_answer_for_it():

@@ -285,3 +285,23 @@ async def test_chunks_follow_the_partials_and_a_revised_word_stays_as_sent(tmp_p
         ("transcript-chunk", {"text": "Turn"}), ("transcript-chunk", {"text": " on"}),
         ("transcript-chunk", {"text": " the light now."}),  # the final's words past the two sent
         ("transcript", {"text": "Turn off the light now.", "language": "en"}), ("transcript-stop", {})]
+
+
+async def test_the_transcript_is_the_utterance_decode_where_committed_words_overrode_it(tmp_path):
+    """The partials committed "a word"; the final's own decode on the whole window heard "a rare":
+    the chunks keep what they promised, the transcript (the answer) is the decode."""
+    fake = FakeSidecar()
+    async with wyoming_server(tmp_path, asr=fake) as server, connect(server) as client:
+        await client.write_event(AudioStart(rate=RATE, width=2, channels=1).event())
+        await the_stream(fake)
+        fake.play({"ev": "speech_started", "utterance": 0, "at": 0.1, "start_sample": 1600},
+                  {"ev": "partial", "utterance": 0, "text": "These days a word", "stable": "These days a word",
+                   "start": 0.1, "end": 1.0},
+                  {"ev": "final", "utterance": 0, "text": "These days a word dish.", "start": 0.1, "end": 1.6,
+                   "language": "en", "decoded": "These days a rare dish."})
+        await client.write_event(AudioStop().event())
+        events = await read_until(client, "transcript-stop")
+    assert [(e.type, e.data) for e in events] == [
+        ("transcript-start", {}), ("transcript-chunk", {"text": "These days a word"}),
+        ("transcript-chunk", {"text": " dish."}),
+        ("transcript", {"text": "These days a rare dish.", "language": "en"}), ("transcript-stop", {})]
