@@ -27,7 +27,10 @@ may still change.
 ``trigger`` of an ``EndOfTurn``: ``manual`` for the turn a ``ForceEndTurn`` (or
 ``CloseStream``) closed, ``timeout`` when ``eot_timeout_ms`` of silence ended
 it with the confidence rule off (``eot_threshold=1.0``), ``model`` when the
-silence rule of ``eot_threshold`` did.
+silence rule of ``eot_threshold`` did. What closed the turn is the audio's
+word (the sidecar marks a final the pause closed), not the order messages came
+in: a ``ForceEndTurn`` that arrives while the final of a turn the pause already
+ended is being decoded does not make that turn ``manual``.
 
 Pure bookkeeping, no I/O; used from one asyncio task at a time.
 """
@@ -106,10 +109,11 @@ class TurnMapper:
                               text, words, 0.0)]
         if isinstance(event, Final):
             return [self._end(event.utterance, event.start, event.end, event.text, settled_words(event.text),
-                              heard_s, self._language(event.language))]
-        if isinstance(event, Discarded):
+                              heard_s, self._language(event.language), by_pause=event.endpoint)]
+        if isinstance(event, Discarded):  # a request's close always gives a final: this one the pause (or a cut) ended
             end = event.end_sample / ASR_RATE
-            return [self._end(event.utterance, self._start(event.utterance, end), end, "", [], heard_s, None)]
+            return [self._end(event.utterance, self._start(event.utterance, end), end, "", [], heard_s, None,
+                              by_pause=True)]
         if event.id in self._answered:  # Finalized: its ForceEndTurn was answered by the EndOfTurn before
             self._answered.discard(event.id)
         elif event.id in self._forcing:  # no turn was open: nothing to end
@@ -117,13 +121,13 @@ class TurnMapper:
         return []
 
     def _end(self, turn: int, start: float, end: float, text: str, words: list[dict[str, Any]], heard_s: float,
-             languages: list[str] | None) -> TurnEvent:
+             languages: list[str] | None, *, by_pause: bool) -> TurnEvent:
         self._eager.pop(turn, None)
         start = self._starts.pop(turn, start)
-        if self._forcing and turn >= self._newest:
+        if self._forcing and turn >= self._newest and not by_pause:
             self._answered.add(self._forcing.popleft())
             trigger = "manual"
-        elif self._closing:
+        elif self._closing and not by_pause:
             trigger = "manual"
         else:
             trigger = "timeout" if self.manual_turns else "model"

@@ -147,6 +147,23 @@ def test_force_end_turn_ends_the_open_turn_and_is_silent_with_none_open(tmp_path
         assert fake.ops(stream).count("finalize") == 2
 
 
+def test_a_turn_the_pause_ended_stays_the_model_s_when_a_force_end_turn_overtakes_its_final(tmp_path):
+    fake = FakeSidecar()
+    with dictation_client(tmp_path, fake) as client, client.websocket_connect(URL) as ws:
+        rid = connect(ws)
+        ws.send_bytes(audio(1.5))
+        configured(ws, 1)
+        fake.play_from_thread(client, {"ev": "speech_started", "utterance": 0, "at": 0.2, "start_sample": 0})
+        assert receive(ws)["event"] == "StartOfTurn"
+        ws.send_json({"type": "ForceEndTurn"})  # the pause closed the turn; its final is still being decoded
+        configured(ws, 3)
+        fake.play_from_thread(client, {"ev": "final", "utterance": 0, "text": "Hi", "start": 0.2, "end": 1.0,
+                                       "language": "en", "endpoint": True},
+                              {"ev": "finalized", "id": "force-1", "utterance": None})
+        assert receive(ws) == turn(rid, 4, "EndOfTurn", 0, 0.2, 1.0, "Hi", settled("Hi"), 1.0, trigger="model")
+        configured(ws, 5)  # the ForceEndTurn found no turn open: nothing is sent for it
+
+
 def test_a_silence_end_with_manual_turns_is_the_timeout(tmp_path):
     fake = FakeSidecar()
     with dictation_client(tmp_path, fake) as client, \
