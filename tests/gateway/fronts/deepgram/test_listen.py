@@ -82,24 +82,6 @@ def test_finalize_with_nothing_open_gets_one_empty_from_finalize_result(tmp_path
                               request_id=got["metadata"]["request_id"])
 
 
-def test_finalize_is_answered_by_the_final_it_closed_and_nothing_else(tmp_path):
-    fake = FakeSidecar()
-    with dictation_client(tmp_path, fake) as client, client.websocket_connect("/v1/listen") as ws:
-        ws.send_bytes(b"\0\0" * 16000)
-        sync(ws)
-        fake.play_from_thread(client, {"ev": "speech_started", "utterance": 0, "at": 0.5, "start_sample": 0})
-        ws.send_json({"type": "Finalize"})
-        sync(ws)
-        fake.play_from_thread(client,
-                              {"ev": "final", "utterance": 0, "text": "Hello world.", "start": 0.5, "end": 1.0, "language": "en"},
-                              {"ev": "finalized", "id": "f1", "utterance": 0})
-        ws.send_json({"type": "CloseStream"})
-        got = [receive(ws), receive(ws)]
-        assert [(m["type"], m.get("from_finalize"), m.get("speech_final")) for m in got] == [
-            ("Results", True, False), ("Metadata", None, None)]
-        assert close_code(ws) == (1000, "")
-
-
 def test_a_final_of_an_older_utterance_does_not_answer_a_finalize(tmp_path):
     fake = FakeSidecar()
     with dictation_client(tmp_path, fake) as client, client.websocket_connect("/v1/listen") as ws:
@@ -120,9 +102,14 @@ def test_a_final_of_an_older_utterance_does_not_answer_a_finalize(tmp_path):
             ("Results", False, True), ("Results", True, False), ("Metadata", None, None)]
 
 
-def test_a_final_the_pause_closed_keeps_its_endpoint_when_a_finalize_came_before_it(tmp_path):
-    """The speaker paused, then a Finalize came while that utterance's final was still
-    being decoded: the final is the endpoint, and the Finalize gets its own empty answer."""
+@pytest.mark.parametrize(("closed_by_pause", "answers"), [
+    # the Finalize closed the utterance: its final is the answer, and nothing else is sent
+    (False, [("Results", True, False, "one"), ("Metadata", None, None, None)]),
+    # the speaker's pause had closed it and its final was still being decoded when the Finalize came:
+    # the final is the endpoint, and the Finalize gets its own empty answer
+    (True, [("Results", False, True, "one"), ("Results", True, False, ""), ("Metadata", None, None, None)]),
+], ids=["closed-by-finalize", "closed-by-the-pause-before-it"])
+def test_finalize_is_answered_once_by_the_final_it_closed_or_by_an_empty_result(tmp_path, closed_by_pause, answers):
     fake = FakeSidecar()
     with dictation_client(tmp_path, fake) as client, client.websocket_connect("/v1/listen") as ws:
         ws.send_bytes(b"\0\0" * 16000)
@@ -132,13 +119,13 @@ def test_a_final_the_pause_closed_keeps_its_endpoint_when_a_finalize_came_before
         sync(ws)
         fake.play_from_thread(client,
                               {"ev": "final", "utterance": 0, "text": "one", "start": 0.1, "end": 0.5, "language": "en",
-                               "endpoint": True},
-                              {"ev": "finalized", "id": "f1", "utterance": None})
+                               "endpoint": closed_by_pause},
+                              {"ev": "finalized", "id": "f1", "utterance": None if closed_by_pause else 0})
         ws.send_json({"type": "CloseStream"})
-        got = [receive(ws) for _ in range(3)]
+        got = [receive(ws) for _ in answers]
         assert [(m["type"], m.get("from_finalize"), m.get("speech_final"),
-                 m.get("channel", {}).get("alternatives", [{}])[0].get("transcript")) for m in got] == [
-            ("Results", False, True, "one"), ("Results", True, False, ""), ("Metadata", None, None, None)]
+                 m.get("channel", {}).get("alternatives", [{}])[0].get("transcript")) for m in got] == answers
+        assert close_code(ws) == (1000, "")
 
 
 @pytest.mark.parametrize("closing", [{"type": "CloseStream"}, b""])
