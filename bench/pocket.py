@@ -1,7 +1,8 @@
 """Pocket TTS: our engine vs the reference ``pocket-tts`` package, side by side, one run.
 
     python bench/pocket.py [--geometry NAME|all] [--levels 1,2,4,8,16,32] [--quick] [--rounds N]
-                           [--model-dir DIR] [--threads N] [--precision int8|fp32] [--json FILE]
+                           [--model-dir DIR] [--threads N] [--precision int8|fp32]
+                           [--decoder-precision fp32|bf16|int8] [--json FILE]
 
 ``--geometry`` names a released English config (``english``, the default,
 ``english_2026-04_24l``, ``english_drifting_26-09``, ``english_18m_2026-10``,
@@ -38,6 +39,11 @@ runs to its length limit, ``ceil((tokens / 3 + 2) * 12.5)`` frames):
   count) and one Python thread per stream (own model copy, 1 torch thread each; run
   only while the copies fit in ``--ref-copies-mb``, 4096 by default);
 - peak RSS of each process.
+
+``--decoder-precision`` (fp32 by default) runs our Mimi decoder in bf16 or int8, as
+``VOXGATE_POCKET_DECODER_PRECISION`` does in the gateway; the reference has no such
+setting and always decodes in float32, so the table's header names the precision and
+a figure measured that way is ours with the opt-in decoder, not the float32 parity path.
 
 Equal work: with random weights EOS falls on a random frame, and the two sides seed
 their noise differently, so left on, EOS would give them utterances of different
@@ -88,7 +94,7 @@ def build_model_dir(dest: Path, geometry: str) -> None:
 def _worker(side: str, args: argparse.Namespace, model_dir: Path, levels: list[int]) -> dict:
     cmd = [sys.executable, __file__, "--worker", side, "--model-dir", str(model_dir), "--threads",
            str(args.threads), "--precision", args.precision, "--levels", ",".join(map(str, levels)),
-           "--ref-copies-mb", str(args.ref_copies_mb)]
+           "--ref-copies-mb", str(args.ref_copies_mb), "--decoder-precision", args.decoder_precision]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=WORKER_TIMEOUT_S)
     if proc.returncode != 0:
         raise SystemExit(f"{side} worker failed:\n{proc.stderr[-4000:]}")
@@ -120,7 +126,7 @@ def measure_geometry(geometry: str, model_dir: Path, args: argparse.Namespace) -
             + ", ".join(f"{n} streams RTF {c['rtf']:.2f}" for n, c in r["concurrency"].items())
             for i, r in enumerate(runs, 1))
         print(f"{geometry} {side}: {per_round}", file=sys.stderr)
-    print(render(geometry, ours, ref, args.threads, args.precision, os.cpu_count() or 1))
+    print(render(geometry, ours, ref, args.threads, args.precision, os.cpu_count() or 1, args.decoder_precision))
     print(f"\n({geometry} took {time.monotonic() - started:.0f} s)\n", flush=True)
     return {"ours": ours, "reference": ref, "rounds": rounds}
 
@@ -146,6 +152,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--rounds", type=int, default=2, help="alternating rounds per side; best kept")
     parser.add_argument("--precision", choices=["int8", "fp32"], default="int8", help="for the concurrency table")
+    parser.add_argument("--decoder-precision", choices=["fp32", "bf16", "int8"], default="fp32",
+                        help="our Mimi decoder's arithmetic (the reference's is always fp32)")
     parser.add_argument("--ref-copies-mb", type=float, default=4096,
                         help="memory the reference's model copies (one per stream thread) may take")
     parser.add_argument("--json", type=Path, default=None, help="also write the raw results here")
@@ -161,7 +169,8 @@ def main(argv: list[str] | None = None) -> int:
         from bench.pocket_measure import run_ours, run_reference
 
         levels = args.levels or []
-        result = (run_ours(args.model_dir, args.threads, levels, args.precision) if args.worker == "ours" else
+        result = (run_ours(args.model_dir, args.threads, levels, args.precision, args.decoder_precision)
+                  if args.worker == "ours" else
                   run_reference(args.model_dir, args.threads, levels, args.precision, args.ref_copies_mb))
         print("RESULT " + json.dumps(result), flush=True)
         return 0

@@ -84,16 +84,19 @@ def single(deliveries: list[tuple[float, int]], start: float) -> dict:
 # ---- our side -----------------------------------------------------------------
 
 
-def run_ours(model_dir: Path, threads: int, levels: list[int], precision: str) -> dict:
+def run_ours(model_dir: Path, threads: int, levels: list[int], precision: str,
+             decoder_precision: str = "fp32") -> dict:
     import torch
 
     from engines.pocket import load_model
+    from engines.pocket.decoder_precision import apply_decoder_precision, check
     from engines.pocket.generation import GenerationSettings
     from engines.pocket.scheduler import BatchScheduler
 
+    check(decoder_precision)
     settings = GenerationSettings(eos_threshold=NO_EOS)
     torch.set_num_threads(threads)
-    out: dict = {"single": {}, "concurrency": {}}
+    out: dict = {"single": {}, "concurrency": {}, "decoder_precision": decoder_precision}
 
     async def collect(stream) -> list[tuple[float, int]]:
         return [(time.perf_counter(), 1) async for _ in stream.frames()]
@@ -126,6 +129,8 @@ def run_ours(model_dir: Path, threads: int, levels: list[int], precision: str) -
 
     for prec in ("fp32", "int8"):
         model = load_model(model_dir, quantize=prec == "int8")
+        if decoder_precision != "fp32":
+            apply_decoder_precision(model.mimi, decoder_precision)
         voice = model.load_voice(VOICE)
         levels_here = levels if prec == precision else []
         out["single"][prec], conc = asyncio.run(measure(model, voice, threads, True, levels_here))

@@ -41,10 +41,12 @@ def largest_realtime(side: dict) -> int:
     return max(ok, default=0)
 
 
-def render(geometry: str, ours: dict, ref: dict, threads: int, precision: str, cores: int) -> str:
+def render(geometry: str, ours: dict, ref: dict, threads: int, precision: str, cores: int,
+           decoder_precision: str = "fp32") -> str:
     ref_threads = {p: ref["single"][p]["threads"] for p in ("fp32", "int8")}
+    decoder = "" if decoder_precision == "fp32" else f" and a {decoder_precision} Mimi decoder"
     lines = [(f"Pocket TTS, {geometry} geometry (random weights), {cores} cores; ours with "
-             f"{threads} torch thread(s), reference at its best thread count (fp32: {ref_threads['fp32']}, "
+             f"{threads} torch thread(s){decoder}, reference at its best thread count (fp32: {ref_threads['fp32']}, "
              f"int8: {ref_threads['int8']})"), "",
              "Single stream                   | ours     | reference | speed-up",
              "--------------------------------|----------|-----------|---------"]

@@ -1,7 +1,8 @@
 """Pocket TTS batch scheduler: capacity and where each step's time goes.
 
     python bench/pocket_scheduler.py --model-dir DIR [--precision fp32|int8] [--streams 1,8,16,32,48]
-                                     [--threads N] [--text TEXT] [--rounds N]
+                                     [--decoder-precision fp32|bf16|int8] [--threads N] [--text TEXT]
+                                     [--rounds N]
 
 Drives ``engines.pocket.scheduler.BatchScheduler`` directly (no gateway, no
 reference) with N streams of the same text requested at once, EOS off (every
@@ -164,15 +165,18 @@ def summarise(arrivals: list[list[float]], start: float) -> dict:
 
 
 def measure(model_dir: Path, precision: str, levels: list[int], threads: int, text: str, rounds: int,
-            pipelined: bool | None) -> None:
+            pipelined: bool | None, decoder_precision: str = "fp32") -> None:
     import torch
 
     from engines.pocket import load_model
+    from engines.pocket.decoder_precision import apply_decoder_precision
     from engines.pocket.generation import GenerationSettings
     from engines.pocket.scheduler import BatchScheduler
 
     torch.set_num_threads(threads)
     model = load_model(model_dir, quantize=precision == "int8")
+    if decoder_precision != "fp32":  # as VOXGATE_POCKET_DECODER_PRECISION does in the gateway
+        apply_decoder_precision(model.mimi, decoder_precision)
     voice = model.load_voice("alba")
     settings = GenerationSettings(eos_threshold=NO_EOS)
     spans = Spans()
@@ -239,6 +243,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model-dir", type=Path, required=True)
     parser.add_argument("--precision", choices=("fp32", "int8"), default="int8")
+    parser.add_argument("--decoder-precision", choices=("fp32", "bf16", "int8"), default="fp32",
+                        help="Mimi decoder arithmetic")
     parser.add_argument("--streams", default="1,8,16,32,48", help="comma-separated stream counts")
     parser.add_argument("--threads", type=int, default=2, help="torch threads (2+: pipelined, half each)")
     parser.add_argument("--text", default=TEXT)
@@ -248,12 +254,14 @@ def main() -> None:
     args = parser.parse_args()
     levels = [int(x) for x in args.streams.split(",")]
     pipelined = None if args.mode == "auto" else args.mode == "pipelined"
-    print(f"model {args.model_dir.name}, {args.precision}, {args.threads} threads ({args.mode}), "
+    print(f"model {args.model_dir.name}, {args.precision}, decoder {args.decoder_precision}, "
+          f"{args.threads} threads ({args.mode}), "
           f"text {args.text!r}, EOS off")
     print("costs: ms per step / ms per row (one stream's frame); RT: every stream real time; "
           "late: frames due before they arrived; slow: the slowest stream's own RTF; ttff: mean/max ms")
     print(HEADER, flush=True)
-    measure(args.model_dir, args.precision, levels, args.threads, args.text, args.rounds, pipelined)
+    measure(args.model_dir, args.precision, levels, args.threads, args.text, args.rounds, pipelined,
+            args.decoder_precision)
 
 
 if __name__ == "__main__":
