@@ -89,11 +89,10 @@ def run_ours(model_dir: Path, threads: int, levels: list[int], precision: str,
     import torch
 
     from engines.pocket import load_model
-    from engines.pocket.decoder_precision import apply_decoder_precision, check
+    from engines.pocket.decoder_precision import apply_decoder_precision
     from engines.pocket.generation import GenerationSettings
     from engines.pocket.scheduler import BatchScheduler
 
-    check(decoder_precision)
     settings = GenerationSettings(eos_threshold=NO_EOS)
     torch.set_num_threads(threads)
     out: dict = {"single": {}, "concurrency": {}, "decoder_precision": decoder_precision}
@@ -129,8 +128,7 @@ def run_ours(model_dir: Path, threads: int, levels: list[int], precision: str,
 
     for prec in ("fp32", "int8"):
         model = load_model(model_dir, quantize=prec == "int8")
-        if decoder_precision != "fp32":
-            apply_decoder_precision(model.mimi, decoder_precision)
+        apply_decoder_precision(model.mimi, decoder_precision)  # fp32: as loaded
         voice = model.load_voice(VOICE)
         levels_here = levels if prec == precision else []
         out["single"][prec], conc = asyncio.run(measure(model, voice, threads, True, levels_here))

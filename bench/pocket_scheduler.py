@@ -175,8 +175,7 @@ def measure(model_dir: Path, precision: str, levels: list[int], threads: int, te
 
     torch.set_num_threads(threads)
     model = load_model(model_dir, quantize=precision == "int8")
-    if decoder_precision != "fp32":  # as VOXGATE_POCKET_DECODER_PRECISION does in the gateway
-        apply_decoder_precision(model.mimi, decoder_precision)
+    apply_decoder_precision(model.mimi, decoder_precision)  # as VOXGATE_POCKET_DECODER_PRECISION does; fp32: as loaded
     voice = model.load_voice("alba")
     settings = GenerationSettings(eos_threshold=NO_EOS)
     spans = Spans()
