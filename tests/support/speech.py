@@ -13,6 +13,7 @@ import functools
 import re
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -104,15 +105,26 @@ def words(text: str) -> list[str]:
     return [w for w in (re.sub(r"[^a-z0-9']", "", t) for t in text.split()) if w]
 
 
+def edit_distance(reference: Sequence[str], hypothesis: Sequence[str]) -> int:
+    """Levenshtein distance between two sequences (of words or of letters)."""
+    row = list(range(len(hypothesis) + 1))
+    for i, r in enumerate(reference, 1):
+        prev, row[0] = row[0], i
+        for j, h in enumerate(hypothesis, 1):
+            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (r != h))
+    return row[len(hypothesis)]
+
+
 def word_errors(reference: str, hypothesis: str) -> tuple[int, int]:
     """(edit distance in words, number of reference words)."""
-    ref, hyp = words(reference), words(hypothesis)
-    row = list(range(len(hyp) + 1))
-    for i, r in enumerate(ref, 1):
-        prev, row[0] = row[0], i
-        for j, h in enumerate(hyp, 1):
-            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (r != h))
-    return row[len(hyp)], len(ref)
+    ref = words(reference)
+    return edit_distance(ref, words(hypothesis)), len(ref)
+
+
+def letter_errors(reference: str, hypothesis: str) -> int:
+    """Edit distance over the letters alone, blind to where the words split
+    ("canoe slid" and "can use lid" differ by two letters, not three words)."""
+    return edit_distance("".join(words(reference)), "".join(words(hypothesis)))
 
 
 def wer(reference: str, hypothesis: str) -> float:
