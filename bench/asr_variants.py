@@ -32,12 +32,6 @@ same audio. Named variants:
   40 words of the stream's earlier finals, as dictation streams' decodes are by
   default and offline decoding conditions a window on the text before it
   (``ctx=40``: both kinds of stream; ``ctx=N`` sets another count, 0 none).
-- ``lead=MS``: MS ms of audio before the speech onset in every decode of the
-  utterance instead of 400 (``speech_lead_s``); ``gap=MS``: that leading audio
-  may reach back to MS ms after the previous utterance's speech ended, into the
-  silence the previous utterance decoded after it, instead of 400 ms
-  (``lead_gap_s``: with 400 the leading audio starts where the previous
-  utterance's decoded audio ended).
 - ``crop-at-dispatch``: a final decodes whatever audio had arrived when it was
   dispatched (and a final taken after the close the utterance plus 400 ms),
   instead of the utterance up to 32 ms after its silence began (``tail=-1``;
@@ -184,10 +178,6 @@ def parse_variant(variant: str) -> Variant:
                 full_window = value == "full"
             elif key == "early" and value in ("0", "1"):
                 tuning = replace(tuning, eager_full_window_speculates_early=value == "1")
-            elif key == "lead":  # ms of audio before the speech onset
-                tuning = replace(tuning, speech_lead_s=int(value) / 1000)
-            elif key == "gap":  # ms after the previous utterance's speech the leading audio may start
-                tuning = replace(tuning, lead_gap_s=int(value) / 1000)
             elif key == "ctx":  # both kinds of stream
                 tuning = replace(tuning, context_words=int(value), agent_context_words=int(value))
             elif key == "eager" and value in ("0", "1"):

@@ -62,7 +62,7 @@ class StreamPolicy:
         self._speech_run, self._run_start = 0, 0  # speech windows in a row while no utterance is open
         self._next_index = options.first_utterance
         self._carry_stable = options.stable
-        self._lead_floor = options.offset  # the earliest the next utterance's leading audio may start
+        self._prev_end = options.offset
         self.utterance: OpenUtterance | None = None
         context_words = self.tuning.agent_context_words if options.eager else self.tuning.context_words
         self.finals = PendingFinals(stream, options.word_timestamps, options.prompt, context_words, options.terms)
@@ -89,7 +89,7 @@ class StreamPolicy:
         u = self.utterance
         if u is not None:
             self.partials.on_audio(u, self.pos, self.partial_step, now)
-        idle_keep = samples(self.tuning.speech_lead_s) + WINDOW * 4  # the leading audio of the next utterance
+        idle_keep = samples(self.tuning.speech_pad_s) + WINDOW * 4  # the leading pad of the next utterance
         self.audio.drop_before(u.start if u is not None else self.pos - idle_keep)
         events.extend(self.finals.flush(self.lag_s))  # a speculative result may already answer a close
         return events
@@ -124,7 +124,7 @@ class StreamPolicy:
             self._force_cut(now, events)
 
     def _open(self, speech_start: int, events: list[dict[str, Any]]) -> None:
-        start = max(speech_start - samples(self.tuning.speech_lead_s), self.audio.start, self._lead_floor)
+        start = max(speech_start - samples(self.tuning.speech_pad_s), self.audio.start, self._prev_end)
         committed, self._carry_stable = split_words(self._carry_stable), ""
         self._speech_run = 0
         self._begin(start, speech_start, committed, self.options.language, [], events)
@@ -147,7 +147,7 @@ class StreamPolicy:
         u = self.utterance
         assert u is not None
         self.utterance = None
-        self._lead_floor = min(end, speech_end + samples(self.tuning.lead_gap_s))  # in the pause, not the speech
+        self._prev_end = end
         closed = ClosedUtterance(index=u.index, start=u.start, speech_start=u.speech_start, end=speech_end, cut=end,
                                  stable=u.agreement.stable if keep_stable else "", language=u.language,
                                  forced=forced, endpointed=endpointed, since=now, audio=None)

@@ -23,11 +23,7 @@ class PolicyTuning:
     speech_threshold: float = 0.5  # a window at or above this is speech
     silence_threshold: float = 0.35  # below this a window is silence; in between nothing changes (hysteresis)
     open_windows: int = 3  # speech windows in a row (~100 ms) that open an utterance: a click opens none
-    speech_pad_s: float = 0.4  # audio decoded after the speech's end: its last word stays whole
-    speech_lead_s: float = 0.4  # audio decoded before the speech onset: its first word stays whole
-    # how soon after the previous utterance's speech ended the next one's leading audio may start: it may
-    # reach back into the silence the previous utterance decoded after its speech (the pause is both's)
-    lead_gap_s: float = 0.4
+    speech_pad_s: float = 0.4  # audio decoded before the speech onset and after its end: edge words stay whole
     max_utterance_s: float = 25.0  # a longer utterance is cut at its quietest window: Whisper hears 30 s at most
     min_cut_part_s: float = 5.0  # a forced cut leaves at least this much audio in the first part
     detect_language_after_s: float = 2.0  # a language detected on less audio is not kept for the utterance

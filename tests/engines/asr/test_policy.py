@@ -488,7 +488,7 @@ def test_a_finalize_mark_waits_for_an_earlier_utterance_closed_by_silence():
 
 
 def test_the_tuning_sets_the_pad_the_beams_and_the_encoder_margins():
-    tuning = PolicyTuning(speech_lead_s=0.2, final_beam=3, partial_beam=1, short_window_margin_s=8, final_margin_s=9)
+    tuning = PolicyTuning(speech_pad_s=0.2, final_beam=3, partial_beam=1, short_window_margin_s=8, final_margin_s=9)
     policy = make([(1.0, 3.0)], silence_ms=500, tuning=tuning)
     now = [0.0]
     onset = 31 * WINDOW
@@ -500,25 +500,6 @@ def test_the_tuning_sets_the_pad_the_beams_and_the_encoder_margins():
     final = policy.take_final()
     assert (final.beam_size, final.margin_s, final.end_sample) == (3, 9, 3008 * RATE // 1000 + FINAL_TAIL)
     assert window == short_window_frames(len(final.audio), 9) == 1200  # 2.248 s of audio: 3 s + 9 s
-
-
-@pytest.mark.parametrize(("lead_s", "gap_s", "start"), [
-    (0.4, 0.4, 62 * WINDOW + PAD),  # the defaults: from where the first utterance's audio ended, 0.30 s of lead
-    (0.4, 0.2, 2688 * RATE // 1000 - PAD),  # the whole 0.4 s lead, part of it the first's trailing silence
-    (0.8, 0.2, 62 * WINDOW + 3200),  # 0.8 s wanted: held to 0.2 s after the first utterance's speech
-])
-def test_the_leading_audio_reaches_back_into_the_pause_only_as_far_as_the_tuning_lets_it(lead_s, gap_s, start):
-    policy = make([(1.0, 2.0), (2.7, 4.0)], silence_ms=500,
-                  tuning=PolicyTuning(speech_lead_s=lead_s, lead_gap_s=gap_s))
-    events = feed_seconds(policy, 3.0, [0.0])
-    first, second = [e for e in events if e["ev"] == "speech_started"]
-    assert first["start_sample"] == max(0, 992 * RATE // 1000 - int(lead_s * RATE))
-    assert (second["at"], second["start_sample"]) == (2.688, start)  # the first's speech ended at 62 windows
-    feed_seconds(policy, 1.3, [3.0])  # into the pause after the second
-    job = policy.take_job()
-    while job is not None and not (job.kind == "final" and job.utterance == 1):
-        job = policy.take_job()
-    assert job is not None and job.start_sample == start  # the second's final decodes from there
 
 
 def test_the_tuning_can_let_partials_go_on_while_the_speaker_pauses():
