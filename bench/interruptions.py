@@ -17,7 +17,8 @@ has played, the rule ``text_spoken`` follows with the engine's own timing
 (gateway/tts/spans.py). Printed: how far ``text_spoken``'s word count is from the
 words heard at the offset (target: within 1 word), and the ASR's word errors on
 the passage (the noise floor). Beside it, the older measure: the audio up to the
-offset transcribed on its own and matched to the passage's nearest prefix.
+offset transcribed on its own and matched to the passage's nearest prefix, letter
+by letter (a word the ASR splits in two does not move it).
 
 Compute: the same interruptions on Piper in this process (no socket): frames the
 stream yields after ``cancel()`` (target 0: it stops at the next frame; a sentence
@@ -45,7 +46,7 @@ sys.path.insert(0, str(ROOT))
 from bench import processes  # noqa: E402
 from bench.processes import gateway_env  # noqa: E402
 from gateway.audio import write_wav  # noqa: E402
-from tests.support.speech import SENTENCES, words  # noqa: E402
+from tests.support.speech import SENTENCES, heard_prefix, words  # noqa: E402
 from tests.support.speech import word_errors as edit_errors  # noqa: E402
 
 RATE = 22050  # Piper's own: no resampling in the measure
@@ -78,12 +79,6 @@ class Interruption:
 
 def passages(count: int, rng: random.Random) -> list[str]:
     return [" ".join(rng.sample(SENTENCES, 3)) for _ in range(count)]
-
-
-def heard_prefix(text: str, heard: str) -> int:
-    """Words of ``text`` that ``heard`` covers: its prefix nearest by word edit distance."""
-    tokens = text.split()
-    return min((edit_errors(" ".join(tokens[:k]), heard)[0], k) for k in range(len(tokens) + 1))[1]
 
 
 def align(reference: list[str], hypothesis: list[str]) -> list[int | None]:

@@ -18,7 +18,7 @@ from tests.e2e.deepgram_agents_support import (
     transcribe,
     word_errors,
 )
-from tests.support.speech import letter_errors
+from tests.support.speech import heard_prefix
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300),
               pytest.mark.filterwarnings("ignore:websockets.*deprecated:DeprecationWarning")]
@@ -33,13 +33,6 @@ NO_CONTROLS = {"pronunciations_applied": 0, "breaks_applied": 0, "pronunciation_
 
 def ms_of(pcm: bytes) -> float:
     return len(pcm) / 2 / RATE * 1000
-
-
-def heard_prefix(text: str, heard: str) -> int:
-    """How many words of ``text`` the transcript ``heard`` covers: the prefix it is
-    nearest to, letter by letter, so a word the ASR splits in two does not move it."""
-    words = text.split()
-    return min(range(len(words) + 1), key=lambda k: (letter_errors(" ".join(words[:k]), heard), k))
 
 
 def sdk_client(url: str):

@@ -127,6 +127,13 @@ def letter_errors(reference: str, hypothesis: str) -> int:
     return edit_distance("".join(words(reference)), "".join(words(hypothesis)))
 
 
+def heard_prefix(text: str, heard: str) -> int:
+    """How many words of ``text`` the transcript ``heard`` covers: the prefix it is
+    nearest to, letter by letter, so a word the ASR splits in two does not move it."""
+    tokens = text.split()
+    return min(range(len(tokens) + 1), key=lambda k: (letter_errors(" ".join(tokens[:k]), heard), k))
+
+
 def wer(reference: str, hypothesis: str) -> float:
     errors, total = word_errors(reference, hypothesis)
     return errors / max(1, total)
