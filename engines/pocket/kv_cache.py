@@ -3,7 +3,7 @@
 ``RowKvCache`` (flow LM): preallocated ``[layers, 2, rows, capacity, Hkv, D]`` plus a
 length per row, so streams of different lengths share one batched forward; keys past a
 row's length are masked out. ``RingKvCache`` (Mimi's decoder transformer): a fixed
-``context``-slot ring per row, so the cost per frame stays flat however long the
+ring per row (the ``context`` window and room for one call's new steps), so the cost per frame stays flat however long the
 utterance is.
 
 Both operate on a leading block of rows ``[0, n)`` or on one row; rows are moved with
@@ -87,14 +87,22 @@ class RowKvCache:
 
 
 class RingKvCache:
-    """Sliding attention window of ``context`` steps, one ring per row."""
+    """Sliding attention window of ``context`` steps, one ring per row.
+
+    The ring has ``spare`` slots beyond the window. A call that brings at most ``spare``
+    new steps writes them first and attends over the ring in place: every key its
+    queries need is still there (the newest step overwrites a key ``context + spare``
+    steps old, out of every query's window), so nothing is copied. A longer call
+    attends over a copy of the ring with the new steps appended, then writes them.
+    """
 
     def __init__(self, layers: int, rows: int, context: int, heads: int, head_dim: int,
-                 dtype: torch.dtype = torch.float32) -> None:
+                 dtype: torch.dtype = torch.float32, spare: int = 0) -> None:
         self.context = context
-        self.keys = torch.zeros(layers, rows, context, heads, head_dim, dtype=dtype)
-        self.values = torch.zeros(layers, rows, context, heads, head_dim, dtype=dtype)
-        self.slot_pos = torch.full((layers, rows, context), -1, dtype=torch.long)
+        slots = context + spare
+        self.keys = torch.zeros(layers, rows, slots, heads, head_dim, dtype=dtype)
+        self.values = torch.zeros(layers, rows, slots, heads, head_dim, dtype=dtype)
+        self.slot_pos = torch.full((layers, rows, slots), -1, dtype=torch.long)
         self.steps = torch.zeros(rows, dtype=torch.long)
         self._layout_for: torch.Tensor | None = None
         self._layout_cache: tuple[torch.Tensor, ...] = ()
@@ -107,6 +115,10 @@ class RingKvCache:
         ring.context, ring.keys, ring.values, ring.slot_pos, ring.steps = context, keys, values, slot_pos, steps
         ring._layout_for, ring._layout_cache = None, ()
         return ring
+
+    @property
+    def slots(self) -> int:
+        return self.keys.shape[2]
 
     def select(self, rows: slice) -> RingKvCache:
         return RingKvCache.over(self.context, self.keys[:, rows], self.values[:, rows],
@@ -127,27 +139,40 @@ class RingKvCache:
 
     def extend(self, layer: int, k: torch.Tensor, v: torch.Tensor,
                pos_q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        # Attend over [ring as it was, new steps]; only then overwrite the ring, since
-        # the earliest new query still needs keys the newest ones will replace.
+        in_place = pos_q.shape[1] <= self.slots - self.context
+        mask, rows, slots, new_pos = self._layout(layer, pos_q, in_place)
+        if in_place:
+            self._write(layer, rows, slots, new_pos, k, v)
+            return self.keys[layer].transpose(1, 2), self.values[layer].transpose(1, 2), mask
+        # the earliest new query still needs keys the newest ones will replace: attend over
+        # [ring as it was, new steps], and only then overwrite the ring
         keys = torch.cat([self.keys[layer], k], dim=1)
         values = torch.cat([self.values[layer], v], dim=1)
-        mask, rows, slots, new_pos = self._layout(layer, pos_q)
+        self._write(layer, rows, slots, new_pos, k, v)
+        return keys.transpose(1, 2), values.transpose(1, 2), mask
+
+    def _write(self, layer: int, rows: torch.Tensor, slots: torch.Tensor, new_pos: torch.Tensor,
+               k: torch.Tensor, v: torch.Tensor) -> None:
         keep = new_pos.shape[1]
         self.keys[layer][rows, slots] = k[:, -keep:]
         self.values[layer][rows, slots] = v[:, -keep:]
         self.slot_pos[layer][rows, slots] = new_pos
-        return keys.transpose(1, 2), values.transpose(1, 2), mask
 
-    def _layout(self, layer: int, pos_q: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    def _layout(self, layer: int, pos_q: torch.Tensor, in_place: bool) -> tuple[torch.Tensor, ...]:
         """Mask and ring slots for ``pos_q``. Every layer holds the same positions and gets
         the same ``pos_q`` object in one forward, so the first layer computes them."""
         if self._layout_for is not pos_q:
-            pos_k = torch.cat([self.slot_pos[layer], pos_q], dim=1)
+            new_pos = pos_q[:, -min(pos_q.shape[1], self.slots):]
+            rows = torch.arange(pos_q.shape[0])[:, None]
+            slots = new_pos % self.slots
+            if in_place:
+                pos_k = self.slot_pos[layer].clone()
+                pos_k[rows, slots] = new_pos
+            else:
+                pos_k = torch.cat([self.slot_pos[layer], pos_q], dim=1)
             delta = pos_q[:, :, None] - pos_k[:, None, :]
             mask = (pos_k[:, None, :] >= 0) & (delta >= 0) & (delta < self.context)
-            new_pos = pos_q[:, -min(pos_q.shape[1], self.context):]
-            rows = torch.arange(pos_q.shape[0])[:, None]
-            self._layout_cache = (mask[:, None], rows, new_pos % self.context, new_pos)
+            self._layout_cache = (mask[:, None], rows, slots, new_pos)
             self._layout_for = pos_q
         return self._layout_cache
 

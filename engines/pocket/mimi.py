@@ -133,14 +133,17 @@ class Mimi(nn.Module):
             hop *= ratio
         return hop * self.geometry.resample_stride
 
-    def new_decoder_state(self, rows: int) -> DecoderState:
+    def new_decoder_state(self, rows: int, frames_per_call: int = 1) -> DecoderState:
+        """State for ``rows`` streams; :meth:`decode` calls of up to ``frames_per_call`` frames
+        attend in place (a longer call still works, through a copy of the attention ring)."""
         t = self.geometry.decoder_transformer
         up = self.upsample.convtr
         dtype = self.decoder_dtype
         return DecoderState(
             upsample=torch.zeros(rows, *up.state_shape(), dtype=dtype),
             convs=self.decoder.new_step_state(rows, dtype),
-            attention=RingKvCache(t.num_layers, rows, t.context, t.num_heads, t.d_model // t.num_heads, dtype))
+            attention=RingKvCache(t.num_layers, rows, t.context, t.num_heads, t.d_model // t.num_heads, dtype,
+                                  spare=frames_per_call * self.geometry.resample_stride))
 
     def decode(self, latents: torch.Tensor, state: DecoderState) -> torch.Tensor:
         """Latents [B, T, latent_dim] -> audio [B, T * frame_samples].

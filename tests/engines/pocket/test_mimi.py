@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
+
+from engines.pocket.seanet import StreamingConv
 
 
 def _latents(model, frames: int, seed: int) -> torch.Tensor:
@@ -23,6 +26,27 @@ def test_decoding_n_frames_at_once_equals_n_single_frame_calls(tiny_model) -> No
     state = mimi.new_decoder_state(1)
     uneven = [mimi.decode(latents[:, a:b], state) for a, b in [(0, 5), (5, 6), (6, 12)]]
     torch.testing.assert_close(torch.cat(uneven, dim=1), whole, rtol=0, atol=1e-5)
+    # room in the ring for 4 frames a call: calls of up to 4 attend in place, a 5-frame one through a copy
+    state = mimi.new_decoder_state(1, frames_per_call=4)
+    assert state.attention.slots == state.attention.context + 4 * tiny_model.geometry.resample_stride
+    sized = [mimi.decode(latents[:, a:b], state) for a, b in [(0, 4), (4, 5), (5, 10), (10, 12)]]
+    torch.testing.assert_close(torch.cat(sized, dim=1), whole, rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize(("in_ch", "out_ch", "kernel", "dilation"),
+                         [(32, 16, 3, 1), (48, 16, 3, 2), (32, 1, 3, 1), (16, 32, 3, 2), (64, 64, 7, 1), (24, 8, 1, 1)],
+                         ids=["narrowing", "narrowing-dilated", "to-one-channel", "widening-dilated", "square", "pointwise"])
+@torch.no_grad()
+def test_a_streamed_conv_equals_torch_conv_over_the_whole_signal(in_ch: int, out_ch: int, kernel: int,
+                                                                  dilation: int) -> None:
+    g = torch.Generator().manual_seed(in_ch * 100 + out_ch)
+    conv = StreamingConv(in_ch, out_ch, kernel, dilation=dilation)
+    signal = torch.randn(3, in_ch, 50, generator=g)
+    whole = torch.nn.functional.conv1d(torch.nn.functional.pad(signal, (conv.carry, 0)), conv.conv.weight,
+                                       conv.conv.bias, dilation=dilation)
+    state = torch.zeros(3, *conv.step_state_shape())
+    pieces = [conv.step(signal[..., a:b].transpose(1, 2).contiguous(), state) for a, b in [(0, 1), (1, 17), (17, 50)]]
+    torch.testing.assert_close(torch.cat(pieces, dim=1).transpose(1, 2), whole, rtol=0, atol=1e-4)
 
 
 @torch.no_grad()
