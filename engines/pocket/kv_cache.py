@@ -3,8 +3,8 @@
 ``RowKvCache`` (flow LM): preallocated ``[layers, 2, rows, capacity, Hkv, D]`` plus a
 length per row, so streams of different lengths share one batched forward; keys past a
 row's length are masked out. ``RingKvCache`` (Mimi's decoder transformer): a fixed
-ring per row (the ``context`` window and room for one call's new steps), so the cost per frame stays flat however long the
-utterance is.
+ring per row (the ``context`` window and room for one call's new steps), so the cost
+per frame stays flat however long the utterance is.
 
 Both operate on a leading block of rows ``[0, n)`` or on one row; rows are moved with
 :meth:`copy_row` when the batch compacts.
