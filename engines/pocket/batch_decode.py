@@ -71,10 +71,7 @@ class BatchDecoder:
         self.model = model
         self.pipelined = pipelined
         self.decode_chunk, self.eager_frames, self.decode_budget = decode_chunk, eager_frames, decode_budget
-        # row i: the batch's row i. Its attention ring has room for one frame a call: with many
-        # streams a call decodes one frame each (decode_budget), and a larger ring would make
-        # those calls attend over, and gather, slots they do not use.
-        self.state = model.mimi.new_decoder_state(max_streams)
+        self.state = model.mimi.new_decoder_state(max_streams)  # row i: the batch's row i
         self.task_frames = frames_per_call(model.geometry.decoder.dimension)
         self.costs = DecodeCosts()  # what the helper's share of a job is sized by
         self._decoder: ThreadPoolExecutor | None = None

@@ -133,9 +133,11 @@ class Mimi(nn.Module):
             hop *= ratio
         return hop * self.geometry.resample_stride
 
-    def new_decoder_state(self, rows: int, frames_per_call: int = 1) -> DecoderState:
-        """State for ``rows`` streams; :meth:`decode` calls of up to ``frames_per_call`` frames
-        attend in place (a longer call still works, through a copy of the attention ring)."""
+    def new_decoder_state(self, rows: int) -> DecoderState:
+        """State for ``rows`` streams. Its attention ring has room for one frame's steps beyond
+        the window: with many streams a call decodes one frame each, and a larger ring would make
+        those calls attend over, and gather, slots they do not use (a call of more frames attends
+        through a copy of the ring)."""
         t = self.geometry.decoder_transformer
         up = self.upsample.convtr
         dtype = self.decoder_dtype
@@ -143,7 +145,7 @@ class Mimi(nn.Module):
             upsample=torch.zeros(rows, *up.state_shape(), dtype=dtype),
             convs=self.decoder.new_step_state(rows, dtype),
             attention=RingKvCache(t.num_layers, rows, t.context, t.num_heads, t.d_model // t.num_heads, dtype,
-                                  spare=frames_per_call * self.geometry.resample_stride))
+                                  spare=self.geometry.resample_stride))
 
     def decode(self, latents: torch.Tensor, state: DecoderState) -> torch.Tensor:
         """Latents [B, T, latent_dim] -> audio [B, T * frame_samples].

@@ -26,11 +26,8 @@ def test_decoding_n_frames_at_once_equals_n_single_frame_calls(tiny_model) -> No
     state = mimi.new_decoder_state(1)
     uneven = [mimi.decode(latents[:, a:b], state) for a, b in [(0, 5), (5, 6), (6, 12)]]
     torch.testing.assert_close(torch.cat(uneven, dim=1), whole, rtol=0, atol=1e-5)
-    # room in the ring for 4 frames a call: calls of up to 4 attend in place, a 5-frame one through a copy
-    state = mimi.new_decoder_state(1, frames_per_call=4)
-    assert state.attention.slots == state.attention.context + 4 * tiny_model.geometry.resample_stride
-    sized = [mimi.decode(latents[:, a:b], state) for a, b in [(0, 4), (4, 5), (5, 10), (10, 12)]]
-    torch.testing.assert_close(torch.cat(sized, dim=1), whole, rtol=0, atol=1e-5)
+    # the ring has room for one frame's steps: one-frame calls attend in place, longer ones through a copy
+    assert state.attention.slots == state.attention.context + tiny_model.geometry.resample_stride
 
 
 @pytest.mark.parametrize(("in_ch", "out_ch", "kernel", "dilation"),
