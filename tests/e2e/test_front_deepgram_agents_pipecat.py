@@ -53,7 +53,9 @@ def ws(server: str) -> str:
 
 
 async def test_stt_service_finals_come_from_finalize_at_each_vad_stop(server):
-    stt = DeepgramSTTService(api_key=KEY, base_url=ws(server))
+    # the server's own silence rule held off (5 s), so each utterance ends by the Finalize of Pipecat's VAD
+    # stop however late a loaded machine runs that VAD (with the 500 ms default the rule could come first)
+    stt = DeepgramSTTService(api_key=KEY, base_url=ws(server), settings=DeepgramSTTService.Settings(endpointing=5000))
     async with Run(vad(), stt) as run:
         await run.send_audio(speech(FIRST, SECOND))
         await run.wait_for(lambda heard: len(heard.finals()) >= 2)
