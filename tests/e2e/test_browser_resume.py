@@ -191,8 +191,7 @@ def test_a_cut_mid_sentence_is_resumed_and_the_transcript_is_that_of_an_uncut_ru
     assert not any("resume=" in line and "***" not in line for line in cut.log)
 
 
-def test_a_cut_longer_than_the_grace_goes_on_in_a_new_session_and_keeps_the_text(chromium, speech_wav, gateway,
-                                                                                  uncut):
+def test_a_cut_longer_than_the_grace_goes_on_in_a_new_session_and_keeps_the_text(chromium, speech_wav, gateway):
     first_final: list[str] = []
 
     def long_cut(page) -> None:
@@ -206,8 +205,10 @@ def test_a_cut_longer_than_the_grace_goes_on_in_a_new_session_and_keeps_the_text
         expect(page.locator("#dictation-problem")).to_have_text("")
 
     run = dictate(chromium, speech_wav, gateway, during=long_cut)
+    # the text kept is the first session's own final, word for word. It was decoded before the cut, so another
+    # run's final is no measure of it: on a loaded machine the audio a run captures (through the browser's echo
+    # cancellation and gain control) can differ, and one run read "the depth of the well" where another read "a well"
     assert run.finals[0] == first_final[0]
-    assert words(run.finals[0]) == words(uncut.finals[0])
     assert (run.counters["reconnects"], run.counters["resumes"]) == (1, 0)
     assert "dictation:resume-refused" in run.events
     assert sessions_opened(run.log) == 2, run.log  # the first, and the new one after the refused resume
