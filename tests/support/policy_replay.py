@@ -25,10 +25,11 @@ def decode_job(decoder: WhisperDecoder, job: DecodeJob) -> Transcript:
 
 
 def stream_finals(decode, audio: np.ndarray, options: StreamOptions | None = None,
-                  final_events: list[dict] | None = None, tuning: PolicyTuning | None = None) -> list[str]:
+                  final_events: list[dict] | None = None, tuning: PolicyTuning | None = None,
+                  events_out: list[dict] | None = None) -> list[str]:
     """The finals' texts of ``audio`` streamed through the policy (tuned by ``tuning``,
     default the sidecar's) in 100 ms chunks; ``decode(job) -> Transcript`` runs each
-    decode; ``final_events`` gets the events."""
+    decode; ``final_events`` gets the final events, ``events_out`` every event."""
     policy = StreamPolicy("s", options or StreamOptions(eager=True), tuning=tuning)
     finals: list[str] = []
     now = 0.0
@@ -38,6 +39,8 @@ def stream_finals(decode, audio: np.ndarray, options: StreamOptions | None = Non
             finals.extend(e["text"] for e in events if e["ev"] == "final")
             if final_events is not None:
                 final_events.extend(e for e in events if e["ev"] == "final")
+            if events_out is not None:
+                events_out.extend(events)
             job = policy.take_job()
             if job is None:
                 return
