@@ -13,9 +13,9 @@ the input once by all k taps and sums the k shifted blocks of the product (the
 copy it makes is then the narrower one: 2-5x faster for the late stages' convs,
 where T is 240-1920 samples a frame and the channels few); a transposed conv
 multiplies once and overlap-adds the k / stride blocks of each output. Those
-products go through :func:`engines.pocket.kernels.linear`; torch's own conv kernels are two to three
-times slower here for these few-step inputs (its transposed conv has no fast
-path at all on this CPU).
+products go through :func:`engines.pocket.kernels.linear`; torch's own conv
+kernels are two to three times slower here for these few-step inputs (its
+transposed conv has no fast path at all on this CPU).
 
 Other precisions (``engines.pocket.decoder_precision``): ``step`` runs in the dtype
 of its input and state (bf16 with bf16 weights), and a conv given an ``int8``

@@ -9,8 +9,9 @@ audio: the bytes the page sent, as the gateway should hold them after the resume
 (what the first socket carried up to the resumed `ready`'s `resume_audio_bytes`,
 then what the page sent again from there), streamed in real time on one socket
 that is never cut. A cut longer than the gateway's grace ends in a new session,
-with the status line saying so and the text already in the transcript kept. test_browser_sockets.py pins the
-page's side of the resume down against played answers.
+with the status line saying so and the text already in the transcript kept.
+test_browser_sockets.py pins the page's side of the resume down against played
+answers.
 """
 
 from __future__ import annotations
@@ -82,7 +83,8 @@ class Relay:
 
     def dictate_uncut(self, audio: bytes, sample_rate: int) -> list[str]:
         """The finals of ``audio`` (16-bit PCM) streamed in real time on one socket, as the page opens it."""
-        return self._call(stream_finals(self.url, audio, sample_rate), timeout_s=len(audio) / 2 / sample_rate + 60)
+        return self._call(finals_on_one_socket(self.url, audio, sample_rate),
+                          timeout_s=len(audio) / 2 / sample_rate + 60)
 
     def close(self) -> None:
         self._call(self.relay.aclose())
@@ -91,7 +93,7 @@ class Relay:
         self.loop.close()
 
 
-async def stream_finals(url: str, audio: bytes, sample_rate: int) -> list[str]:
+async def finals_on_one_socket(url: str, audio: bytes, sample_rate: int) -> list[str]:
     chunk = sample_rate // 10 * 2  # 100 ms
     async with await DictationClient.connect(url, sample_rate=sample_rate) as client:
         started = time.monotonic()
@@ -123,8 +125,10 @@ class SentAudio:
         ws.on("framesent", lambda payload: frames.append(payload) if isinstance(payload, bytes) else None)
 
         def received(payload) -> None:
-            if isinstance(payload, str) and not ready and json.loads(payload).get("type") == "ready":
-                ready.append(json.loads(payload))
+            if isinstance(payload, str) and not ready:
+                message = json.loads(payload)
+                if message.get("type") == "ready":
+                    ready.append(message)
         ws.on("framereceived", received)
 
     def audio(self) -> bytes:

@@ -25,11 +25,10 @@ def decode_job(decoder: WhisperDecoder, job: DecodeJob) -> Transcript:
 
 
 def stream_finals(decode, audio: np.ndarray, options: StreamOptions | None = None,
-                  final_events: list[dict] | None = None, tuning: PolicyTuning | None = None,
-                  events_out: list[dict] | None = None) -> list[str]:
+                  events_out: list[dict] | None = None, tuning: PolicyTuning | None = None) -> list[str]:
     """The finals' texts of ``audio`` streamed through the policy (tuned by ``tuning``,
     default the sidecar's) in 100 ms chunks; ``decode(job) -> Transcript`` runs each
-    decode; ``final_events`` gets the final events, ``events_out`` every event."""
+    decode; ``events_out`` gets every event the policy sends."""
     policy = StreamPolicy("s", options or StreamOptions(eager=True), tuning=tuning)
     finals: list[str] = []
     now = 0.0
@@ -37,8 +36,6 @@ def stream_finals(decode, audio: np.ndarray, options: StreamOptions | None = Non
     def settle(events: list[dict]) -> None:
         while True:
             finals.extend(e["text"] for e in events if e["ev"] == "final")
-            if final_events is not None:
-                final_events.extend(e for e in events if e["ev"] == "final")
             if events_out is not None:
                 events_out.extend(events)
             job = policy.take_job()

@@ -58,8 +58,8 @@ def stream(clip, options=None):
         return result
 
     events: list[dict] = []
-    stream_finals(decode, clip.audio, options, final_events=events)
-    return [(e["text"], free.get(e["utterance"], "")) for e in events]
+    stream_finals(decode, clip.audio, options, events_out=events)
+    return [(e["text"], free.get(e["utterance"], "")) for e in events if e["ev"] == "final"]
 
 
 @functools.lru_cache(maxsize=1)
