@@ -60,7 +60,7 @@ class AsrSupervisor:
     def __init__(self, *, model: str, data_dir: Path, compute_type: str = "int8", threads: int = 0,
                  python: str = sys.executable, start_timeout_s: float = START_TIMEOUT_S,
                  backoff_s: tuple[float, ...] = BACKOFF_S, env: Mapping[str, str] | None = None, lanes: int = 0,
-                 watchdog: Watchdog | None = None, batch: int = 4, final_window: str = "auto") -> None:
+                 watchdog: Watchdog | None = None, batch: int = 4, final_window: str = "short") -> None:
         self.model_name, self.data_dir = model, data_dir
         self.compute_type, self.threads = compute_type, threads
         self.decode_args = ("--threads", str(threads), "--lanes", str(lanes), "--batch", str(batch),

@@ -74,7 +74,7 @@ def test_end_of_an_idle_stream_answers_ended_at_once():
     server, out = make_server()
     server._on_frame({"op": "open", "stream": "s1"}, b"", 0.0)
     assert isinstance(server.streams["s1"], StreamPolicy)
-    assert server.streams["s1"].options == StreamOptions(full_window_finals=True)
+    assert server.streams["s1"].options == StreamOptions(full_window_finals=False)  # the default short window
     server._on_frame({"op": "end", "stream": "s1"}, b"", 0.0)
     out.seek(0)
     assert read_frame(out) == ({"ev": "ended", "stream": "s1", "utterances": 0, "audio_s": 0.0}, b"")
