@@ -144,8 +144,8 @@ class TranscriptTransport:
         if final.language:
             self._language = final.language
         await self._chunk(self._chunks.final(text))
-        # the answer is the utterance's own decode (Whisper's whole window, as offline), not the
-        # streamed words it promised to keep: the chunks already carry those
+        # the answer is the utterance's own decode (as offline decoding reads it), not the streamed
+        # words it promised to keep: the chunks already carry those
         answer = final.decoded.strip() if final.decoded is not None else text
         if answer:
             self._finals.append(answer)
