@@ -32,6 +32,7 @@ import numpy as np
 from engines.asr.framing import MAX_PAYLOAD_BYTES, encode_frame, pcm_to_bytes
 from engines.asr.framing import SAMPLE_RATE as ASR_RATE
 from engines.asr.models import ResolvedModel, resolve_model
+from engines.asr.utterance import DEFAULT_FINAL_WINDOW
 from engines.base import EngineState, EngineStatus
 from engines.missing import ModelMissing
 from gateway.config import Settings
@@ -60,7 +61,7 @@ class AsrSupervisor:
     def __init__(self, *, model: str, data_dir: Path, compute_type: str = "int8", threads: int = 0,
                  python: str = sys.executable, start_timeout_s: float = START_TIMEOUT_S,
                  backoff_s: tuple[float, ...] = BACKOFF_S, env: Mapping[str, str] | None = None, lanes: int = 0,
-                 watchdog: Watchdog | None = None, batch: int = 4, final_window: str = "short") -> None:
+                 watchdog: Watchdog | None = None, batch: int = 4, final_window: str = DEFAULT_FINAL_WINDOW) -> None:
         self.model_name, self.data_dir = model, data_dir
         self.compute_type, self.threads = compute_type, threads
         self.decode_args = ("--threads", str(threads), "--lanes", str(lanes), "--batch", str(batch),

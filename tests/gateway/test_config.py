@@ -20,6 +20,13 @@ def test_defaults_are_local_mode_on_loopback():
     assert s.pocket_model_dir == s.data_dir / "models" / "pocket"
 
 
+def test_the_final_window_default_is_the_sidecars():
+    # the sidecar has its own default for a stream's final window; the gateway must not start it with another
+    from engines.asr.utterance import DEFAULT_FINAL_WINDOW
+
+    assert Settings.from_env({}).asr_final_window == Settings().asr_final_window == DEFAULT_FINAL_WINDOW
+
+
 def test_env_values_are_parsed_into_types():
     s = Settings.from_env({
         "VOXGATE_PORT": "9000",
