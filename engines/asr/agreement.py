@@ -43,6 +43,11 @@ class Agreement:
     def stable(self) -> str:
         return " ".join(self.committed)
 
+    @property
+    def latest(self) -> str:
+        """The newest hypothesis as shown (the stable words before any)."""
+        return " ".join(self._previous[-1]) if self._previous else self.stable
+
     def update(self, hypothesis: list[str]) -> list[str]:
         """Take a new hypothesis; return the full word list to show (stable + the rest)."""
         shown = self.committed + hypothesis[len(self.committed):] if not self._agrees(hypothesis) else hypothesis

@@ -150,7 +150,7 @@ class StreamPolicy:
         self._prev_end = end
         closed = ClosedUtterance(index=u.index, start=u.start, speech_start=u.speech_start, end=speech_end, cut=end,
                                  stable=u.agreement.stable if keep_stable else "", language=u.language,
-                                 forced=forced, endpointed=endpointed, since=now, audio=None)
+                                 forced=forced, endpointed=endpointed, since=now, audio=None, heard=u.agreement.latest)
         if not self.speculation.hand_over(closed):
             closed.audio = self.audio.slice(u.start, end if audio_end is None else min(end, audio_end))
         self.speculation.reset()
@@ -221,23 +221,23 @@ class StreamPolicy:
         closed = self.finals.take()
         if closed is not None:
             assert closed.audio is not None
-            return self._job("final", closed.index, closed.audio, closed.start, closed.language, -1)
+            return self._job("final", closed.index, closed.audio, closed.start, closed.language, -1, heard=closed.heard)
         u = self.utterance
         if u is None or self.speculation.due is None:
             return None
         end = self.speculation.take(u, self.pos)
         return self._job("final", u.index, self.audio.slice(u.start, end), u.start, u.language,
-                         self.speculation.generation)
+                         self.speculation.generation, heard=u.agreement.latest)
 
     def _job(self, kind: str, utterance: int, audio: np.ndarray, start: int, language: str | None,
-             generation: int, prefix: str = "") -> DecodeJob:
+             generation: int, prefix: str = "", heard: str = "") -> DecodeJob:
         final = kind == "final"  # a partial: its stable words forced, the short window, no word timings
         return DecodeJob(self.stream, kind, utterance, audio, start, start + len(audio), language, prefix,
                          self.tuning.final_beam if final else self.tuning.partial_beam,
                          final and self.options.word_timestamps, generation, self._ready_at,
                          full_window=final and self.options.full_window_finals,
                          margin_s=self.tuning.final_margin_s if final else self.tuning.short_window_margin_s,
-                         prompt=self.finals.context.prompt)  # the vocabulary and recent text (context.py)
+                         prompt=self.finals.context.prompt_for(heard))  # vocabulary and recent text (context.py)
 
     def final_window(self) -> int | None:
         """The encoder window (frames) of the final ``take_final`` would hand out: finals

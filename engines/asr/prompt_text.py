@@ -5,11 +5,18 @@ heard speech."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any
 
 # Whisper's previous-text slot holds up to half its 448-token context (faster-whisper's own cap)
 MAX_PROMPT_TOKENS = 223
 MIN_REPEAT_WORDS = 4  # a decode that repeats this many words of its prompt in a row copied it (or half its words)
+
+
+def term_list_text(terms: Iterable[str]) -> str:
+    """How a term list reads in the previous-text slot: the terms, comma-separated, as one sentence."""
+    joined = ", ".join(terms)
+    return f"{joined}." if joined else ""
 
 
 def prompt_tokens(hf_tokenizer: Any, prompt: str) -> list[int]:

@@ -23,6 +23,8 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rapidfuzz.distance import Levenshtein
+
 from .decoder import Word
 
 KEY_SIMILARITY = 0.8  # at least this share of the sound key agrees
@@ -75,15 +77,7 @@ def sound_key(text: str) -> str:
 
 def similarity(a: str, b: str) -> float:
     """1 - edit distance / the longer length (1.0 for two empty strings)."""
-    if not a and not b:
-        return 1.0
-    previous = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        current = [i]
-        for j, cb in enumerate(b, 1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
-        previous = current
-    return 1.0 - previous[-1] / max(len(a), len(b))
+    return float(Levenshtein.normalized_similarity(a, b))
 
 
 def _score(heard: Sequence[str], term: str) -> float:
@@ -102,6 +96,27 @@ def _score(heard: Sequence[str], term: str) -> float:
     if key_score < KEY_SIMILARITY or similarity(heard_letters, term_letters) < LETTER_SIMILARITY:
         return 0.0
     return key_score
+
+
+def closest_terms(heard: str, terms: Sequence[str], count: int) -> list[str]:
+    """The ``count`` terms that come nearest to some run of ``heard``'s words (by sound
+    key or letters; the list's order breaks ties), in the list's order."""
+    words = [w for w in (letters(_core(w)) for w in heard.split()) if w]
+    widest = max((len(t.split()) for t in terms), default=0) + EXTRA_WORDS + 1
+    spans: dict[int, list[tuple[str, str]]] = {}  # by word count: each run's letters and sound key
+    for size in range(1, widest + 1):
+        runs = {"".join(words[first:first + size]) for first in range(len(words) - size + 1)}
+        spans[size] = [(run, sound_key(run)) for run in runs]
+    nearness: list[tuple[float, int]] = []
+    for position, term in enumerate(terms):
+        term_letters = letters(term)
+        term_key = sound_key(term_letters)
+        best = 0.0
+        for size in range(1, len(term.split()) + EXTRA_WORDS + 2):
+            for run, key in spans.get(size, ()):
+                best = max(best, similarity(run, term_letters), similarity(key, term_key))
+        nearness.append((-best, position))
+    return [terms[position] for _, position in sorted(sorted(nearness)[:count], key=lambda n: n[1])]
 
 
 def find_respellings(words: Sequence[str], terms: Sequence[str]) -> list[Respelling]:

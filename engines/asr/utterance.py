@@ -99,3 +99,4 @@ class ClosedUtterance:
     awaits: int = -1  # the generation of the speculative decode that answers for it (audio None)
     result: Transcript | None = None
     dispatched: bool = False
+    heard: str = ""  # the utterance's newest partial hypothesis: which terms its final's context holds (context.py)

@@ -23,6 +23,8 @@ import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
+from engines.asr.prompt_text import term_list_text
+
 MAX_TERMS = 50
 MAX_TERM_CHARS = 50
 MAX_PROMPT_CHARS = 800
@@ -74,9 +76,9 @@ def parse_prompt(value: Any, field: str) -> str:
 
 
 def terms_prompt(terms: Iterable[str]) -> str:
-    """The decoder's text for a term list: the terms, comma-separated, as one sentence."""
-    joined = ", ".join(terms)
-    return f"{joined}." if joined else ""
+    """The decoder's text for a term list (the recognizer's own form: it finds the list
+    in the text to narrow it per utterance, engines/asr/context.py)."""
+    return term_list_text(terms)
 
 
 def _term_char(c: str) -> bool:
