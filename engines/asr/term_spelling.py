@@ -100,12 +100,15 @@ def _score(heard: Sequence[str], term: str) -> float:
 
 def closest_terms(heard: str, terms: Sequence[str], count: int) -> list[str]:
     """The ``count`` terms that come nearest to some run of ``heard``'s words (by sound
-    key or letters; the list's order breaks ties), in the list's order."""
+    key or letters; the list's order breaks ties), in the list's order. As in
+    ``find_respellings``, a run that begins or ends with a function word is no term's
+    (else "at" would choose Aoife, and every short term would be near "the")."""
     words = [w for w in (letters(_core(w)) for w in heard.split()) if w]
     widest = max((len(t.split()) for t in terms), default=0) + EXTRA_WORDS + 1
     spans: dict[int, list[tuple[str, str]]] = {}  # by word count: each run's letters and sound key
     for size in range(1, widest + 1):
-        runs = {"".join(words[first:first + size]) for first in range(len(words) - size + 1)}
+        runs = {"".join(run) for run in (words[first:first + size] for first in range(len(words) - size + 1))
+                if run[0] not in FUNCTION_WORDS and run[-1] not in FUNCTION_WORDS}
         spans[size] = [(run, sound_key(run)) for run in runs]
     nearness: list[tuple[float, int]] = []
     for position, term in enumerate(terms):
