@@ -63,14 +63,14 @@ def piper_say(text: str, length_scale: float = 1.0, *, steady: bool = False) -> 
 
 def espeak_say(text: str, voice: str = "en-us", words_per_minute: int = 160,
                rate: int = 16000) -> tuple[np.ndarray, int]:
-    """espeak-ng speech, resampled by sox to ``rate``."""
+    """espeak-ng speech, resampled by sox to ``rate``: the same samples for the same text every run."""
     from gateway.audio import read_wav
 
     with tempfile.TemporaryDirectory() as tmp:
         raw, out = Path(tmp) / "raw.wav", Path(tmp) / "out.wav"
         subprocess.run(["espeak-ng", "-v", voice, "-s", str(words_per_minute), "-w", str(raw), text],
                        check=True, capture_output=True, timeout=60)
-        subprocess.run(["sox", str(raw), "-r", str(rate), "-b", "16", str(out)],
+        subprocess.run(["sox", "-R", str(raw), "-r", str(rate), "-b", "16", str(out)],  # -R: the same dither every run
                        check=True, capture_output=True, timeout=60)
         samples, got = read_wav(out.read_bytes())
     return samples, got
