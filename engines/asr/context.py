@@ -21,6 +21,8 @@ the ``FOCUS_TERMS`` terms nearest to what the utterance's newest partial heard
 heard at all, and a partial that had narrowed the list by the words heard so
 far would miss a term said after them. An utterance with no partial gets the
 whole list in its final too.
+
+Plain data on the sidecar's main thread, like the policy that owns it.
 """
 
 from __future__ import annotations
