@@ -32,12 +32,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from engines.asr.prompt_text import term_list_text
 from gateway.codecs.formats import InputEncoding, parse_input_encoding
 from gateway.errors import BadMessage, BadRequest
 from gateway.protocol.common import Closed, End, ErrorEvent, Keepalive
 from gateway.protocol.json import message_type, parse_message, unknown_type
 from gateway.protocol.query import query_bool, query_int, query_list, query_rate, refuse_unknown_params
-from gateway.protocol.vocabulary import VocabularyError, parse_terms, terms_prompt
+from gateway.protocol.vocabulary import VocabularyError, parse_terms
 from gateway.protocol.wire import OMIT_NONE, WireMessage, internal
 
 MIN_SILENCE_MS = 200
@@ -92,7 +93,7 @@ def parse_dictation_params(query: Mapping[str, str]) -> DictationParams:
                            word_timestamps=query_bool(query, "word_timestamps", False),
                            silence_ms=DEFAULT_SILENCE_MS if silence_ms is None else silence_ms,
                            eager=query_bool(query, "eager", False),
-                           prompt=terms_prompt(terms), terms=terms, resumable=query_bool(query, "resumable", False))
+                           prompt=term_list_text(terms), terms=terms, resumable=query_bool(query, "resumable", False))
 
 
 # ---- resuming a dropped session (gateway/resume_tokens.py)
@@ -184,7 +185,7 @@ def _config(data: dict[str, Any]) -> Config:
         raise BadMessage("config.terms must be a list of strings")
     try:
         parsed = parse_terms(terms, "config.terms")
-        return Config(terms_prompt(parsed), reset_context=reset, terms=parsed)
+        return Config(term_list_text(parsed), reset_context=reset, terms=parsed)
     except VocabularyError as exc:
         raise BadMessage(str(exc)) from None
 

@@ -22,9 +22,10 @@ from dataclasses import dataclass
 
 from starlette.datastructures import FormData
 
+from engines.asr.prompt_text import term_list_text
 from gateway.errors import BadRequest
 from gateway.protocol.query import FALSE_SPELLINGS, TRUE_SPELLINGS
-from gateway.protocol.vocabulary import VocabularyError, parse_prompt, parse_terms, terms_prompt
+from gateway.protocol.vocabulary import VocabularyError, parse_prompt, parse_terms
 
 OPENAI_MODELS = ("whisper-1", "gpt-transcribe", "gpt-4o-transcribe", "gpt-4o-mini-transcribe",
                  "gpt-4o-mini-transcribe-2025-12-15")
@@ -95,7 +96,7 @@ def _vocabulary(form: FormData) -> tuple[str, tuple[str, ...]]:
         keywords = parse_terms(form.getlist("keywords[]"), "keywords[]")
     except VocabularyError as exc:
         raise BadRequest(str(exc)) from None
-    return " ".join(p for p in (prompt, terms_prompt(keywords)) if p), keywords
+    return " ".join(p for p in (prompt, term_list_text(keywords)) if p), keywords
 
 
 def _refuse_fields(form: FormData) -> None:

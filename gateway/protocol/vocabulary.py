@@ -3,9 +3,10 @@ recognizer to expect, and the free-text prompt the OpenAI-style fronts carry.
 
 Both reach Whisper the same way: as text in its previous-text slot, which the
 decoder conditions every decode of the stream on (engines/asr/decoder.py).
-Terms are joined into one short list ("ComfyUI, Siobhan."); a prompt goes as
-written. Every front parses its own vendor's field and validates it here, so
-the limits and the messages are the same everywhere:
+Terms are joined into one short list ("ComfyUI, Siobhan.": ``term_list_text`` in
+engines/asr/prompt_text.py, the form by which the recognizer finds the list in its
+context); a prompt goes as written. Every front parses its own vendor's field and
+validates it here, so the limits and the messages are the same everywhere:
 
 - at most ``MAX_TERMS`` terms, each 1..``MAX_TERM_CHARS`` characters after
   trimming, of letters, digits, marks, spaces and ``TERM_PUNCTUATION``
@@ -22,8 +23,6 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Iterable
 from typing import Any
-
-from engines.asr.prompt_text import term_list_text
 
 MAX_TERMS = 50
 MAX_TERM_CHARS = 50
@@ -73,12 +72,6 @@ def parse_prompt(value: Any, field: str) -> str:
         raise VocabularyError(f"{field}: holds {bad!r}; a prompt holds no control characters and none of "
                               f"{_PROMPT_REFUSED}")
     return prompt
-
-
-def terms_prompt(terms: Iterable[str]) -> str:
-    """The decoder's text for a term list (the recognizer's own form: it finds the list
-    in the text to narrow it per utterance, engines/asr/context.py)."""
-    return term_list_text(terms)
 
 
 def _term_char(c: str) -> bool:

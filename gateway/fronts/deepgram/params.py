@@ -14,12 +14,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from engines.asr.prompt_text import term_list_text
 from gateway.audio import parse_rate
 from gateway.codecs.formats import InputEncoding, OutputFormat
 from gateway.errors import BadRequest
 from gateway.protocol.dictation import MAX_SILENCE_MS, MIN_SILENCE_MS, DictationParams
 from gateway.protocol.query import query_bool, query_int, query_list, refuse_unknown_params
-from gateway.protocol.vocabulary import VocabularyError, parse_terms, terms_prompt
+from gateway.protocol.vocabulary import VocabularyError, parse_terms
 
 ENCODINGS = ("linear16", "mulaw", "alaw")
 G711_RATE = 8000
@@ -153,7 +154,7 @@ def parse_listen_params(query: Mapping[str, str]) -> ListenParams:
         language = "multi"
     dictation = DictationParams(sample_rate=rate, encoding=INPUT_ENCODINGS[encoding], language=_language(language),
                                 interim=interim, word_timestamps=False, silence_ms=silence_ms,
-                                prompt=terms_prompt(terms := _terms(query)), terms=terms)
+                                prompt=term_list_text(terms := _terms(query)), terms=terms)
     return ListenParams(encoding=encoding, sample_rate=rate, model=(query.get("model") or "")[:64],
                         language=language[:20], interim_results=interim, endpointing=endpointing,
                         utterance_end_ms=utterance_end_ms, vad_events=query_bool(query, "vad_events", False),

@@ -28,6 +28,7 @@ from typing import Any
 from starlette.websockets import WebSocket
 
 from auth.credentials import answer_subprotocol
+from engines.asr.prompt_text import term_list_text
 from gateway.config import Settings
 from gateway.dictation.session import DictationSession
 from gateway.dictation.transport import receive_bounded
@@ -45,7 +46,6 @@ from gateway.protocol.dictation import (
     Ready,
     ServerEvent,
 )
-from gateway.protocol.vocabulary import terms_prompt
 
 SEND_TIMEOUT_S = 10.0  # a Configure's answer: the client must read it as it reads TurnInfo
 
@@ -89,7 +89,7 @@ class FluxTransport:
             except asyncio.TimeoutError:  # the client does not read: as the relay, close it as idle
                 await self.close(close_code_for("idle_timeout"), f"the client did not read for {SEND_TIMEOUT_S:.0f} s")
                 return None
-            return Keepalive() if new_terms is None else Config(terms_prompt(new_terms), terms=new_terms)
+            return Keepalive() if new_terms is None else Config(term_list_text(new_terms), terms=new_terms)
         self.turns.close_stream()
         return End()
 

@@ -24,12 +24,13 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from engines.asr.prompt_text import term_list_text
 from gateway.audio import parse_rate
 from gateway.errors import BadRequest
 from gateway.fronts.deepgram.params import INPUT_ENCODINGS
 from gateway.protocol.dictation import MAX_SILENCE_MS, MIN_SILENCE_MS, DictationParams
 from gateway.protocol.query import query_bool, query_list, refuse_unknown_params
-from gateway.protocol.vocabulary import VocabularyError, parse_terms, terms_prompt
+from gateway.protocol.vocabulary import VocabularyError, parse_terms
 
 REFERENCE_SILENCE_MS = 500  # the silence that end_of_turn_confidence 1.0 stands for
 DEFAULT_EOT_THRESHOLD = 0.7  # Flux's defaults
@@ -110,7 +111,7 @@ class FluxParams:
         return DictationParams(sample_rate=self.sample_rate, encoding=INPUT_ENCODINGS[self.encoding],
                                language=self.language, interim=True, word_timestamps=False,
                                silence_ms=t.silence_ms, eager=t.eager_eot_threshold is not None,
-                               prompt=terms_prompt(self.keyterms), terms=self.keyterms)
+                               prompt=term_list_text(self.keyterms), terms=self.keyterms)
 
 
 def number(name: str, raw: object, low: float, high: float) -> float:

@@ -35,11 +35,12 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
+from engines.asr.prompt_text import term_list_text
 from gateway.codecs.formats import InputEncoding
 from gateway.dictation.asr_gate import shown_languages, supports_language
 from gateway.protocol.dictation import MAX_SILENCE_MS, MIN_SILENCE_MS, DictationParams
 from gateway.protocol.transcription import OPENAI_MODELS
-from gateway.protocol.vocabulary import VocabularyError, parse_prompt, parse_terms, terms_prompt
+from gateway.protocol.vocabulary import VocabularyError, parse_prompt, parse_terms
 
 PCM_RATE = 24000  # OpenAI's audio/pcm is 16-bit mono at 24 kHz, nothing else
 G711_RATE = 8000
@@ -99,7 +100,7 @@ class TranscriptionConfig:
     @property
     def decoder_prompt(self) -> str:
         """The recognizer's context: the prompt, then the keywords as a term list."""
-        return " ".join(p for p in (self.prompt, terms_prompt(self.keywords)) if p)
+        return " ".join(p for p in (self.prompt, term_list_text(self.keywords)) if p)
 
     def dictation_params(self) -> DictationParams:
         """The dictation session this configuration runs on. Without voice activity

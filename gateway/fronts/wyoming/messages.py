@@ -21,10 +21,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from engines.asr.prompt_text import term_list_text
 from gateway.errors import BadMessage
 from gateway.fronts.wyoming.wire import Event
 from gateway.protocol.json import optional_field
-from gateway.protocol.vocabulary import VocabularyError, parse_terms, terms_prompt
+from gateway.protocol.vocabulary import VocabularyError, parse_terms
 
 # vad_sensitivity -> trailing silence that ends the voice command (ms)
 VAD_SILENCE_MS = {"aggressive": 400, "default": 700, "relaxed": 1200}
@@ -46,7 +47,7 @@ class Transcribe:
     @property
     def prompt(self) -> str:
         """The recognizer's context: the names and terms as one term list."""
-        return terms_prompt(self.terms)
+        return term_list_text(self.terms)
 
     @classmethod
     def from_event(cls, event: Event) -> Transcribe:
