@@ -4,7 +4,8 @@ errors of the other words, and what the terms cost the final, side by side.
     flock /work/wt/bench.lock python bench/vocabulary.py --sentences 6 --voices piper --conditions clean
     flock /work/wt/bench.lock python bench/vocabulary.py           # ~12 minutes on 2 cores
 
-Starts a gateway (ASR only, default settings, tiny.en) and, for every voice and
+Starts a gateway (ASR only, default settings, tiny.en; ``--asr-model whisper-base``
+for multilingual base, its streams asking for English) and, for every voice and
 condition, streams one clip of everyday sentences (each holding a rare personal
 name, a product or place name or a piece of jargon; 1 s between sentences, so
 each is its own utterance) in real time over two /v1/dictation sockets at once:
@@ -46,6 +47,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.dictation_clips import voiced_bounds  # noqa: E402
 from bench.processes import gateway_env, start_gateway  # noqa: E402
+from engines.asr.models import TINY_EN_ID, WHISPER_BASE_ID, install_whisper_base  # noqa: E402
 from gateway.client.dictation import DictationClient  # noqa: E402
 from tests.support.speech import add_noise, espeak_say, piper_say, resample, silence  # noqa: E402
 
@@ -175,13 +177,14 @@ def other_word_errors(reference: str, hypothesis: str, terms: tuple[str, ...]) -
     return sum(charged[k] for k in others), len(others)
 
 
-async def stream(url: str, clip: Clip, terms: list[str] | None, lists: list[list[str]] | None = None) -> Tally:
+async def stream(url: str, clip: Clip, terms: list[str] | None, lists: list[list[str]] | None = None,
+                 language: str | None = None) -> Tally:
     """Stream ``clip`` in real time; the tally of its finals against its sentences.
     ``terms``: on connect; ``lists``: one list per sentence, sent in a ``config``
-    message just before that sentence's audio."""
+    message just before that sentence's audio; ``language``: on connect."""
     sent: list[tuple[float, float]] = []
     finals: list[tuple[float, str, float]] = []  # (end, text, arrival)
-    async with await DictationClient.connect(url, terms=terms, interim=True) as client:
+    async with await DictationClient.connect(url, terms=terms, interim=True, language=language) as client:
         async def send() -> None:
             cuts = [0, *clip.starts[1:], len(clip.audio)] if lists else [0, len(clip.audio)]
             for n, (start, stop) in enumerate(itertools.pairwise(cuts)):
@@ -239,7 +242,7 @@ def short_lists(sentences: list[tuple[str, tuple[str, ...]]], size: int) -> list
 
 
 async def run(url: str, voices: list[str], conditions: list[str], count: int, list_size: int,
-              dump: Path | None = None) -> None:
+              dump: Path | None = None, language: str | None = None) -> None:
     sentences = list(SENTENCES[:count])
     terms = [term for _, ts in sentences for term in ts]
     lists = short_lists(sentences, list_size) if list_size else None
@@ -256,8 +259,8 @@ async def run(url: str, voices: list[str], conditions: list[str], count: int, li
     dumped: list[dict[str, object]] = []
     for seed, (voice, condition) in enumerate((v, c) for v in voices for c in conditions):
         clip = make_clip(voice, condition, sentences, seed)
-        without, with_terms = await asyncio.gather(stream(url, clip, None),
-                                                   stream(url, clip, terms or None, lists))
+        without, with_terms = await asyncio.gather(stream(url, clip, None, language=language),
+                                                   stream(url, clip, terms or None, lists, language))
         total_without.add(without)
         total_with.add(with_terms)
         print(row(clip.name, without, with_terms), flush=True)
@@ -281,17 +284,26 @@ def main() -> int:
                         help="instead of the whole list on connect, a config message before each sentence with a list "
                              "of this many terms: its own and others")
     parser.add_argument("--dump", type=Path, help="write every sentence's finals (without and with terms) here as JSON")
+    parser.add_argument("--asr-model", default=TINY_EN_ID, choices=(TINY_EN_ID, WHISPER_BASE_ID),
+                        help="the gateway's recognizer (default %(default)s); whisper-base is installed into the "
+                             "benchmark's data dir and its streams ask for English")
     args = parser.parse_args()
+    if args.url and args.asr_model != TINY_EN_ID:
+        parser.error("--asr-model chooses the model of the gateway this benchmark starts; not with --url")
     proc = None
     url = args.url
     if url is None:
         import tempfile
 
-        env = gateway_env({"VOXGATE_DATA_DIR": tempfile.mkdtemp(prefix="voxgate-bench-")})
+        data_dir = Path(tempfile.mkdtemp(prefix="voxgate-bench-"))
+        if args.asr_model == WHISPER_BASE_ID:
+            install_whisper_base(data_dir)
+        env = gateway_env({"VOXGATE_DATA_DIR": str(data_dir), "VOXGATE_ASR_MODEL": args.asr_model})
         proc, url = start_gateway(["--engines", "asr", "--log-level", "warning"], env, quiet_stdout=True)
     try:
+        language = "en" if args.asr_model == WHISPER_BASE_ID else None
         asyncio.run(run(url, args.voices.split(","), args.conditions.split(","), args.sentences, args.list_size,
-                        args.dump))
+                        args.dump, language))
     finally:
         if proc is not None:
             proc.terminate()

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from rapidfuzz.distance import Levenshtein
 
 from .decoder import Word
+from .function_words import FUNCTION_WORDS
 
 KEY_SIMILARITY = 0.8  # at least this share of the sound key agrees
 LETTER_SIMILARITY = 0.5  # and at least this share of the letters
@@ -37,16 +38,6 @@ _SOUNDS = (("sch", "s"), ("tch", "c"), ("ph", "f"), ("gh", "g"), ("th", "t"), ("
 _VOWELS = re.compile(r"[aeiou]+")
 _SOFT_C = re.compile(r"c(?=[eiy])")
 _EDGE_PUNCTUATION = re.compile(r"^(\W*)(.*?)(\W*)$", re.S)
-# Words that are everywhere in speech: a span made of these alone is what the
-# speaker said, whatever it sounds like.
-FUNCTION_WORDS = frozenset("""
-a an the and or but if of to in on at by for with from as is are was were be been am do does did have has had
-i you he she it we they me him her us them my your his its our their this that these those there here what who
-how why when where which not no yes so too very can could will would shall should may might must just then than
-all any some one two up down out off over into onto about after before again once more most much many such own
-same only well oh ok okay let lets get got go going gone come came say said see saw know knew make made take
-took way new old now also even ever never still yet
-""".split())
 
 
 @dataclass(frozen=True)

@@ -100,6 +100,15 @@ def test_a_prompt_that_is_not_text_is_an_error_for_the_stream():
      "And so my fellow Americans, ask not what your country can do for you.", False),
     ("what your country can do for you", "ask not what your country can do for you.", True),
     ("Thank you.", "Thank you.", False),  # under four words: too short to tell
+    # a short term list recited in another order, its terms repeated
+    ("Grigory, Machynlleth, Machynlleth, Machynlleth.", "Grigory, Grafana, Machynlleth.", True),
+    ("High Llanelli, Anneliese, Thandiwe, Thandiwe.", "Llanelli, Anneliese, Thandiwe.", True),
+    # the terms said in a sentence of other words
+    ("Eilidh and Tadhg are coming for dinner tonight.", "Siobhan, Eilidh, Tadhg.", False),
+    ("Grigory bought a Zyxel router for the office.", "Grigory, Zyxel, Xiomara.", False),
+    # a final sharing only function words and a few others with the recent text
+    ("And then it was over for all of them.", "It was over then, and all of them went home.", False),
+    ("Siobhan, Eilidh, Tadhg.", "Siobhan, Eilidh, Tadhg.", False),  # three terms said: under four words
 ])
 def test_a_decode_that_copies_its_prompt_is_told_from_one_that_shares_words(text, prompt, repeats):
     assert repeats_prompt(text, prompt) is repeats
