@@ -47,7 +47,8 @@ def repeats_prompt(text: str, prompt: str) -> bool:
         if any(tuple(said[i:i + need]) in given_runs for i in range(len(said) - need + 1)):
             return True
     content = [w for w in said if w not in FUNCTION_WORDS]
-    copied = sum(w in set(given) for w in content)
+    given_words = set(given)
+    copied = sum(w in given_words for w in content)
     return copied >= MIN_REPEAT_WORDS and copied >= COPIED_SHARE * len(content)
 
 
