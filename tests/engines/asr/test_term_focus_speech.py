@@ -1,9 +1,9 @@
 """A stream with a long term list, on real speech (espeak-ng, the same audio every
 run, through the streaming policy and the bundled tiny.en): the final of a
 sentence that says a term reads it, and the final of an ordinary sentence is not
-pulled toward the list. With the whole 28-term list in the final's context, as
-before finals read only the terms nearest to their partials, the first read
-"reside in potent" and the second "The Siobhanaflop from the Mary started."."""
+pulled toward the list. With the whole 28-term list in every decode's context
+(finals included), the first reads "reside in potent" and the second "The
+Siobhanaflop from the Mary started."."""
 
 from __future__ import annotations
 
