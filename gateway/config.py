@@ -134,6 +134,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("redis_prefix", _str, "voxgate:", "Prefix of every Redis key, so deployments can share one Redis."),
     Option("replica_id", parse_replica_id, "", "This replica's name: the prefix of its resume tokens, on which a load balancer routes a dictation resume to this replica (docs/deployment.md); 1..63 letters, digits, - or _. Unset: the host name's first label (a StatefulSet pod's name); replicas that share a host must each set one."),
     Option("asr_lanes", _int_range(0, 64), "0", "Decodes the ASR sidecar runs at once, each on VOXGATE_ASR_THREADS threads (0: the cores divided by VOXGATE_ASR_THREADS; both 0: one per core)."),  # dictation at load
+    Option("asr_turn_model", _str, "off", "End-of-turn model for /v2/listen turns: off (a turn ends after its silence), auto (Smart Turn v3 from an installed pipecat-ai: a pause the model hears as a finished turn ends it at the eager point), or the path of its ONNX file (docs/fronts.md)."),
     Option("asr_batch", _int_range(1, 64), "4", "Most finals of different streams the ASR sidecar decodes together in one beam search."),
     Option("asr_final_window", _choice("auto", "short", "full"), "short", "Encoder window of dictation finals: short (the utterance plus 12 s of silence: as many word errors as offline decoding, at less than half the cost of the 30 s window), full (Whisper's 30 s window, as file transcription decodes it), or auto (full for streams without eager, short for eager streams; docs/dictation.md)."),
     # Piper's fast graph (engines/piper/fastgraph.py, docs/engines/piper.md)
@@ -205,6 +206,7 @@ class Settings:
     asr_lanes: int = 0
     asr_batch: int = 4
     asr_final_window: str = "short"
+    asr_turn_model: str = "off"
     piper_graph: str = "fast"
     piper_precision: str = "fp32"
     # The environment these settings were read from: what the child processes start

@@ -31,6 +31,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--final-window", choices=FINAL_WINDOWS, default=DEFAULT_FINAL_WINDOW,
                         help="encoder window of finals: the utterance plus a margin (short), Whisper's 30 s "
                              "(full), or full for streams without eager and short for eager ones (auto)")
+    parser.add_argument("--turn-model", help="an end-of-turn model for the streams that ask for one: its ONNX "
+                             "file, or auto (the one an installed pipecat-ai ships); none by default")
     parser.add_argument("--log-level", default="warning")
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
@@ -43,15 +45,27 @@ def main(argv: list[str] | None = None) -> int:
 
         lanes, threads = split_cores(args.lanes, args.threads, len(os.sched_getaffinity(0)))
         decoder = WhisperDecoder(args.model, compute_type=args.compute_type, threads=threads, lanes=lanes)
+        turn_model = None
+        if args.turn_model:
+            from pathlib import Path
+
+            from .turn_model import TurnModel, find_turn_model
+
+            path = find_turn_model() if args.turn_model == "auto" else Path(args.turn_model)
+            if path is None:
+                raise FileNotFoundError("no end-of-turn model found: auto looks in an installed pipecat-ai "
+                                        "(pip install pipecat-ai), or give the ONNX file's path")
+            turn_model = TurnModel(path)
     except Exception as exc:  # report why, in one frame the gateway can show to users
-        write_frame(frames_out, {"ev": "fatal", "message": f"cannot load ASR model {args.model!r}: "
+        write_frame(frames_out, {"ev": "fatal", "message": f"cannot load ASR model {args.model!r}"
+                                 f"{' or turn model ' + repr(args.turn_model) if args.turn_model else ''}: "
                                  f"{type(exc).__name__}: {exc}"})
         return 1
 
     from .server import SidecarServer
 
     server = SidecarServer(decoder, frames_out, args.model_id or args.model, lanes=lanes,
-                           max_batch=args.batch, final_window=args.final_window)
+                           max_batch=args.batch, final_window=args.final_window, turn_model=turn_model)
     return server.serve(sys.stdin.buffer)
 
 

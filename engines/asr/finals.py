@@ -89,6 +89,8 @@ class PendingFinals:
             "ev": "final", "stream": self.stream, "utterance": c.index, "text": text,
             "start": round(c.speech_start / SAMPLE_RATE, 3), "end": round(c.end / SAMPLE_RATE, 3),
             "language": r.language, "lag_s": round(lag_s, 3), "end_sample": c.cut, "endpoint": c.endpointed}
+        if c.turn_confidence is not None:
+            event["turn_confidence"] = round(c.turn_confidence, 3)
         if kept != r.text:  # the committed words overrode the decode: a client that needs no prefix may want its own
             event["decoded"] = respell_transcript(r.text, r.words, self.context.terms)[0]
         if self.word_timestamps:

@@ -18,12 +18,17 @@ every utterance opened before it (``utterance``: the one it closed, or None).
   if the silence lasts, its result IS the final; with ``eager`` it goes out
   early as ``eager_final``, and no partial is sent while it stands.
 - An utterance longer than ``max_utterance_s`` is cut at its quietest window.
+- With a ``turn_threshold``, a pause at the eager point asks the end-of-turn
+  model (turn_ending.py); a confident answer closes the utterance at once.
 
 This module finds the utterances and hands out their decodes; closed ones wait
 for their finals in finals.py. Every figure is a ``PolicyTuning`` knob (tuning.py).
 Pure logic, no threads, no I/O: the sidecar's main thread owns every instance;
 decodes go out as ``DecodeJob`` snapshots and come back through ``on_result``.
 Sample positions are absolute on the stream's 16 kHz clock.
+Longer than 300 lines: an utterance's life (open, pause, close) and the decodes
+it hands out read and change the same few fields; split apart, each would reach
+into the other.
 """
 
 from __future__ import annotations
@@ -41,6 +46,8 @@ from .partials import Partials
 from .speculation import Speculation
 from .stream_audio import StreamAudio
 from .tuning import PolicyTuning
+from .turn_ending import TurnEnding
+from .turn_judge import TurnQuestion
 from .utterance import ClosedUtterance, DecodeJob, OpenUtterance, StreamOptions
 from .vad import WINDOW, StreamingVad
 
@@ -68,6 +75,7 @@ class StreamPolicy:
         self.finals = PendingFinals(stream, options.word_timestamps, options.prompt, context_words, options.terms)
         self.speculation = Speculation(stream, options, self.tuning, self.finals.context)
         self.partials = Partials(stream, options, self.tuning)
+        self.turns = TurnEnding(stream, options.turn_threshold)
         self.ending = False
         self.lag_s = 0.0
         self._ready_at = 0.0
@@ -116,9 +124,10 @@ class StreamPolicy:
         if u.silence_since is not None:
             silent = start + WINDOW - u.silence_since
             events.extend(self.speculation.on_silence(u, silent, now))
+            self.turns.on_silence(u, self.speculation.generation, silent, self.speculation.ends_turn_after,
+                                  self.audio.slice, start + WINDOW)
             if silent >= self.options.silence_ms * RATE // 1000:
-                self._close(min(u.silence_since + samples(t.speech_pad_s), start + WINDOW), u.silence_since, now,
-                            forced=False, endpointed=True, audio_end=u.silence_since + self.speculation.tail)
+                self._end_turn(u, start + WINDOW, now)
                 return
         if start + WINDOW - u.start > samples(t.max_utterance_s):
             self._force_cut(now, events)
@@ -140,6 +149,21 @@ class StreamPolicy:
         events.append({"ev": "speech_started", "stream": self.stream, "utterance": u.index,
                        "at": round(speech_start / RATE, 3), "start_sample": start})
 
+    def _end_turn(self, u: OpenUtterance, pos: int, now: float) -> None:
+        """The pause has ended the turn (the silence window, or the turn model at ``pos``)."""
+        assert u.silence_since is not None
+        self._close(min(u.silence_since + samples(self.tuning.speech_pad_s), pos), u.silence_since, now,
+                    forced=False, endpointed=True, audio_end=u.silence_since + self.speculation.tail)
+
+    def on_turn(self, question: TurnQuestion, probability: float | None, now: float) -> list[dict[str, Any]]:
+        """The end-of-turn model's answer to ``question`` (None: it gave none)."""
+        u = self.utterance
+        if not self.turns.answer(question, probability, u, self.speculation.generation):
+            return []
+        assert u is not None
+        self._end_turn(u, self.pos, now)
+        return self.finals.flush(self.lag_s)
+
     def _close(self, end: int, speech_end: int, now: float, *, forced: bool, endpointed: bool = False,
                keep_stable: bool = True, audio_end: int | None = None) -> None:
         """``end``: where the next utterance may start; ``audio_end``: where the audio
@@ -150,7 +174,8 @@ class StreamPolicy:
         self._prev_end = end
         closed = ClosedUtterance(index=u.index, start=u.start, speech_start=u.speech_start, end=speech_end, cut=end,
                                  stable=u.agreement.stable if keep_stable else "", language=u.language,
-                                 forced=forced, endpointed=endpointed, since=now, audio=None, heard=u.agreement.latest)
+                                 forced=forced, endpointed=endpointed, since=now, audio=None, heard=u.agreement.latest,
+                                 turn_confidence=self.turns.heard(u.index, self.speculation.generation))
         if not self.speculation.hand_over(closed):
             closed.audio = self.audio.slice(u.start, end if audio_end is None else min(end, audio_end))
         self.speculation.reset()

@@ -6,6 +6,8 @@ Threads and who owns what:
 - ``lanes`` decode threads each run one unit of work at a time on the shared
   model (a batch of ``DecodeJob``s decoded together, or one file window;
   lanes.py);
+- with an end-of-turn model, one thread answers the streams' questions about
+  their pauses (turn_judge.py);
 - the main thread owns every ``StreamPolicy``, asks the scheduler
   (scheduler.py) for the next work whenever a lane is free, and writes every
   outgoing frame, so stream state is never shared between threads.
@@ -40,10 +42,12 @@ from .decoder import Transcript, WhisperDecoder
 from .files import FileJob
 from .framing import FrameError, FrameRejected, encode_frame, header_prompt, header_terms, pcm_from_bytes, read_frame
 from .lanes import DecodeLanes
-from .policy import RATE, DecodeJob, StreamOptions, StreamPolicy
+from .policy import RATE, DecodeJob, StreamPolicy
 from .scheduler import Scheduler
+from .stream_open import check_language, stream_options
 from .tuning import PolicyTuning
-from .utterance import DEFAULT_FINAL_WINDOW, FINAL_WINDOWS, full_window_finals
+from .turn_judge import TurnJudge, TurnQuestion
+from .utterance import DEFAULT_FINAL_WINDOW, FINAL_WINDOWS
 from .watch import BusyClock
 
 log = logging.getLogger("voxgate.asr")
@@ -56,7 +60,7 @@ MAX_STREAMS = 10000
 class SidecarServer:
     def __init__(self, decoder: WhisperDecoder, out: BinaryIO, model_id: str, *, lanes: int = 1,
                  max_batch: int = 1, final_window: str = DEFAULT_FINAL_WINDOW,
-                 tuning: PolicyTuning | None = None) -> None:
+                 tuning: PolicyTuning | None = None, turn_model: Any = None) -> None:
         self.decoder = BusyClock(decoder)  # times every decode, for busy_s in the lag event
         self.out = out
         self.model_id = model_id
@@ -71,6 +75,7 @@ class SidecarServer:
         self.tuning = tuning or PolicyTuning()  # every stream's policy and the scheduler share it
         self.scheduler = Scheduler(lanes=lanes, max_batch=max_batch, tuning=self.tuning)
         self.decode_lanes = DecodeLanes(self.decoder, self.inbox, lanes)
+        self.turn_judge = TurnJudge(turn_model, self.inbox) if turn_model is not None else None
         self._busy = 0
         self._last_lag_report = 0.0
 
@@ -111,10 +116,12 @@ class SidecarServer:
 
     def serve(self, stdin: BinaryIO) -> int:
         self.emit({"ev": "ready", "model": self.model_id, "multilingual": self.decoder.multilingual,
-                   "languages": self.languages})
+                   "languages": self.languages, "turn_model": self.turn_judge is not None})
         reader = threading.Thread(target=self._read_loop, args=(stdin,), name="asr-reader", daemon=True)
         reader.start()
         self.decode_lanes.start()
+        if self.turn_judge is not None:
+            self.turn_judge.start()
         try:
             while True:
                 try:
@@ -140,6 +147,8 @@ class SidecarServer:
                 self._report_lag(now)
         finally:
             self.decode_lanes.stop()
+            if self.turn_judge is not None:
+                self.turn_judge.stop()
 
     def _handle(self, kind: str, a: Any, b: Any) -> bool:
         """One inbox item; False at the end of the input."""
@@ -156,6 +165,8 @@ class SidecarServer:
         elif kind == "results":
             self._busy -= 1
             self._on_results(a, b, now)
+        elif kind == "turn":
+            self._guarded(a.stream, self._on_turn, a, b, now)
         return True
 
     def _guarded(self, sid: Any, handler: Any, *args: Any) -> None:
@@ -178,6 +189,9 @@ class SidecarServer:
                 policy = self.streams.get(sid)
                 if policy is not None:
                     self.emit_all(policy.feed(pcm_from_bytes(payload), now))
+                    question = policy.turns.take()
+                    if question is not None and self.turn_judge is not None:
+                        self.turn_judge.ask(question)
             elif op == "open":
                 self._open(sid, header)
             elif op in ("finalize", "end"):
@@ -201,7 +215,7 @@ class SidecarServer:
                 self.scheduler.forget(sid)
             elif op == "transcribe":
                 language = header.get("language")
-                self._check_language(language)
+                check_language(language, self.languages, self.model_id)
                 self.files.append(FileJob(str(header.get("req")), pcm_from_bytes(payload), language,
                                           bool(header.get("word_timestamps")), now, prompt=header_prompt(header),
                                           terms=header_terms(header)))
@@ -212,29 +226,13 @@ class SidecarServer:
             target = {"req": header["req"]} if "req" in header else {"stream": sid}
             self.emit({"ev": "error", **target, "code": code, "message": str(exc)})
 
-    def _check_language(self, language: str | None) -> None:
-        if language is not None and language not in self.languages:
-            err = ValueError(f"model {self.model_id} does not support language {language!r}; "
-                             f"available: {', '.join(self.languages[:12])}"
-                             + (" ..." if len(self.languages) > 12 else ""))
-            err.code = "unsupported_language"  # type: ignore[attr-defined]
-            raise err
-
     def _open(self, sid: Any, header: dict) -> None:
         if not isinstance(sid, str) or not sid:
             raise ValueError("open needs a stream id")
         if len(self.streams) >= MAX_STREAMS:
             raise ValueError("too many streams")
-        language = header.get("language")
-        self._check_language(language)
-        eager = bool(header.get("eager", False))
-        options = StreamOptions(
-            language=language, interim=bool(header.get("interim", True)),
-            word_timestamps=bool(header.get("word_timestamps", False)),
-            silence_ms=int(header.get("silence_ms", 500)), offset=int(header.get("offset", 0)),
-            first_utterance=int(header.get("first_utterance", 0)), stable=str(header.get("stable", "")),
-            eager=eager, full_window_finals=full_window_finals(self.final_window, eager), prompt=header_prompt(header),
-            terms=header_terms(header))
+        options = stream_options(header, self.languages, self.model_id, self.final_window,
+                                 turn_model=self.turn_judge is not None)
         self.streams[sid] = StreamPolicy(sid, options, tuning=self.tuning)
 
     def _after_change(self, sid: str, policy: StreamPolicy) -> None:
@@ -272,6 +270,12 @@ class SidecarServer:
             result = Transcript(text="", language=job.language or "en")
         self.emit_all(policy.on_result(job, result, now))
         self._after_change(job.stream, policy)
+
+    def _on_turn(self, question: TurnQuestion, probability: float | None, now: float) -> None:
+        policy = self.streams.get(question.stream)
+        if policy is not None:
+            self.emit_all(policy.on_turn(question, probability, now))
+            self._after_change(question.stream, policy)
 
     def _dispatch(self, now: float) -> None:
         while self._busy < self.lanes:

@@ -46,6 +46,7 @@ class StreamOptions:
     full_window_finals: bool = False  # finals on Whisper's 30 s encoder window (partials stay short)
     prompt: str = ""  # the stream's vocabulary as decoder context (the gateway's ``configure`` replaces it)
     terms: tuple[str, ...] = ()  # the client's spelling of its terms (term_spelling.py)
+    turn_threshold: float | None = None  # end a pause's turn early when the turn model says complete (turn_judge.py)
 
 
 @dataclass
@@ -99,4 +100,5 @@ class ClosedUtterance:
     awaits: int = -1  # the generation of the speculative decode that answers for it (audio None)
     result: Transcript | None = None
     dispatched: bool = False
+    turn_confidence: float | None = None  # the turn model's answer in the pause that closed it
     heard: str = ""  # the utterance's newest partial hypothesis: which terms its final's context holds (context.py)

@@ -192,7 +192,8 @@ def _stream_event(kind: Any, h: Mapping[str, Any]) -> StreamItem:
         return Final(int(h["utterance"]), str(h["text"]), float(h["start"]), float(h["end"]),
                      str(h.get("language", "")), h.get("words"), float(h.get("lag_s", 0.0)),
                      int(h.get("end_sample", 0)), bool(h.get("endpoint", False)),
-                     str(h["decoded"]) if h.get("decoded") is not None else None)
+                     str(h["decoded"]) if h.get("decoded") is not None else None,
+                     float(h["turn_confidence"]) if h.get("turn_confidence") is not None else None)
     if kind == "discarded":
         return Discarded(int(h["utterance"]), int(h.get("end_sample", 0)))
     if kind == "finalized":

@@ -137,7 +137,8 @@ class DictationSession:
         options = {"language": None if self.params.language == "auto" else self.params.language,
                    "interim": self.params.interim, "word_timestamps": self.params.word_timestamps,
                    "silence_ms": self.params.silence_ms, "eager": self.params.eager, "prompt": self.params.prompt,
-                   "terms": list(self.params.terms)}
+                   "terms": list(self.params.terms),
+                   **({"turn_threshold": turn} if (turn := self.params.turn_threshold) is not None else {})}
         self.stream = stream = await asr.open_stream(options)
         sender = asyncio.create_task(relay_events(stream, self._out, self._drain, release_slot),
                                      name=f"dictation-send-{session_id}")

@@ -61,11 +61,14 @@ class AsrSupervisor:
     def __init__(self, *, model: str, data_dir: Path, compute_type: str = "int8", threads: int = 0,
                  python: str = sys.executable, start_timeout_s: float = START_TIMEOUT_S,
                  backoff_s: tuple[float, ...] = BACKOFF_S, env: Mapping[str, str] | None = None, lanes: int = 0,
-                 watchdog: Watchdog | None = None, batch: int = 4, final_window: str = DEFAULT_FINAL_WINDOW) -> None:
+                 watchdog: Watchdog | None = None, batch: int = 4, final_window: str = DEFAULT_FINAL_WINDOW,
+                 turn_model: str = "off") -> None:
         self.model_name, self.data_dir = model, data_dir
         self.compute_type, self.threads = compute_type, threads
         self.decode_args = ("--threads", str(threads), "--lanes", str(lanes), "--batch", str(batch),
                             "--final-window", final_window)
+        self.turn_model = turn_model != "off"  # its streams may ask the end-of-turn model (engines/asr/turn_judge.py)
+        self.decode_args += ("--turn-model", turn_model) if self.turn_model else ()
         self.python, self.start_timeout_s, self.backoff_s = python, start_timeout_s, backoff_s
         self.env = dict(env) if env is not None else None  # None: inherit this process's environment
         self._watchdog = watchdog or Watchdog()
@@ -86,7 +89,7 @@ class AsrSupervisor:
     def from_settings(cls, settings: Settings, env: Mapping[str, str] | None = None) -> AsrSupervisor:
         return cls(model=settings.asr_model, data_dir=settings.data_dir, compute_type=settings.asr_compute_type,
                    threads=settings.asr_threads, lanes=settings.asr_lanes, batch=settings.asr_batch,
-                   final_window=settings.asr_final_window, env=env)
+                   final_window=settings.asr_final_window, turn_model=settings.asr_turn_model, env=env)
 
     # ---- engine interface
 

@@ -65,6 +65,7 @@ class DictationParams:
     prompt: str = ""  # the decoder's context: the client's terms (gateway/protocol/vocabulary.py)
     terms: tuple[str, ...] = ()  # the client's spelling of its terms: a final's near misses are written so
     resumable: bool = False  # ready carries a resume token; the session is held after a drop
+    turn_threshold: float | None = None  # a front's (Flux): end a turn when the turn model is this sure
 
 
 QUERY_PARAMS = ("sample_rate", "encoding", "language", "interim", "word_timestamps", "silence_ms", "eager", "terms",
@@ -236,6 +237,7 @@ class Final(WireMessage):
     endpoint: bool = internal(False, compare=False)  # closed by the pause that ends a turn, not a request
     # the utterance's own decode where the words committed by partials overrode it (None: ``text`` is it)
     decoded: str | None = internal(None, compare=False)
+    turn_confidence: float | None = internal(None, compare=False)  # the end-of-turn model's answer in its pause
     type: Literal["final"] = "final"
 
 

@@ -53,12 +53,14 @@ SEND_TIMEOUT_S = 10.0  # a Configure's answer: the client must read it as it rea
 class FluxTransport:
     """The ``DictationTransport`` of one ``/v2/listen`` socket."""
 
-    def __init__(self, websocket: WebSocket, params: FluxParams, request_id: str) -> None:
+    def __init__(self, websocket: WebSocket, params: FluxParams, request_id: str, turn_model: bool = False) -> None:
         self.websocket = websocket
         self.params = params
         self.config = StreamConfig(params.thresholds, params.keyterms)
         self.request_id = request_id
-        self.turns = TurnMapper(manual_turns=params.thresholds.manual, languages=params.language == "auto")
+        self.session_params = params.session_params(turn_model)
+        self.turns = TurnMapper(manual_turns=params.thresholds.manual, languages=params.language == "auto",
+                                turn_threshold=self.session_params.turn_threshold)
         self._sequence = itertools.count(0)
         self._send_lock = asyncio.Lock()
         self._marks = itertools.count(1)
@@ -150,7 +152,7 @@ async def flux_socket(websocket: WebSocket) -> None:
     except GatewayError as exc:
         await refuse(websocket, exc, _refusal)
         return
-    transport = FluxTransport(websocket, params, request_id)
-    session = DictationSession(transport, params.dictation, settings, state.asr)
+    transport = FluxTransport(websocket, params, request_id, turn_model=getattr(state.asr, "turn_model", False))
+    session = DictationSession(transport, transport.session_params, settings, state.asr)
     await state.sessions.run_connection("dictation", websocket, session.describe, session.drain,
                                         functools.partial(refuse, websocket, build=_refusal), session.run)

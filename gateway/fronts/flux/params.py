@@ -113,6 +113,14 @@ class FluxParams:
                                silence_ms=t.silence_ms, eager=t.eager_eot_threshold is not None,
                                prompt=term_list_text(self.keyterms), terms=self.keyterms)
 
+    def session_params(self, turn_model: bool) -> DictationParams:
+        """``dictation``, with the end-of-turn model on when the recognizer has one and the
+        confidence rule is on: a pause the model hears as finished (at least ``eot_threshold``
+        sure) ends the turn at the eager point, and the silence rule ends the rest."""
+        if not turn_model or self.thresholds.manual:
+            return self.dictation
+        return replace(self.dictation, turn_threshold=self.thresholds.eot_threshold)
+
 
 def number(name: str, raw: object, low: float, high: float) -> float:
     """``raw`` (a query string or a JSON number) as a float in ``low``..``high``."""

@@ -7,9 +7,11 @@ index): ``speech_started`` is ``StartOfTurn``, ``partial`` ``Update``,
 (``discarded``) ends with an ``EndOfTurn`` with an empty transcript, so every
 ``StartOfTurn`` has its ``EndOfTurn``.
 
-``end_of_turn_confidence`` is measured, never set: the silence heard after the
-turn's speech, in the audio the client has sent by the time the event goes
-out, over ``REFERENCE_SILENCE_MS`` and capped at 1. It is 0 on
+``end_of_turn_confidence`` is measured, never set: on an ``EndOfTurn`` the
+pause ended, the end-of-turn model's probability where the server runs one
+(``VOXGATE_ASR_TURN_MODEL``); otherwise the silence heard after the turn's
+speech, in the audio the client has sent by the time the event goes out, over
+``REFERENCE_SILENCE_MS`` and capped at 1. It is 0 on
 ``StartOfTurn``, ``Update`` and ``TurnResumed``: the recognizer hears speech
 then (it sends no hypothesis during a pause).
 
@@ -27,7 +29,9 @@ may still change.
 ``trigger`` of an ``EndOfTurn``: ``manual`` for the turn a ``ForceEndTurn`` (or
 ``CloseStream``) closed, ``timeout`` when ``eot_timeout_ms`` of silence ended
 it with the confidence rule off (``eot_threshold=1.0``), ``model`` when the
-silence rule of ``eot_threshold`` did. What closed the turn is the audio's
+silence rule of ``eot_threshold`` did. With the end-of-turn model on, ``model``
+is the turn the model ended (its probability at least ``eot_threshold``) and
+``timeout`` one the silence rule ended after the model found it unfinished. What closed the turn is the audio's
 word (the sidecar marks a final the pause closed), not the order messages came
 in: a ``ForceEndTurn`` that arrives while the final of a turn the pause already
 ended is being decoded does not make that turn ``manual``.
@@ -72,8 +76,9 @@ def hypothesis_words(text: str, stable: str) -> list[dict[str, Any]]:
 
 
 class TurnMapper:
-    def __init__(self, *, manual_turns: bool, languages: bool) -> None:
+    def __init__(self, *, manual_turns: bool, languages: bool, turn_threshold: float | None = None) -> None:
         self.manual_turns = manual_turns  # eot_threshold=1.0: a silence end is eot_timeout_ms'
+        self.turn_threshold = turn_threshold  # the end-of-turn model's: a silence end is then a timeout
         self.languages = languages  # flux-general-multi: say the language found
         self._forcing: deque[str] = deque()  # ForceEndTurn marks not answered yet, oldest first
         self._answered: set[str] = set()
@@ -109,7 +114,8 @@ class TurnMapper:
                               text, words, 0.0)]
         if isinstance(event, Final):
             return [self._end(event.utterance, event.start, event.end, event.text, settled_words(event.text),
-                              heard_s, self._language(event.language), by_pause=event.endpoint)]
+                              heard_s, self._language(event.language), by_pause=event.endpoint,
+                              model=event.turn_confidence)]
         if isinstance(event, Discarded):  # a request's close always gives a final: this one the pause (or a cut) ended
             end = event.end_sample / ASR_RATE
             return [self._end(event.utterance, self._start(event.utterance, end), end, "", [], heard_s, None,
@@ -121,7 +127,7 @@ class TurnMapper:
         return []
 
     def _end(self, turn: int, start: float, end: float, text: str, words: list[dict[str, Any]], heard_s: float,
-             languages: list[str] | None, *, by_pause: bool) -> TurnEvent:
+             languages: list[str] | None, *, by_pause: bool, model: float | None = None) -> TurnEvent:
         self._eager.pop(turn, None)
         start = self._starts.pop(turn, start)
         if self._forcing and turn >= self._newest and not by_pause:
@@ -129,10 +135,12 @@ class TurnMapper:
             trigger = "manual"
         elif self._closing and not by_pause:
             trigger = "manual"
+        elif self.turn_threshold is not None:
+            trigger = "model" if model is not None and model >= self.turn_threshold else "timeout"
         else:
             trigger = "timeout" if self.manual_turns else "model"
-        return TurnEvent("EndOfTurn", turn, start, end, text, words, silence_confidence(heard_s, end),
-                         trigger=trigger, languages=languages)
+        confidence = model if model is not None and by_pause else silence_confidence(heard_s, end)
+        return TurnEvent("EndOfTurn", turn, start, end, text, words, confidence, trigger=trigger, languages=languages)
 
     def _start(self, turn: int, fallback: float) -> float:
         return self._starts.get(turn, fallback)

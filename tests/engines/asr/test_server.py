@@ -146,7 +146,8 @@ def test_library_prints_go_to_stderr_not_into_the_frames():
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         header, _ = read_frame(proc.stdout)
-        assert header == {"ev": "ready", "model": "tiny.en", "multilingual": False, "languages": ["en"]}
+        assert header == {"ev": "ready", "model": "tiny.en", "multilingual": False, "languages": ["en"],
+                          "turn_model": False}
         proc.stdin.write(encode_frame({"op": "open", "stream": "a"}) + encode_frame({"op": "end", "stream": "a"}))
         proc.stdin.flush()
         frames = iter(lambda: read_frame(proc.stdout)[0], None)

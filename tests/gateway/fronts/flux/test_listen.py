@@ -365,3 +365,41 @@ def test_a_text_message_over_64_kib_closes_1009(tmp_path):
         connect(ws)
         ws.send_text(" " * (64 * 1024 + 1))
         assert close_code(ws) == (1009, "text message longer than 65536 bytes")
+
+
+def test_with_the_turn_model_a_turn_ends_by_its_answer_and_its_confidence_is_the_models(tmp_path):
+    fake = FakeSidecar()
+    fake.turn_model = True  # the sidecar was started with an end-of-turn model
+    with dictation_client(tmp_path, fake) as client, client.websocket_connect(URL + "&eot_threshold=0.8") as ws:
+        rid = connect(ws)
+        ws.send_bytes(audio(3.0))
+        configured(ws, 1, {"eot_threshold": 0.8, "eot_timeout_ms": 5000})
+        fake.play_from_thread(client,
+                              {"ev": "speech_started", "utterance": 0, "at": 0.5, "start_sample": 0},
+                              {"ev": "final", "utterance": 0, "text": "Book it.", "start": 0.5, "end": 1.0,
+                               "language": "en", "endpoint": True, "turn_confidence": 0.93},
+                              {"ev": "speech_started", "utterance": 1, "at": 1.5, "start_sample": 16000},
+                              {"ev": "final", "utterance": 1, "text": "And then", "start": 1.5, "end": 2.0,
+                               "language": "en", "endpoint": True, "turn_confidence": 0.2})
+        assert receive(ws)["event"] == "StartOfTurn"
+        # the model ended it: its probability, not the silence heard (1.0 here)
+        assert receive(ws) == turn(rid, 3, "EndOfTurn", 0, 0.5, 1.0, "Book it.", settled("Book it."), 0.93,
+                                   trigger="model")
+        assert receive(ws)["event"] == "StartOfTurn"
+        # the model heard it unfinished; the silence rule ended it
+        assert receive(ws) == turn(rid, 5, "EndOfTurn", 1, 1.5, 2.0, "And then", settled("And then"), 0.2,
+                                   trigger="timeout")
+    (header, _), *_ = fake.frames
+    assert header["turn_threshold"] == 0.8
+
+
+@pytest.mark.parametrize(("turn_model", "query"), [(False, ""), (True, "&eot_threshold=1.0")])
+def test_the_turn_model_is_asked_only_when_the_sidecar_has_one_and_turns_are_not_manual(tmp_path, turn_model, query):
+    fake = FakeSidecar()
+    fake.turn_model = turn_model
+    with dictation_client(tmp_path, fake) as client, client.websocket_connect(URL + query) as ws:
+        connect(ws)
+        ws.send_json({"type": "CloseStream"})
+        assert close_code(ws) == (1000, "")
+    (header, _), *_ = fake.frames
+    assert "turn_threshold" not in header
