@@ -1,6 +1,6 @@
 """Flux benchmark: end of speech -> EndOfTurn and -> EagerEndOfTurn, native vs /v2/listen.
 
-    flock /work/wt/bench.lock python bench/flux.py [--rounds 2] [--sentences 4] [--streams 1,8]
+    flock /work/wt/bench.lock python bench/flux.py [--rounds 2] [--sentences 4] [--streams 1,8] [--turn-model]
 
 Starts one `voxgate serve --engines asr` (tiny.en) and streams the same clips, in
 real time (20 ms a message), over the native socket (`/v1/dictation?eager=true&
@@ -193,12 +193,17 @@ def main() -> int:
     parser.add_argument("--sentences", type=int, default=4)
     parser.add_argument("--streams", default="1,8", help="stream counts, comma-separated")
     parser.add_argument("--voices", default="piper,espeak", help="piper and/or espeak, comma-separated")
+    parser.add_argument("--turn-model", action="store_true",
+                        help="start the gateway with VOXGATE_ASR_TURN_MODEL=auto: /v2/listen's turns end by the "
+                             "end-of-turn model (the native socket keeps the silence rule)")
     args = parser.parse_args()
     counts = [int(n) for n in args.streams.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
         most = str(max(counts))
         settings = {"VOXGATE_DATA_DIR": str(Path(tmp) / "data"), "VOXGATE_ASR_THREADS": "2",
-                    "VOXGATE_MAX_DICTATION_STREAMS": most, "VOXGATE_MAX_DICTATION_STREAMS_PER_CLIENT": most}
+                    "VOXGATE_MAX_DICTATION_STREAMS": most, "VOXGATE_MAX_DICTATION_STREAMS_PER_CLIENT": most,
+                    "VOXGATE_ASR_TURN_MODEL": "auto" if args.turn_model else "off"}
+        print(f"/v2/listen turns end by {'the end-of-turn model or ' if args.turn_model else ''}350 ms of silence")
         proc, url = processes.start_gateway(["--host", "127.0.0.1", "--engines", "asr"], gateway_env(settings),
                                             health_timeout_s=180, quiet_stdout=True)
         try:
