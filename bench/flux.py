@@ -60,6 +60,7 @@ class Turn:
     eagers: list[tuple[float, str]] = field(default_factory=list)  # (arrival, text), in order
     resumed: int = 0
     end: tuple[float, str, float] | None = None  # (arrival, text, the recognizer's end of speech)
+    trigger: str = ""  # the EndOfTurn's (Flux): model, timeout or manual
     standing: tuple[float, str] | None = None  # the eager end of turn no TurnResumed withdrew
 
 
@@ -84,6 +85,7 @@ def on_message(kind: str, data: dict, now: float, turns: dict[int, Turn]) -> Non
         if data.get("type") != "TurnInfo":
             return
         event, index, text, end = data["event"], data["turn_index"], data["transcript"], data["audio_window_end"]
+        turns.setdefault(index, Turn()).trigger = data.get("trigger", "")
     else:
         names = {"eager_final": "EagerEndOfTurn", "turn_resumed": "TurnResumed", "final": "EndOfTurn"}
         if data.get("type") not in names:
@@ -133,6 +135,8 @@ class Tally:
     same_text: int = 0
     eagers: int = 0
     resumed: int = 0
+    by_model: list[float] = field(default_factory=list)  # end of speech -> EndOfTurn of the turns a model answer ended
+    timeouts: int = 0  # turns the silence rule ended after the end-of-turn model heard them unfinished
 
     def add(self, t0: float, turns: dict[int, Turn], clip: Clip) -> None:
         for turn in turns.values():
@@ -142,6 +146,10 @@ class Tally:
             speech_end = t0 + min(clip.ends, key=lambda e: abs(e - recognized_end))
             self.turns += 1
             self.end_ms.append((arrival - speech_end) * 1000)
+            if turn.trigger == "timeout":
+                self.timeouts += 1
+            elif turn.trigger == "model":
+                self.by_model.append(self.end_ms[-1])
             self.eagers += len(turn.eagers)
             self.resumed += turn.resumed
             if turn.standing is not None:
@@ -156,7 +164,8 @@ def p50_p95(values: list[float]) -> str:
     return f"{statistics.median(values):.0f} | {np.percentile(values, 95):.0f}"
 
 
-async def run(url: str, rounds: int, sentences: int, stream_counts: list[int], voices: list[str]) -> None:
+async def run(url: str, rounds: int, sentences: int, stream_counts: list[int], voices: list[str],
+              turn_model: bool = False) -> None:
     clips = {voice: make_clip(voice, SENTENCES[:sentences]) for voice in voices}
     tallies: dict[tuple[str, str, int], Tally] = {}
     print(f"start: {machine()}", flush=True)
@@ -178,6 +187,12 @@ async def run(url: str, rounds: int, sentences: int, stream_counts: list[int], v
         socket = "/v2/listen" if kind == "flux" else "/v1/dictation"
         print(f"| {voice} | {socket} | {count} | {t.turns} | {p50_p95(t.end_ms)} | {p50_p95(t.eager_ms)} | {same} "
               f"| {t.eagers / max(1, t.turns):.2f} | {t.resumed / max(1, t.turns):.2f} |")
+    if turn_model:
+        print("\n/v2/listen with the end-of-turn model: turns it ended (EndOfTurn p50 / p95 ms of those), "
+              "turns the silence rule ended after it heard them unfinished")
+        for (voice, kind, count), t in tallies.items():
+            if kind == "flux":
+                print(f"  {voice} x{count}: {len(t.by_model)} of {t.turns} ({p50_p95(t.by_model)}); {t.timeouts}")
     print(f"\n{ANCHORS}\nend: {machine()}")
 
 
@@ -207,7 +222,7 @@ def main() -> int:
         proc, url = processes.start_gateway(["--host", "127.0.0.1", "--engines", "asr"], gateway_env(settings),
                                             health_timeout_s=180, quiet_stdout=True)
         try:
-            asyncio.run(run(url, args.rounds, args.sentences, counts, args.voices.split(",")))
+            asyncio.run(run(url, args.rounds, args.sentences, counts, args.voices.split(","), args.turn_model))
         finally:
             proc.terminate()
             proc.wait(30)

@@ -18,8 +18,8 @@ every utterance opened before it (``utterance``: the one it closed, or None).
   if the silence lasts, its result IS the final; with ``eager`` it goes out
   early as ``eager_final``, and no partial is sent while it stands.
 - An utterance longer than ``max_utterance_s`` is cut at its quietest window.
-- With a ``turn_threshold``, a pause at the eager point asks the end-of-turn
-  model (turn_ending.py); a confident answer closes the utterance at once.
+- With a ``turn_threshold``, a pause asks the end-of-turn model once
+  (turn_ending.py); a confident answer closes the utterance at the eager point.
 
 This module finds the utterances and hands out their decodes; closed ones wait
 for their finals in finals.py. Every figure is a ``PolicyTuning`` knob (tuning.py).
@@ -75,7 +75,8 @@ class StreamPolicy:
         self.finals = PendingFinals(stream, options.word_timestamps, options.prompt, context_words, options.terms)
         self.speculation = Speculation(stream, options, self.tuning, self.finals.context)
         self.partials = Partials(stream, options, self.tuning)
-        self.turns = TurnEnding(stream, options.turn_threshold)
+        self.turns = TurnEnding(stream, options.turn_threshold, samples(self.tuning.turn_question_after_s),
+                                self.speculation.ends_turn_after)
         self.ending = False
         self.lag_s = 0.0
         self._ready_at = 0.0
@@ -124,9 +125,8 @@ class StreamPolicy:
         if u.silence_since is not None:
             silent = start + WINDOW - u.silence_since
             events.extend(self.speculation.on_silence(u, silent, now))
-            self.turns.on_silence(u, self.speculation.generation, silent, self.speculation.ends_turn_after,
-                                  self.audio.slice, start + WINDOW)
-            if silent >= self.options.silence_ms * RATE // 1000:
+            ended = self.turns.on_silence(u, self.speculation.generation, silent, self.audio.slice, start + WINDOW)
+            if ended or silent >= self.options.silence_ms * RATE // 1000:
                 self._end_turn(u, start + WINDOW, now)
                 return
         if start + WINDOW - u.start > samples(t.max_utterance_s):
@@ -158,7 +158,8 @@ class StreamPolicy:
     def on_turn(self, question: TurnQuestion, probability: float | None, now: float) -> list[dict[str, Any]]:
         """The end-of-turn model's answer to ``question`` (None: it gave none)."""
         u = self.utterance
-        if not self.turns.answer(question, probability, u, self.speculation.generation):
+        silent = self.pos - u.silence_since if u is not None and u.silence_since is not None else 0
+        if not self.turns.answer(question, probability, u, self.speculation.generation, silent):
             return []
         assert u is not None
         self._end_turn(u, self.pos, now)

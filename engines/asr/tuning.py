@@ -57,6 +57,13 @@ class PolicyTuning:
     # for it, while a partial only refreshes text on screen; a pause that proves short wastes that decode
     eager_speculation_first: bool = True
 
+    # silence after which a stream with a turn threshold asks the end-of-turn model whether its turn is over
+    # (a confident answer ends it at the eager point, speculate_after_s, not before: the model hears many short
+    # pauses within sentences as finished). Its answer to one pause changes little from 32 to 200 ms into it,
+    # and it takes 70-150 ms on a busy core: asked this early, it is usually in by the eager point, and the
+    # pauses shorter than this, which cannot end a turn anyway, cost no question
+    turn_question_after_s: float = 0.096
+
     # ---- context across utterances
     # words of the stream's earlier finals each decode is conditioned on (after its vocabulary), as offline
     # decoding conditions a window on the text before it; 0: each utterance is decoded on its own. Dictation

@@ -1,7 +1,7 @@
 """The sidecar's end-of-turn thread: asks the turn model whether a pause ends its turn.
 
-A stream opened with a ``turn_threshold`` asks once per pause, when the
-silence has lasted its eager point (speculation.py): the policy hands out a
+A stream opened with a ``turn_threshold`` asks once per pause, early in the
+silence (turn_ending.py): the policy hands out a
 ``TurnQuestion`` (the utterance's audio up to then) and this thread answers it
 on the main thread's inbox as ``("turn", question, probability)``. The model
 costs tens of milliseconds a question, so it runs here and never on the main

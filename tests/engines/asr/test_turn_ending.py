@@ -31,16 +31,16 @@ class LoudestSample:
         return float(np.max(np.abs(audio)))
 
 
-def feed(policy: StreamPolicy, seconds: float, now: list[float], level: float = 0.0) -> list[dict]:
+def feed(policy: StreamPolicy, seconds: float, now: list[float], level: float = 0.0, chunk_s: float = 0.1) -> list[dict]:
     events = []
-    for _ in range(round(seconds / 0.1)):
-        now[0] += 0.1
-        events += policy.feed(np.full(1600, level, dtype=np.float32), now[0])
+    for _ in range(round(seconds / chunk_s)):
+        now[0] += chunk_s
+        events += policy.feed(np.full(round(chunk_s * RATE), level, dtype=np.float32), now[0])
     return events
 
 
-def stream(threshold: float | None = 0.5) -> StreamPolicy:
-    return StreamPolicy("s", StreamOptions(silence_ms=1000, turn_threshold=threshold), vad=ScriptedVad([(1.0, 3.0)]))
+def stream(threshold: float | None = 0.5, speech=((1.0, 3.0),)) -> StreamPolicy:
+    return StreamPolicy("s", StreamOptions(silence_ms=1000, turn_threshold=threshold), vad=ScriptedVad(list(speech)))
 
 
 def speak(policy: StreamPolicy, level: float, now: list[float]) -> None:
@@ -48,25 +48,52 @@ def speak(policy: StreamPolicy, level: float, now: list[float]) -> None:
     feed(policy, 2.0, now, level)  # the scripted VAD hears speech from 1 s to 3 s
 
 
-def test_a_pause_the_model_hears_as_finished_ends_the_turn_at_the_eager_point():
+# the scripted speech ends with the window before 3.008 s; the utterance's audio starts 0.4 s
+# before its first speech window (31)
+SILENCE_FROM = 48128
+UTTERANCE_START = 31 * 512 - 6400
+QUESTION_AT = SILENCE_FROM + 1536  # 96 ms into the pause
+EAGER_POINT = SILENCE_FROM + 2560  # 160 ms
+
+
+def final_of(policy: StreamPolicy, text: str, now: float) -> dict:
+    job = policy.take_job()
+    assert job.kind == "final"
+    final, = [e for e in policy.on_result(job, Transcript(text=text, language="en"), now) if e["ev"] == "final"]
+    return final
+
+
+def test_the_question_comes_96_ms_into_a_pause_and_a_confident_answer_ends_the_turn_at_the_eager_point():
     policy, model, now = stream(), LoudestSample(), [0.0]
     speak(policy, 0.8, now)
-    feed(policy, 0.1, now)
-    assert policy.turns.take() is None  # 0.1 s of silence: not yet the eager point (160 ms)
-    feed(policy, 0.1, now)
+    feed(policy, 0.1, now, chunk_s=0.02)
+    assert policy.turns.take() is None  # 92 ms of silence
+    feed(policy, 0.02, now, chunk_s=0.02)
     question = policy.turns.take()
     assert (question.stream, question.utterance) == ("s", 0)
-    # the utterance from its 0.4 s pad before the first speech window (31) to the window
-    # where the silence (from 3.008 s) reached 160 ms
-    assert len(question.audio) == (48128 + 2560) - (31 * 512 - 6400)
+    assert len(question.audio) == QUESTION_AT - UTTERANCE_START
     assert policy.turns.take() is None  # asked once per pause
-    events = policy.on_turn(question, model.complete(question.audio), now[0])
-    assert events == []  # closed: its final decodes now
-    assert policy.utterance is None
-    job = policy.take_job()
-    assert job.kind == "final" and job.end_sample <= 3.2 * RATE
-    final, = [e for e in policy.on_result(job, Transcript(text="done", language="en"), now[0]) if e["ev"] == "final"]
+    assert policy.on_turn(question, model.complete(question.audio), now[0]) == []
+    assert policy.utterance is not None  # 112 ms: a pause this short ends no turn, whatever the answer
+    feed(policy, 0.04, now, chunk_s=0.02)
+    assert policy.utterance is not None  # 152 ms
+    feed(policy, 0.02, now, chunk_s=0.02)
+    assert policy.utterance is None  # the window that reached 160 ms closed it
+    final = final_of(policy, "done", now[0])
     assert (final["text"], final["endpoint"], final["turn_confidence"]) == ("done", True, 0.8)
+    assert policy.pos < SILENCE_FROM + 1000 * 16  # long before the 1000 ms silence window
+
+
+def test_an_answer_that_comes_after_the_eager_point_ends_the_turn_at_once():
+    policy, model, now = stream(), LoudestSample(), [0.0]
+    speak(policy, 0.8, now)
+    feed(policy, 0.2, now)
+    assert policy.utterance is not None  # 192 ms: no answer yet
+    question = policy.turns.take()
+    assert len(question.audio) == QUESTION_AT - UTTERANCE_START
+    assert policy.on_turn(question, model.complete(question.audio), now[0]) == []
+    assert policy.utterance is None
+    assert final_of(policy, "done", now[0])["turn_confidence"] == 0.8
 
 
 def test_a_pause_the_model_hears_as_unfinished_waits_for_the_silence_window():
@@ -76,22 +103,32 @@ def test_a_pause_the_model_hears_as_unfinished_waits_for_the_silence_window():
     question = policy.turns.take()
     assert policy.on_turn(question, model.complete(question.audio), now[0]) == []
     assert policy.utterance is not None  # 0.3 < 0.5: the turn goes on
-    events = feed(policy, 1.0, now)  # the 1000 ms silence window ends it
-    job = policy.take_job()
-    events += policy.on_result(job, Transcript(text="not yet", language="en"), now[0])
-    final, = [e for e in events if e["ev"] == "final"]
-    assert (final["text"], final["turn_confidence"]) == ("not yet", 0.3)
+    feed(policy, 0.7, now)
+    assert policy.utterance is not None
+    feed(policy, 0.2, now)  # the 1000 ms silence window ends it
+    final = final_of(policy, "not yet", now[0])
+    assert (final["text"], final["endpoint"], final["turn_confidence"]) == ("not yet", True, 0.3)
+
+
+def test_a_confident_answer_in_a_pause_shorter_than_the_eager_point_ends_nothing():
+    policy, now = stream(speech=((1.0, 3.0), (3.15, 4.0))), [0.0]
+    speak(policy, 0.9, now)
+    feed(policy, 0.12, now, 0.9, chunk_s=0.02)
+    question = policy.turns.take()
+    assert policy.on_turn(question, 0.99, now[0]) == []
+    feed(policy, 0.1, now, 0.9, chunk_s=0.02)  # speech again from 3.15 s, 142 ms into the pause
+    assert policy.utterance is not None and policy.utterance.index == 0
+    feed(policy, 0.8, now, 0.9)
+    assert policy.utterance.index == 0  # the same turn, its pause inside
 
 
 def test_an_answer_after_speech_came_back_is_stale_and_ends_nothing():
-    policy = StreamPolicy("s", StreamOptions(silence_ms=1000, turn_threshold=0.5),
-                          vad=ScriptedVad([(1.0, 3.0), (3.3, 4.0)]))
-    now = [0.0]
-    feed(policy, 1.0, now)
-    feed(policy, 2.2, now, 0.9)
+    policy, now = stream(speech=((1.0, 3.0), (3.3, 4.0))), [0.0]
+    speak(policy, 0.9, now)
+    feed(policy, 0.2, now, 0.9)
     question = policy.turns.take()
     assert question is not None
-    feed(policy, 0.3, now, 0.9)  # speech again from 3.3 s
+    feed(policy, 0.2, now, 0.9)  # speech again from 3.3 s
     assert policy.on_turn(question, 0.99, now[0]) == []
     assert policy.utterance is not None and policy.utterance.index == 0
 
