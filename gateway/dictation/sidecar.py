@@ -65,8 +65,8 @@ class AsrSupervisor:
                  turn_model: str = "off") -> None:
         self.model_name, self.data_dir = model, data_dir
         self.compute_type, self.threads = compute_type, threads
-        self.decode_args = ("--threads", str(threads), "--lanes", str(lanes), "--batch", str(batch),
-                            "--final-window", final_window)
+        self.decode_args: tuple[str, ...] = ("--threads", str(threads), "--lanes", str(lanes), "--batch", str(batch),
+                                             "--final-window", final_window)
         self.turn_model = turn_model != "off"  # its streams may ask the end-of-turn model (engines/asr/turn_judge.py)
         self.decode_args += ("--turn-model", turn_model) if self.turn_model else ()
         self.python, self.start_timeout_s, self.backoff_s = python, start_timeout_s, backoff_s
