@@ -55,6 +55,28 @@ def test_a_model_that_cannot_load_fails_the_engine_and_the_socket_says_why(tmp_p
             assert close["type"] == "websocket.close" and close["code"] == 1011
 
 
+def test_an_end_of_turn_model_that_cannot_load_fails_the_engine_and_says_which(tmp_path):
+    missing = tmp_path / "no-such-turn-model.onnx"
+    with make_client(tmp_path, engines=("asr",), asr_turn_model=str(missing)) as client:
+        for _ in range(300):
+            asr = next(e for e in client.get("/v1/engines").json()["engines"] if e["kind"] == "asr")
+            if asr["state"] != "loading":
+                break
+            time.sleep(0.1)
+        assert asr["state"] == "failed"
+        assert f"or turn model '{missing}'" in asr["detail"], asr["detail"]
+
+
+async def test_the_end_of_turn_model_found_in_pipecat_loads_with_the_recognizer(tmp_path):
+    asr = AsrSupervisor(model="tiny.en", data_dir=tmp_path, threads=2, turn_model="auto")
+    await asr.start()
+    try:
+        assert asr.status().state is EngineState.READY, asr.status()
+        assert asr.turn_model is True
+    finally:
+        await asr.aclose()
+
+
 async def test_multilingual_base_detects_german_and_takes_a_language(tmp_path):
     install_whisper_base(tmp_path)
     asr = AsrSupervisor(model="whisper-base", data_dir=tmp_path, threads=2)
