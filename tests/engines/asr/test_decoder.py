@@ -104,3 +104,42 @@ def test_windows_with_contexts_of_other_lengths_decode_in_one_call_as_they_do_al
     together = [t.text for t in decoder().decode_batch(windows, beam_size=5)]
     assert together == alone
     assert all(wer(TEXT, text) <= 0.25 for text in together), together
+
+
+def test_a_decode_that_recites_its_prompt_is_decoded_again_without_it(speech, monkeypatch):
+    """Whisper can copy its previous-text slot out instead of hearing the audio. Here the
+    model is made to do so whenever its prompt holds the context (a wrapper puts the
+    context's tokens in place of what it decoded), and the window must come back as the
+    same audio decodes without the context."""
+    from dataclasses import dataclass
+
+    from engines.asr.decoder import ShortWindow
+    from engines.asr.prompt_text import prompt_tokens
+
+    context = "Eilidh, Aoife, Oluwaseun, Thandiwe, Zyxel, pgvector."
+    model = decoder().model.model
+    context_ids = prompt_tokens(decoder().model.hf_tokenizer, context)
+    prompts_seen: list[list[int]] = []
+
+    @dataclass
+    class Recited:
+        sequences_ids: list[list[int]]
+        scores: list[float]
+        no_speech_prob: float
+
+    class Reciting:  # CTranslate2's model is a C++ object: answer through a wrapper
+        def __getattr__(self, name):
+            return getattr(model, name)
+
+        def generate(self, encoded, prompts, **kwargs):
+            prompts_seen.extend(prompts)
+            results = model.generate(encoded, prompts, **kwargs)
+            return [Recited([context_ids], r.scores, r.no_speech_prob) if set(context_ids) <= set(p) else r
+                    for p, r in zip(prompts, results, strict=True)]
+
+    plain = decoder().decode_batch([ShortWindow(speech, "en")], beam_size=5)[0]
+    monkeypatch.setattr(decoder().model, "model", Reciting())
+    got = decoder().decode_batch([ShortWindow(speech, "en", prompt=context)], beam_size=5)[0]
+    assert [set(context_ids) <= set(p) for p in prompts_seen] == [True, False]  # with the context, then without
+    assert got.text == plain.text
+    assert wer(TEXT, got.text) <= 0.25, got.text
