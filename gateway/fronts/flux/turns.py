@@ -31,10 +31,11 @@ may still change.
 it with the confidence rule off (``eot_threshold=1.0``), ``model`` when the
 silence rule of ``eot_threshold`` did. With the end-of-turn model on, ``model``
 is the turn the model ended (its probability at least ``eot_threshold``) and
-``timeout`` one the silence rule ended after the model found it unfinished. What closed the turn is the audio's
-word (the sidecar marks a final the pause closed), not the order messages came
-in: a ``ForceEndTurn`` that arrives while the final of a turn the pause already
-ended is being decoded does not make that turn ``manual``.
+``timeout`` one the silence rule ended after the model found it unfinished.
+What closed the turn is the audio's word (the sidecar marks a final the pause
+closed), not the order messages came in: a ``ForceEndTurn`` that arrives while
+the final of a turn the pause already ended is being decoded does not make that
+turn ``manual``.
 
 Pure bookkeeping, no I/O; used from one asyncio task at a time.
 """
