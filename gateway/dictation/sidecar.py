@@ -108,7 +108,8 @@ class AsrSupervisor:
             languages = ["en"]
         return {"model": self.model_name, "languages": languages or [],
                 "multilingual": hello.multilingual if hello is not None else None,
-                "compute_type": self.compute_type, "restarts": self.restarts, "streams": len(self._streams)}
+                "compute_type": self.compute_type, "restarts": self.restarts, "streams": len(self._streams),
+                "turn_model": self.turn_model}
 
     @property
     def pid(self) -> int | None:

@@ -49,7 +49,7 @@ TTS_COMMON = {"kind": "tts", "default": True, "id": "pocket", "sample_rate": 240
               "languages": ["en"], "can_clone": False, "default_voice": None, "options": [],
               "clone_uses_transcript": False, "state": "missing"}
 ASR_COMMON = {"kind": "asr", "id": "asr", "languages": [], "multilingual": None, "compute_type": "int8",
-              "restarts": 0, "streams": 0, "state": "missing"}
+              "restarts": 0, "streams": 0, "turn_model": False, "state": "missing"}
 FOR_ADMINS = {"engines": [
     {**TTS_COMMON, "default_reason": "Pocket TTS is enabled", "detail": f"Pocket TTS weights not found: {WEIGHTS}",
      "hint": PULL},
