@@ -152,7 +152,7 @@ async def flux_socket(websocket: WebSocket) -> None:
     except GatewayError as exc:
         await refuse(websocket, exc, _refusal)
         return
-    transport = FluxTransport(websocket, params, request_id, turn_model=getattr(state.asr, "turn_model", False))
+    transport = FluxTransport(websocket, params, request_id, turn_model=state.asr is not None and state.asr.turn_model)
     session = DictationSession(transport, transport.session_params, settings, state.asr)
     await state.sessions.run_connection("dictation", websocket, session.describe, session.drain,
                                         functools.partial(refuse, websocket, build=_refusal), session.run)
