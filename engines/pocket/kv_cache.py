@@ -172,7 +172,9 @@ class RingKvCache:
                 pos_k = torch.cat([self.slot_pos[layer], pos_q], dim=1)
             delta = pos_q[:, :, None] - pos_k[:, None, :]
             mask = (pos_k[:, None, :] >= 0) & (delta >= 0) & (delta < self.context)
-            self._layout_cache = (mask[:, None], rows, slots, new_pos)
+            # as the additive mask attention makes of a boolean one, made once, not in every layer
+            additive = torch.zeros(mask.shape, dtype=self.keys.dtype).masked_fill_(~mask, float("-inf"))
+            self._layout_cache = (additive[:, None], rows, slots, new_pos)
             self._layout_for = pos_q
         return self._layout_cache
 

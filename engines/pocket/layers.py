@@ -50,8 +50,8 @@ class KvStore(Protocol):
                pos_q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Store new ``k, v`` [B, T, Hkv, D] (rope applied) at query positions ``pos_q`` [B, T].
 
-        Returns keys and values to attend to, [B, Hkv, Tk, D] each, and a boolean mask
-        [B, 1, T, Tk] (True = may attend).
+        Returns keys and values to attend to, [B, Hkv, Tk, D] each, and a mask [B, 1, T, Tk]:
+        boolean (True = may attend) or additive in the keys' dtype (0 or -inf).
         """
         ...
 
