@@ -6,29 +6,31 @@ frames at once or one at a time gives the same samples. ``state=None`` runs a wh
 signal from silence (the encoder's use).
 
 Two layouts: ``forward`` takes [B, C, T] (torch's conv layout; the encoder), and
-``step`` takes [B, T, C] (the streaming decoder). ``step`` writes each conv as one
-matrix product over [B * T] rows: a conv of kernel k multiplies the k shifted
-copies of its input side by side, or, when it narrows the channels, multiplies
-the input once by all k taps and sums the k shifted blocks of the product (the
-copy it makes is then the narrower one: 2-5x faster for the late stages' convs,
-where T is 240-1920 samples a frame and the channels few); a transposed conv
-multiplies once and overlap-adds the k / stride blocks of each output. Those
-products go through :func:`engines.pocket.kernels.linear`; torch's own conv
-kernels are two to three times slower here for these few-step inputs (its
-transposed conv has no fast path at all on this CPU).
+``step`` takes [B, T, C] (the streaming decoder). In ``step``:
+
+- a conv that narrows the channels (the residual blocks' kernel-3 convs) runs
+  through oneDNN's convolution, fed the [B, T, C] input as the channels-last
+  layout of [B, C, T, 1] (no copy either way; the strides must be exactly those
+  torch gives that format, see :func:`_channels_last_2d`). At 32 rows of the late
+  stages it takes 1.2 ms where summing output-side taps took 12.8 ms in bf16 (the
+  sum adds strided slices 16-32 channels wide, which bf16 does slowly) and 2.6
+  against 5.1 ms in float32; at one row it is level or a little faster;
+- other convs are one matrix product over [B * T] rows: a conv of kernel k
+  multiplies the k shifted copies of its input side by side; the last conv (one
+  output channel), where oneDNN is slower, multiplies the input once by all k
+  taps and sums the k shifted blocks of the product;
+- a transposed conv multiplies once and overlap-adds the k / stride blocks of
+  each output (torch's transposed conv, channels last or not, is two to three
+  times slower at these shapes).
+
+The products go through :func:`engines.pocket.kernels.linear`.
 
 Other precisions (``engines.pocket.decoder_precision``): ``step`` runs in the dtype
 of its input and state (bf16 with bf16 weights), and a conv given an ``int8``
-matrix multiplies through it instead. In bf16 two things change, both because
-torch's bf16 elementwise kernels are slow where the float32 ones are not:
-
-- a conv of kernel above 1 goes to oneDNN's convolution on a channels-last view
-  (no copy either way). Summing the output-side taps means adding strided slices
-  16-32 channels wide, which bf16 does at a third of float32's pace: at 32 rows
-  the late stages' convs took 9-10 ms a step that way and take 1.4 ms in oneDNN;
-- ELU is ``max(x, exp(min(x, 0)) - 1)`` (the same function: ``exp(x) - 1 >= x``
-  for every x <= 0), 2.0 against torch's 2.9 ms for 2M values; torch's bf16 ELU
-  goes through ``expm1``, its slowest kernel.
+matrix multiplies its shifted copies through it instead. In bf16, ELU is
+``max(x, exp(min(x, 0)) - 1)`` (the same function, as ``exp(x) - 1 >= x`` for every
+x <= 0): 2.0 against 2.9 ms for 2M values, as torch's bf16 ELU goes through
+``expm1``, its slowest kernel.
 """
 
 from __future__ import annotations
