@@ -28,7 +28,7 @@ from torch import nn
 
 from engines.pocket.kernels import Int8Linear, Int8Matrix, Linear
 from engines.pocket.mimi import Mimi
-from engines.pocket.seanet import StreamingConv, StreamingConvTranspose
+from engines.pocket.streaming_conv import StreamingConv, StreamingConvTranspose
 
 PRECISIONS = ("fp32", "bf16", "int8")
 SETTING = "VOXGATE_POCKET_DECODER_PRECISION"

@@ -21,13 +21,8 @@ from engines.pocket.geometry import MimiTransformerGeometry, PocketGeometry
 from engines.pocket.kernels import Linear
 from engines.pocket.kv_cache import RingKvCache
 from engines.pocket.layers import CausalWindow, Transformer
-from engines.pocket.seanet import (
-    ConvState,
-    SeanetDecoder,
-    SeanetEncoder,
-    StreamingConv,
-    StreamingConvTranspose,
-)
+from engines.pocket.seanet import SeanetDecoder, SeanetEncoder
+from engines.pocket.streaming_conv import ConvState, StreamingConv, StreamingConvTranspose
 
 
 class _ProjectedTransformer(nn.Module):

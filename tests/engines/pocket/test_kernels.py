@@ -14,7 +14,7 @@ from engines.pocket.batch_decode import _DecodeJob
 from engines.pocket.decode_tasks import DecodeGroup
 from engines.pocket.flow_head import FlowHead
 from engines.pocket.kernels import DerivedTensor, Linear, linear
-from engines.pocket.seanet import StreamingConv, StreamingConvTranspose
+from engines.pocket.streaming_conv import StreamingConv, StreamingConvTranspose
 
 
 def _rand(*shape: int, seed: int = 0) -> torch.Tensor:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from engines.pocket.seanet import StreamingConv, elu
+from engines.pocket.seanet import elu
+from engines.pocket.streaming_conv import StreamingConv
 
 
 def _latents(model, frames: int, seed: int) -> torch.Tensor:
