@@ -5,8 +5,9 @@ Each sentence is said phrase by phrase with pauses of 0.12-0.36 s between the
 phrases (shorter than the silence that ends an utterance): every pause starts a
 speculative final that speech then discards, and partials see phrases end at the
 edge of their audio. Short single sentences (one clause, no pause) are said
-whole, at three rates. Piper speaks without its random noise, so the clips are the
-same audio every run. These sentences are ones whose early words tiny.en hears
+whole, by Piper at three rates and by three espeak-ng voices, clean and at 10 dB
+SNR. Piper speaks without its random noise and the noise has a fixed seed, so the
+clips are the same audio every run. These sentences are ones whose early words tiny.en hears
 wrong the same way in consecutive partials ("Somebody love", "The doctor asks")
 and right once it has the whole sentence: a final must not keep such a word.
 """
@@ -107,13 +108,23 @@ def test_streaming_finals_keep_the_words_offline_decoding_keeps_on_speech_with_s
 # or misread ("the Lazy Calle in the cool grass", which the 12 s margin still reads so)
 SHORT = tuple(SHORT_SENTENCES[i] for i in (8, 5, 9, 1))
 SHORT_SCALES = (1.0, 0.8, 1.2)  # Piper's length scale: as written, faster, slower
+SHORT_ESPEAK_VOICES = ("en-us", "en-gb", "en-us+f3")
+SHORT_NOISY = (("piper", 1.0), ("espeak", "en-us"))  # the voices also heard at 10 dB SNR
+NOISE_SNR_DB = 10.0
 SHORT_SLACK = 2  # one misread word pair, as "Calle" for "cow lay", in a clip and in all
 
 
 @functools.lru_cache(maxsize=1)
 def short_clips():
-    """Each short sentence at each rate, with its offline text."""
-    made = [make_short_clip(text, "piper", scale, steady=True) for text in SHORT for scale in SHORT_SCALES]
+    """Each short sentence in Piper at each rate and in each espeak-ng voice, clean, and
+    in two of those voices with white noise (a fixed seed: the same audio every run);
+    each with its offline text."""
+    voices: list[tuple[str, float | str]] = [("piper", scale) for scale in SHORT_SCALES]
+    voices += [("espeak", voice) for voice in SHORT_ESPEAK_VOICES]
+    made = [make_short_clip(text, engine, variant, steady=True) for engine, variant in voices for text in SHORT]
+    made += [make_short_clip(text, engine, variant, snr=NOISE_SNR_DB, seed=seed, steady=True)
+             for seed, (engine, variant, text) in enumerate(
+                 (engine, variant, text) for engine, variant in SHORT_NOISY for text in SHORT)]
     return [(clip, offline_text(decoder(), clip.audio)) for clip in made]
 
 
